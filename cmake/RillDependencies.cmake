@@ -1,0 +1,45 @@
+# Discover the dependencies named in DESIGN.md.
+#  - Arrow C++: a system package if present, else the pyarrow wheel in .venv.
+#  - DuckDB: .deps/duckdb-<ver> unpacked by scripts/setup from the npm registry.
+set(RILL_VENV "${CMAKE_SOURCE_DIR}/.venv" CACHE PATH "Python virtual environment")
+set(RILL_DUCKDB_DIR "${CMAKE_SOURCE_DIR}/.deps/duckdb-1.4.4" CACHE PATH "DuckDB lib + headers")
+
+find_package(Threads REQUIRED)
+find_package(Arrow QUIET CONFIG)
+if(Arrow_FOUND AND TARGET Arrow::arrow_shared)
+  message(STATUS "Arrow: system package ${Arrow_VERSION}")
+  add_library(rill_arrow INTERFACE)
+  target_link_libraries(rill_arrow INTERFACE Arrow::arrow_shared)
+  if(TARGET ArrowCompute::arrow_compute_shared)
+    target_link_libraries(rill_arrow INTERFACE ArrowCompute::arrow_compute_shared)
+  endif()
+else()
+  set(_py "${RILL_VENV}/bin/python")
+  if(NOT EXISTS "${_py}")
+    message(FATAL_ERROR "No system Arrow and no ${_py}: run scripts/setup")
+  endif()
+  execute_process(COMMAND "${_py}" -c "import pyarrow as pa; print(pa.get_include()); print(pa.get_library_dirs()[0]); print(pa.__version__)"
+    OUTPUT_VARIABLE _pa OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  string(REPLACE "\n" ";" _pa "${_pa}")
+  list(GET _pa 0 ARROW_INCLUDE_DIR)
+  list(GET _pa 1 ARROW_LIB_DIR)
+  list(GET _pa 2 ARROW_PY_VERSION)
+  message(STATUS "Arrow: pyarrow ${ARROW_PY_VERSION} at ${ARROW_LIB_DIR}")
+  add_library(rill_arrow INTERFACE)
+  target_include_directories(rill_arrow SYSTEM INTERFACE "${ARROW_INCLUDE_DIR}")
+  target_link_libraries(rill_arrow INTERFACE "${ARROW_LIB_DIR}/libarrow.so" "${ARROW_LIB_DIR}/libarrow_compute.so")
+  target_link_options(rill_arrow INTERFACE "-Wl,-rpath,${ARROW_LIB_DIR}")
+  # The wheel is built with the old ABI switch off (manylinux, new ABI); nothing to set.
+endif()
+
+if(NOT EXISTS "${RILL_DUCKDB_DIR}/lib/libduckdb.so")
+  message(FATAL_ERROR "DuckDB not found in ${RILL_DUCKDB_DIR}: run scripts/setup")
+endif()
+add_library(rill_duckdb INTERFACE)
+target_include_directories(rill_duckdb SYSTEM INTERFACE "${RILL_DUCKDB_DIR}/include")
+target_link_libraries(rill_duckdb INTERFACE "${RILL_DUCKDB_DIR}/lib/libduckdb.so")
+target_link_options(rill_duckdb INTERFACE "-Wl,-rpath,${RILL_DUCKDB_DIR}/lib")
+
+find_package(Boost 1.81 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
