@@ -1,0 +1,71 @@
+// BoundedBuffer: the backpressure buffer between producers and the tick thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+#include "rill/connector/connector.h"
+
+namespace rill {
+
+/// What to do when a push would exceed the buffer's limits.
+enum class OverflowPolicy {
+  kDropOldest,  ///< drop the oldest buffered rows (slicing batches exactly)
+  kDropNewest,  ///< keep what is buffered, take only the part of the push that fits
+  kError,       ///< refuse the whole push with CapacityError; nothing is dropped
+};
+
+/// Parse "drop_oldest", "drop_newest" or "error".
+Result<OverflowPolicy> ParseOverflowPolicy(std::string_view text);
+const char* OverflowPolicyName(OverflowPolicy policy);
+
+/// Limits of a buffer; 0 means unlimited.
+struct BufferLimits {
+  int64_t max_records = 100000;
+  int64_t max_bytes = 0;
+  OverflowPolicy on_overflow = OverflowPolicy::kDropOldest;
+};
+
+/// A FIFO of record batches bounded by rows and bytes. Thread-safe: Push from
+/// any thread, Drain from the consumer.
+///
+/// Byte accounting uses each batch's referenced buffer sizes, pro-rated by rows
+/// for slices, so that partial drops count the bytes they free.
+class BoundedBuffer {
+ public:
+  explicit BoundedBuffer(BufferLimits limits) : limits_(limits) {}
+
+  /// Add `batches` as one push (empty batches are ignored). With kError,
+  /// CapacityError when the push would not fit, saying how many rows were
+  /// offered and how many fit; nothing is added then.
+  Status Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
+
+  /// Remove and return everything buffered, oldest first.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> Drain();
+
+  /// Counters (buffered_*, pushed, dropped, refused, drained).
+  ConnectorStats stats() const;
+  const BufferLimits& limits() const { return limits_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    int64_t bytes;
+  };
+  const BufferLimits limits_;
+  mutable std::mutex mu_;
+  std::deque<Entry> queue_;  // guarded by mu_
+  ConnectorStats stats_;     // guarded by mu_
+};
+
+/// Estimate the bytes of `batch` (its buffers, pro-rated for slices).
+int64_t EstimateBatchBytes(const arrow::RecordBatch& batch);
+
+}  // namespace rill

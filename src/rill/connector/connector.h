@@ -1,0 +1,69 @@
+// Connector: a source of record batches for one target table.
+//
+// Connectors that read on their own threads (Kafka, WebSocket, files) push into
+// a BoundedBuffer; the tick thread drains it. A connector never blocks the tick.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+
+namespace rill {
+
+/// What a connector has done so far. Counters are monotonic.
+struct ConnectorStats {
+  int64_t buffered_records = 0;
+  int64_t buffered_bytes = 0;
+  int64_t pushed_records = 0;    ///< accepted into the buffer
+  int64_t dropped_records = 0;   ///< dropped by the overflow strategy
+  int64_t refused_records = 0;   ///< refused with an error (on_overflow = error)
+  int64_t drained_records = 0;   ///< handed to the engine
+  int64_t errors = 0;            ///< failed reads
+};
+
+/// Base class of all connectors.
+///
+/// Threads: Start/Stop are called by the engine (any thread, not concurrently);
+/// Poll is called by the tick thread only; stats() from any thread.
+class Connector {
+ public:
+  virtual ~Connector() = default;
+
+  /// Unique name within an engine (defaults to the target table's name).
+  const std::string& name() const { return name_; }
+  const std::string& target_table() const { return target_table_; }
+  /// Schema of the batches, if the connector knows it (null otherwise).
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+
+  /// Begin reading (spawn threads, open sockets). Default: nothing.
+  virtual Status Start() { return Status::OK(); }
+  /// Stop reading and join threads. Must be safe to call twice. Default: nothing.
+  virtual void Stop() {}
+
+  /// Return the batches that arrived since the last call (possibly none).
+  /// An error is recorded by the engine against this connector; the engine
+  /// calls Poll again next tick.
+  virtual Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() = 0;
+
+  /// Return a copy of the counters. Any thread.
+  virtual ConnectorStats stats() const = 0;
+
+ protected:
+  Connector(std::string name, std::string target_table, std::shared_ptr<arrow::Schema> schema)
+      : name_(name.empty() ? target_table : std::move(name)),
+        target_table_(std::move(target_table)),
+        schema_(std::move(schema)) {}
+
+ private:
+  std::string name_;
+  std::string target_table_;
+  std::shared_ptr<arrow::Schema> schema_;
+};
+
+}  // namespace rill

@@ -1,0 +1,33 @@
+// MemoryConnector: batches pushed by application code.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "rill/connector/bounded_buffer.h"
+#include "rill/connector/connector.h"
+
+namespace rill {
+
+/// A connector fed by Push() from any number of threads.
+class MemoryConnector : public Connector {
+ public:
+  /// `schema` may be null (batches are then reconciled with the table's schema).
+  MemoryConnector(std::string target_table, std::shared_ptr<arrow::Schema> schema = nullptr,
+                  BufferLimits limits = {}, std::string name = "");
+
+  /// Buffer a batch. CapacityError when on_overflow is kError and it does not
+  /// fit (nothing already buffered is lost). Any thread.
+  Status Push(const std::shared_ptr<arrow::RecordBatch>& batch);
+  /// Buffer every batch of `table` as one push (all or nothing with kError).
+  Status Push(const std::shared_ptr<arrow::Table>& table);
+
+  Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  ConnectorStats stats() const override { return buffer_.stats(); }
+  const BoundedBuffer& buffer() const { return buffer_; }
+
+ private:
+  BoundedBuffer buffer_;
+};
+
+}  // namespace rill

@@ -1,0 +1,135 @@
+// Tasks: scheduled SQL and join/aggregate pipelines that write output tables.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+#include "rill/table/retention.h"
+
+namespace rill {
+
+class SqlEngine;
+class LiveTable;
+
+/// What a task produced in one run.
+struct TaskOutput {
+  std::shared_ptr<arrow::Table> table;
+  /// true: replace the output table's state; false: write (upsert/append) the rows.
+  bool replace = true;
+};
+
+/// Counters of a task. Monotonic.
+struct TaskStats {
+  int64_t runs = 0;
+  int64_t errors = 0;
+  double last_duration_s = 0;
+  double total_duration_s = 0;
+  double last_run_at = 0;
+  std::string last_error;
+};
+
+/// Base of scheduled tasks. Threads: Run is called by the tick thread only.
+class Task {
+ public:
+  virtual ~Task() = default;
+  const std::string& name() const { return name_; }
+  const std::string& output_table() const { return output_table_; }
+  double interval_seconds() const { return interval_seconds_; }
+  const std::vector<std::string>& primary_key() const { return primary_key_; }
+  /// Retention for the output table (needed when the output is append-only).
+  const std::optional<RetentionPolicy>& retention() const { return retention_; }
+  /// Human-readable description (the SQL) for error reports.
+  virtual std::string Describe() const = 0;
+
+  /// True when the task has never run or `interval_seconds` passed since its last run.
+  bool Due(double now) const { return !ran_ || now - last_run_ >= interval_seconds_; }
+  void MarkRun(double now) { ran_ = true; last_run_ = now; }
+
+  /// Compute the task's output at time `now`.
+  virtual Result<TaskOutput> Run(SqlEngine& sql, double now) = 0;
+
+  TaskStats stats;  // written by the tick thread; copied under the engine's lock
+
+ protected:
+  Task(std::string name, std::string output_table, double interval_seconds,
+       std::vector<std::string> primary_key, std::optional<RetentionPolicy> retention)
+      : name_(std::move(name)), output_table_(std::move(output_table)),
+        interval_seconds_(interval_seconds), primary_key_(std::move(primary_key)),
+        retention_(std::move(retention)) {}
+
+ private:
+  std::string name_;
+  std::string output_table_;
+  double interval_seconds_;
+  std::vector<std::string> primary_key_;
+  std::optional<RetentionPolicy> retention_;
+  bool ran_ = false;
+  double last_run_ = 0;
+};
+
+/// Run `query` when due; its result replaces the output table's state.
+class ScheduledSqlTask : public Task {
+ public:
+  ScheduledSqlTask(std::string name, std::string query, std::string output_table,
+                   double interval_seconds = 1.0, std::vector<std::string> primary_key = {});
+  const std::string& query() const { return query_; }
+  std::string Describe() const override { return query_; }
+  Result<TaskOutput> Run(SqlEngine& sql, double now) override;
+
+ private:
+  std::string query_;
+};
+
+enum class JoinType { kInner, kLeftOuter, kRightOuter, kFullOuter };
+/// Parse "inner", "left outer", "left", "right outer", "right", "full outer", "full", "outer".
+Result<JoinType> ParseJoinType(std::string_view text);
+
+enum class AggregateFunction { kSum, kCount, kAvg, kMin, kMax, kCountDistinct };
+/// Parse "sum", "count", "avg"/"mean", "min", "max", "count_distinct".
+Result<AggregateFunction> ParseAggregateFunction(std::string_view text);
+const char* AggregateFunctionName(AggregateFunction fn);
+
+struct JoinTaskOptions {
+  std::string name;
+  std::string left_table;
+  std::string right_table;
+  std::vector<std::string> keys;        ///< left key columns
+  std::vector<std::string> right_keys;  ///< right key columns (default: keys)
+  std::string output_table;
+  JoinType join_type = JoinType::kInner;
+  std::vector<std::string> group_by;
+  /// (column, function); output columns are named "<column>_<function>".
+  std::vector<std::pair<std::string, AggregateFunction>> aggregations;
+  std::vector<std::string> primary_key;
+  /// Join only left rows written since the previous run and append the result.
+  bool incremental = false;
+  std::optional<RetentionPolicy> retention;
+  double interval_seconds = 1.0;
+};
+
+/// Join two live tables (and optionally aggregate) when due.
+class TableJoinTask : public Task {
+ public:
+  /// Invalid for empty keys, mismatched key counts, or aggregations without a
+  /// sensible output (checked again against the schemas at run time).
+  static Result<std::shared_ptr<TableJoinTask>> Make(JoinTaskOptions options);
+  std::string Describe() const override;
+  Result<TaskOutput> Run(SqlEngine& sql, double now) override;
+  const JoinTaskOptions& options() const { return options_; }
+  /// The SQL the task runs for a given watermark (exposed for tests).
+  std::string BuildSql(std::optional<double> since) const;
+
+ private:
+  explicit TableJoinTask(JoinTaskOptions options);
+  JoinTaskOptions options_;
+  std::optional<double> watermark_;  // tick thread only
+};
+
+}  // namespace rill

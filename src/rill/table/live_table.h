@@ -1,0 +1,248 @@
+// LiveTable: an in-memory Arrow table that changes every tick.
+//
+// A LiveTable holds rows in chunks (immutable Arrow record batches) plus, per
+// chunk, a bitmap of the rows still alive. Writes never modify a published
+// chunk: an upsert appends the incoming batch as a new chunk and clears the
+// alive bits of the rows it replaces, so its cost is proportional to the batch,
+// not to the table. Each write ends by publishing a new immutable TableVersion
+// that readers load lock-free; compaction rewrites chunks whose rows are mostly
+// dead and merges small chunks.
+//
+// Threads: writes (Upsert, ApplyRetention, Compact, ReplaceState) may come from
+// any thread and are serialized by the table; normally the engine's tick thread
+// is the only writer. snapshot() and the read accessors may be called from any
+// thread at any time. Subscribers are called on the writing thread, after the
+// write, with no lock held.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/clock.h"
+#include "rill/common/snapshot_cell.h"
+#include "rill/common/status.h"
+#include "rill/table/retention.h"
+#include "rill/table/schema.h"
+
+namespace rill {
+
+class KeyIndex;
+
+/// One chunk of a published version: a batch (with system columns) and which
+/// of its rows are alive.
+struct VersionChunk {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  /// Bit i set = row i alive. Null when every row is alive.
+  std::shared_ptr<arrow::Buffer> alive;
+  int64_t live_rows = 0;
+};
+
+/// An immutable, consistent state of a LiveTable. Safe to share across threads.
+class TableVersion {
+ public:
+  TableVersion(std::shared_ptr<arrow::Schema> schema, std::vector<VersionChunk> chunks,
+               uint64_t version, double published_at);
+
+  /// The full schema, system columns last.
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  const std::vector<VersionChunk>& chunks() const { return chunks_; }
+  /// Number of live rows.
+  int64_t num_rows() const { return num_rows_; }
+  /// Monotonic version number: 0 for the empty table, +1 per write that changed it.
+  uint64_t version() const { return version_; }
+  /// Unix seconds at which this version was published.
+  double published_at() const { return published_at_; }
+  /// Bytes referenced by the chunks (buffers counted once per chunk).
+  int64_t nbytes() const;
+
+  /// Return the live rows of `chunk` as a batch: the batch itself when all rows
+  /// are alive (zero copy), otherwise a filtered copy.
+  static Result<std::shared_ptr<arrow::RecordBatch>> LiveBatch(const VersionChunk& chunk);
+
+  /// Return the live rows as a table, in write order (oldest first).
+  Result<std::shared_ptr<arrow::Table>> ToTable() const;
+
+  /// Return a reader over the live rows, one batch per non-empty chunk. The
+  /// reader keeps this version alive.
+  Result<std::shared_ptr<arrow::RecordBatchReader>> MakeReader() const;
+
+ private:
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<VersionChunk> chunks_;
+  uint64_t version_;
+  double published_at_;
+  int64_t num_rows_ = 0;
+};
+
+/// How a table behaves. Values left unset come from the schema metadata.
+struct TableOptions {
+  /// Key columns; when empty, the schema's "primary_key" metadata is used.
+  std::vector<std::string> primary_key;
+  /// Mode; when unset, the schema's "mode" metadata, else snapshot.
+  std::optional<TableMode> mode;
+  std::optional<RetentionPolicy> retention;
+  /// When a table has more chunks than this, adjacent small chunks are merged.
+  /// 0 disables merging.
+  int64_t auto_compact_chunks = 32;
+  /// A chunk whose dead rows exceed this fraction is rewritten.
+  double compact_dead_fraction = 0.5;
+  /// Merged chunks grow up to this many rows.
+  int64_t target_chunk_rows = 128 * 1024;
+  /// Source of z_insert_ts / z_update_ts and of "now" for retention.
+  Clock clock;
+};
+
+/// What one write did.
+struct WriteStats {
+  int64_t rows_in = 0;       ///< rows offered
+  int64_t inserted = 0;      ///< new keys (or appended rows)
+  int64_t updated = 0;       ///< rows that replaced an existing key
+  int64_t expired = 0;       ///< rows removed by retention
+};
+
+/// A live table. See the file comment for the storage model and threads.
+class LiveTable {
+ public:
+  using Subscriber = std::function<void(const std::shared_ptr<const TableVersion>&)>;
+  using SubscriptionId = uint64_t;
+  /// Called when a subscriber throws; `what` is the exception text.
+  using ErrorHandler = std::function<void(const std::string& table, const std::string& what)>;
+
+  /// Create a table. `schema` holds the user's columns (system columns, if
+  /// present, are dropped and re-added). Invalid for an append table without a
+  /// retention policy that sets max_rows or max_age_seconds, for unknown key
+  /// columns, and for a retention time column that is missing or not a time.
+  static Result<std::shared_ptr<LiveTable>> Make(std::string name,
+                                                 std::shared_ptr<arrow::Schema> schema,
+                                                 TableOptions options = {});
+  ~LiveTable();
+
+  const std::string& name() const { return name_; }
+  /// Full schema: user columns, then z_insert_ts, z_update_ts.
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  /// User columns only.
+  const std::shared_ptr<arrow::Schema>& user_schema() const { return user_schema_; }
+  const std::vector<std::string>& primary_key() const { return primary_key_; }
+  TableMode mode() const { return mode_; }
+  const std::optional<RetentionPolicy>& retention() const { return options_.retention; }
+  const TableOptions& options() const { return options_; }
+  /// True when writes upsert by key (snapshot mode with a key).
+  bool keyed() const { return index_ != nullptr; }
+
+  /// Return the current version. Any thread; never blocks.
+  std::shared_ptr<const TableVersion> snapshot() const { return current_.Load(); }
+  /// Live rows of the current version. Any thread.
+  int64_t num_rows() const { return snapshot()->num_rows(); }
+
+  /// Write `batches` as one version: upsert by key in snapshot mode with a key,
+  /// append otherwise; then apply retention and compaction and publish. Each
+  /// batch is reconciled with the schema first (see Reconcile); if any batch
+  /// cannot be, nothing is written and the error names the column and types.
+  /// `now` defaults to the table's clock.
+  Result<WriteStats> Write(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                           std::optional<double> now = std::nullopt);
+  Result<WriteStats> Write(const std::shared_ptr<arrow::RecordBatch>& batch,
+                           std::optional<double> now = std::nullopt);
+  Result<WriteStats> Write(const std::shared_ptr<arrow::Table>& table,
+                           std::optional<double> now = std::nullopt);
+
+  /// Replace the whole state with `table` (reconciled like Write; in snapshot
+  /// mode with a key the last row per key wins). System columns present in
+  /// `table` are kept, missing ones are set to now.
+  Result<WriteStats> ReplaceState(const std::shared_ptr<arrow::Table>& table,
+                                  std::optional<double> now = std::nullopt);
+
+  /// Remove expired rows now; publish if anything changed.
+  Result<int64_t> ApplyRetention(std::optional<double> now = std::nullopt);
+
+  /// Rewrite chunks with dead rows and merge small chunks. With `full`, rewrite
+  /// the table into chunks of target_chunk_rows whatever their state.
+  Status Compact(bool full = false);
+
+  /// Return `batch` cast to the user schema: columns matched by name in any
+  /// order, missing nullable columns filled with nulls, types cast when Arrow
+  /// can cast them safely; system columns in the batch are dropped. Invalid,
+  /// naming the column and both types, when that is impossible; Invalid also for
+  /// unknown columns and for nulls in a non-nullable column.
+  Result<std::shared_ptr<arrow::RecordBatch>> Reconcile(
+      const std::shared_ptr<arrow::RecordBatch>& batch) const;
+
+  /// Call `callback` with every new version. Any thread.
+  SubscriptionId Subscribe(Subscriber callback);
+  /// Stop calling a subscriber. Returns false if `id` was unknown. Any thread.
+  bool Unsubscribe(SubscriptionId id);
+  /// Where subscriber exceptions are reported (default: the log).
+  void SetErrorHandler(ErrorHandler handler);
+
+  /// Estimated bytes per row (schema estimate, refined by the data once rows exist).
+  int64_t EstimateRowSize() const;
+  /// Rows of this table that fit in `memory_bytes`.
+  int64_t EstimateRecordsCapacity(int64_t memory_bytes) const;
+
+  /// Number of chunks in the current state (for tests and metrics).
+  int64_t num_chunks() const;
+
+ private:
+  struct Chunk;
+  LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
+            std::vector<std::string> primary_key, TableMode mode, TableOptions options);
+
+  // All Locked* functions require write_mu_.
+  Status WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
+                        WriteStats* stats);
+  Status ApplyRetentionLocked(double now, int64_t* expired);
+  Status CompactLocked(bool full);
+  Status RewriteLocked(size_t begin, size_t end, int64_t max_rows);
+  void KillRowLocked(uint64_t location);
+  void EraseKeyLocked(uint32_t slot, int64_t row);
+  void DropEmptyChunksLocked();
+  uint32_t AllocateSlotLocked();
+  void PublishLocked(double now);
+  void Notify(const std::shared_ptr<const TableVersion>& version);
+  Result<std::shared_ptr<arrow::RecordBatch>> WithSystemColumnsLocked(
+      const std::shared_ptr<arrow::RecordBatch>& user_batch,
+      std::shared_ptr<arrow::Buffer> insert_ts, double now) const;
+
+  const std::string name_;
+  std::shared_ptr<arrow::Schema> user_schema_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<std::string> primary_key_;
+  TableMode mode_;
+  TableOptions options_;
+  Clock clock_;
+  int insert_ts_column_;
+  int time_column_ = -1;  // retention time column in the full schema
+
+  std::mutex write_mu_;
+  std::unique_ptr<KeyIndex> index_;   // guarded by write_mu_; null when not keyed
+  std::vector<Chunk> slots_;          // guarded by write_mu_
+  std::vector<uint32_t> free_slots_;  // guarded by write_mu_
+  std::vector<uint32_t> order_;       // guarded by write_mu_; slots in write order
+  int64_t live_rows_ = 0;             // guarded by write_mu_
+  uint64_t version_ = 0;              // guarded by write_mu_
+  double last_now_ = 0;               // guarded by write_mu_
+
+  SnapshotCell<TableVersion> current_;
+
+  std::mutex subscribers_mu_;
+  std::map<SubscriptionId, std::shared_ptr<Subscriber>> subscribers_;  // guarded
+  SubscriptionId next_subscription_ = 1;                               // guarded
+  ErrorHandler error_handler_;                                         // guarded
+};
+
+/// Return `new_rows` upserted into `old_rows` by `primary_key` (last row per
+/// key wins; old rows keep their position order, replaced ones move to the
+/// end). A pure function on Arrow tables, as the seed's `upsert_table`.
+Result<std::shared_ptr<arrow::Table>> UpsertTable(const std::shared_ptr<arrow::Table>& old_rows,
+                                                  const std::shared_ptr<arrow::Table>& new_rows,
+                                                  const std::vector<std::string>& primary_key);
+
+}  // namespace rill

@@ -1,0 +1,41 @@
+// RetentionPolicy: how long rows stay in a table.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+
+namespace rill {
+
+/// Rows beyond `max_rows` (the oldest writes go first) or older than
+/// `max_age_seconds` (measured on `time_column`) are removed on every write and
+/// every tick. Rows whose time is null never expire by age.
+struct RetentionPolicy {
+  std::optional<int64_t> max_rows;
+  std::optional<double> max_age_seconds;
+  std::string time_column = "z_insert_ts";
+
+  /// Return true if the policy limits anything.
+  bool enabled() const { return max_rows.has_value() || max_age_seconds.has_value(); }
+  /// Invalid for negative limits or an empty time column name.
+  Status Validate() const;
+};
+
+/// Read a column as unix seconds: float and integer columns are seconds already;
+/// timestamp columns of any unit and time zone, date32 and date64 are converted.
+/// The returned function reads row `i` and sets `*valid` to false for nulls.
+using TimeReader = std::function<double(int64_t i, bool* valid)>;
+
+/// Return a TimeReader over `array`, or TypeError for a type that is no time.
+Result<TimeReader> MakeTimeReader(const std::shared_ptr<arrow::Array>& array);
+
+/// Return true if `type` can be read by MakeTimeReader.
+bool IsTimeLike(const arrow::DataType& type);
+
+}  // namespace rill
