@@ -188,6 +188,7 @@ class Engine {
                    const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
                    double now);
   void Loop();
+  bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
 
   EngineOptions options_;
@@ -213,7 +214,8 @@ class Engine {
   std::shared_ptr<LiveTable> metrics_table_;
 
   std::mutex tick_mu_;  // serializes ticks
-  double last_tick_now_ = 0;
+  std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
+  double last_tick_now_ = 0;                   // guarded by tick_mu_
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

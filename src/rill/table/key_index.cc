@@ -1,0 +1,317 @@
+#include "rill/table/key_index.h"
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <arrow/array.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <arrow/type_traits.h>
+#include <boost/unordered/unordered_flat_map.hpp>
+
+namespace rill {
+
+namespace {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+struct StringEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+};
+
+bool IsIntegerLike(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8: case arrow::Type::INT16: case arrow::Type::INT32:
+    case arrow::Type::INT64: case arrow::Type::UINT8: case arrow::Type::UINT16:
+    case arrow::Type::UINT32: case arrow::Type::UINT64: case arrow::Type::DATE32:
+    case arrow::Type::DATE64: case arrow::Type::TIMESTAMP: case arrow::Type::TIME32:
+    case arrow::Type::TIME64: case arrow::Type::DURATION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsStringLike(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::STRING: case arrow::Type::LARGE_STRING: case arrow::Type::BINARY:
+    case arrow::Type::LARGE_BINARY: case arrow::Type::STRING_VIEW:
+    case arrow::Type::BINARY_VIEW:
+      return true;
+    case arrow::Type::DICTIONARY:
+      return IsStringLike(*static_cast<const arrow::DictionaryType&>(type).value_type());
+    default:
+      return false;
+  }
+}
+
+/// Reads row i of a string-like array as a view (nullopt for null).
+class StringReader {
+ public:
+  Status Bind(const std::shared_ptr<arrow::Array>& array) {
+    array_ = array;
+    dict_ = nullptr;
+    values_ = array;
+    if (array->type_id() == arrow::Type::DICTIONARY) {
+      dict_ = std::static_pointer_cast<arrow::DictionaryArray>(array);
+      values_ = dict_->dictionary();
+    }
+    kind_ = values_->type_id();
+    return Status::OK();
+  }
+  std::optional<std::string_view> Get(int64_t i) const {
+    if (array_->IsNull(i)) return std::nullopt;
+    int64_t j = dict_ ? dict_->GetValueIndex(i) : i;
+    if (dict_ && values_->IsNull(j)) return std::nullopt;
+    switch (kind_) {
+      case arrow::Type::STRING: case arrow::Type::BINARY:
+        return static_cast<const arrow::BinaryArray&>(*values_).GetView(j);
+      case arrow::Type::LARGE_STRING: case arrow::Type::LARGE_BINARY:
+        return static_cast<const arrow::LargeBinaryArray&>(*values_).GetView(j);
+      default:
+        return static_cast<const arrow::BinaryViewArray&>(*values_).GetView(j);
+    }
+  }
+
+ private:
+  std::shared_ptr<arrow::Array> array_;
+  std::shared_ptr<arrow::DictionaryArray> dict_;
+  std::shared_ptr<arrow::Array> values_;
+  arrow::Type::type kind_ = arrow::Type::STRING;
+};
+
+class IntKeyIndex final : public KeyIndex {
+ public:
+  explicit IntKeyIndex(int column) : column_(column) {}
+
+  Status Bind(const arrow::RecordBatch& batch) override {
+    auto array = batch.column(column_);
+    if (array->type()->byte_width() != 8) {
+      // Narrow integers (and date32/time32) are widened; the values keep their identity.
+      auto target = arrow::is_unsigned_integer(array->type_id()) ? arrow::uint64() : arrow::int64();
+      std::shared_ptr<arrow::Array> storage = array;
+      if (!arrow::is_integer(array->type_id())) {
+        auto width = array->type()->byte_width();
+        auto int_type = width == 4 ? arrow::int32() : arrow::int16();
+        RILL_ASSIGN_OR_RAISE(storage, array->View(int_type));
+      }
+      RILL_ASSIGN_OR_RAISE(auto cast, arrow::compute::Cast(*storage, target));
+      array = cast;
+    }
+    array_ = array;
+    values_ = array->data()->GetValues<int64_t>(1);
+    has_nulls_ = array->null_count() > 0;
+    return Status::OK();
+  }
+
+  uint64_t Upsert(int64_t row, uint64_t location) override {
+    if (has_nulls_ && array_->IsNull(row)) {
+      uint64_t prev = null_location_;
+      null_location_ = location;
+      return prev;
+    }
+    auto [it, inserted] = map_.try_emplace(values_[row], location);
+    if (inserted) return kNone;
+    uint64_t prev = it->second;
+    it->second = location;
+    return prev;
+  }
+
+  void Erase(int64_t row, uint64_t location) override {
+    if (has_nulls_ && array_->IsNull(row)) {
+      if (null_location_ == location) null_location_ = kNone;
+      return;
+    }
+    auto it = map_.find(values_[row]);
+    if (it != map_.end() && it->second == location) map_.erase(it);
+  }
+
+  void Clear() override {
+    map_.clear();
+    null_location_ = kNone;
+  }
+  size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
+
+ private:
+  const int column_;
+  boost::unordered_flat_map<int64_t, uint64_t> map_;
+  uint64_t null_location_ = kNone;
+  std::shared_ptr<arrow::Array> array_;
+  const int64_t* values_ = nullptr;
+  bool has_nulls_ = false;
+};
+
+class StringKeyIndex final : public KeyIndex {
+ public:
+  explicit StringKeyIndex(int column) : column_(column) {}
+
+  Status Bind(const arrow::RecordBatch& batch) override {
+    return reader_.Bind(batch.column(column_));
+  }
+
+  uint64_t Upsert(int64_t row, uint64_t location) override {
+    auto key = reader_.Get(row);
+    if (!key) {
+      uint64_t prev = null_location_;
+      null_location_ = location;
+      return prev;
+    }
+    auto it = map_.find(*key);
+    if (it == map_.end()) {
+      map_.emplace(std::string(*key), location);
+      return kNone;
+    }
+    uint64_t prev = it->second;
+    it->second = location;
+    return prev;
+  }
+
+  void Erase(int64_t row, uint64_t location) override {
+    auto key = reader_.Get(row);
+    if (!key) {
+      if (null_location_ == location) null_location_ = kNone;
+      return;
+    }
+    auto it = map_.find(*key);
+    if (it != map_.end() && it->second == location) map_.erase(it);
+  }
+
+  void Clear() override {
+    map_.clear();
+    null_location_ = kNone;
+  }
+  size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
+
+ private:
+  const int column_;
+  boost::unordered_flat_map<std::string, uint64_t, StringHash, StringEq> map_;
+  uint64_t null_location_ = kNone;
+  StringReader reader_;
+};
+
+/// Composite keys and other fixed-width types: each column is encoded as a tag
+/// byte (0 null, 1 value) followed by its bytes (length-prefixed for strings).
+class EncodedKeyIndex final : public KeyIndex {
+ public:
+  explicit EncodedKeyIndex(std::vector<int> columns) : columns_(std::move(columns)) {}
+
+  Status Bind(const arrow::RecordBatch& batch) override {
+    parts_.clear();
+    for (int c : columns_) {
+      Part part;
+      part.array = batch.column(c);
+      const auto& type = *part.array->type();
+      if (IsStringLike(type)) {
+        part.is_string = true;
+        RILL_RETURN_NOT_OK(part.strings.Bind(part.array));
+      } else if (type.id() == arrow::Type::BOOL) {
+        part.is_bool = true;
+      } else {
+        part.width = type.byte_width();
+        part.data = part.array->data()->GetValues<uint8_t>(1, 0);
+        part.offset = part.array->offset();
+      }
+      parts_.push_back(std::move(part));
+    }
+    return Status::OK();
+  }
+
+  uint64_t Upsert(int64_t row, uint64_t location) override {
+    Encode(row);
+    auto it = map_.find(std::string_view(scratch_));
+    if (it == map_.end()) {
+      map_.emplace(scratch_, location);
+      return kNone;
+    }
+    uint64_t prev = it->second;
+    it->second = location;
+    return prev;
+  }
+
+  void Erase(int64_t row, uint64_t location) override {
+    Encode(row);
+    auto it = map_.find(std::string_view(scratch_));
+    if (it != map_.end() && it->second == location) map_.erase(it);
+  }
+
+  void Clear() override { map_.clear(); }
+  size_t size() const override { return map_.size(); }
+
+ private:
+  struct Part {
+    std::shared_ptr<arrow::Array> array;
+    bool is_string = false;
+    bool is_bool = false;
+    int width = 0;
+    const uint8_t* data = nullptr;
+    int64_t offset = 0;
+    StringReader strings;
+  };
+
+  void Encode(int64_t row) {
+    scratch_.clear();
+    for (const auto& part : parts_) {
+      if (part.is_string) {
+        auto v = part.strings.Get(row);
+        if (!v) {
+          scratch_.push_back('\0');
+          continue;
+        }
+        scratch_.push_back('\1');
+        uint32_t len = static_cast<uint32_t>(v->size());
+        scratch_.append(reinterpret_cast<const char*>(&len), sizeof(len));
+        scratch_.append(v->data(), v->size());
+      } else if (part.array->IsNull(row)) {
+        scratch_.push_back('\0');
+      } else if (part.is_bool) {
+        scratch_.push_back('\1');
+        scratch_.push_back(static_cast<const arrow::BooleanArray&>(*part.array).Value(row) ? 1 : 0);
+      } else {
+        scratch_.push_back('\1');
+        scratch_.append(reinterpret_cast<const char*>(part.data + (part.offset + row) * part.width),
+                        part.width);
+      }
+    }
+  }
+
+  std::vector<int> columns_;
+  std::vector<Part> parts_;
+  std::string scratch_;
+  boost::unordered_flat_map<std::string, uint64_t, StringHash, StringEq> map_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<KeyIndex>> KeyIndex::Make(const arrow::Schema& schema,
+                                                 std::vector<int> key_columns) {
+  if (key_columns.empty()) {
+    return Status::Invalid("A key index needs at least one column");
+  }
+  for (int c : key_columns) {
+    const auto& field = schema.field(c);
+    const auto& type = *field->type();
+    bool fixed = type.byte_width() > 0 && type.id() != arrow::Type::DICTIONARY;
+    if (!IsStringLike(type) && !fixed && type.id() != arrow::Type::BOOL) {
+      return Status::TypeError("Primary key column '", field->name(), "' has type ",
+                               type.ToString(), ", which cannot be used as a key");
+    }
+  }
+  if (key_columns.size() == 1) {
+    const auto& type = *schema.field(key_columns[0])->type();
+    if (IsIntegerLike(type)) {
+      return std::make_unique<IntKeyIndex>(key_columns[0]);
+    }
+    if (IsStringLike(type)) {
+      return std::make_unique<StringKeyIndex>(key_columns[0]);
+    }
+  }
+  return std::make_unique<EncodedKeyIndex>(std::move(key_columns));
+}
+
+}  // namespace rill

@@ -1,0 +1,48 @@
+// KeyIndex: the primary-key hash index of a LiveTable (private to table/).
+//
+// Maps a key to a row location (slot << 32 | row). Specialized for a single
+// integer-like key, a single string-like key (string, binary, views,
+// dictionary-encoded strings) and a generic byte encoding (composite keys and
+// any other fixed-width type).
+//
+// Nulls: a null key value is a key like any other and equal to other nulls
+// (IS NOT DISTINCT FROM); in a composite key each column's null is encoded.
+//
+// Threads: not thread-safe; the owning table serializes access.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+
+namespace rill {
+
+class KeyIndex {
+ public:
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  /// Build an index over `key_columns` of `schema`. TypeError for key types
+  /// that cannot be hashed (nested types).
+  static Result<std::unique_ptr<KeyIndex>> Make(const arrow::Schema& schema,
+                                                std::vector<int> key_columns);
+  virtual ~KeyIndex() = default;
+
+  /// Prepare to address the rows of `batch`, whose key columns sit at the
+  /// positions given to Make. The batch must outlive the following calls.
+  virtual Status Bind(const arrow::RecordBatch& batch) = 0;
+  /// Map the key of bound row `row` to `location`; return the previous
+  /// location or kNone if the key was new.
+  virtual uint64_t Upsert(int64_t row, uint64_t location) = 0;
+  /// Remove the key of bound row `row` if it maps to `location`.
+  virtual void Erase(int64_t row, uint64_t location) = 0;
+  /// Remove every key.
+  virtual void Clear() = 0;
+  /// Number of keys.
+  virtual size_t size() const = 0;
+};
+
+}  // namespace rill

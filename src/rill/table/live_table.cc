@@ -1,0 +1,807 @@
+#include "rill/table/live_table.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include <arrow/array.h>
+#include <arrow/array/concatenate.h>
+#include <arrow/array/util.h>
+#include <arrow/buffer.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
+#include <arrow/util/bit_util.h>
+
+#include "rill/common/logging.h"
+#include "rill/table/key_index.h"
+
+namespace rill {
+
+namespace {
+
+constexpr uint64_t Location(uint32_t slot, int64_t row) {
+  return (static_cast<uint64_t>(slot) << 32) | static_cast<uint64_t>(row);
+}
+constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(location >> 32); }
+constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
+
+Result<std::shared_ptr<arrow::Buffer>> FilledDoubles(int64_t n, double value) {
+  RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBuffer(n * sizeof(double)));
+  auto* out = reinterpret_cast<double*>(buffer->mutable_data());
+  std::fill(out, out + n, value);
+  return std::shared_ptr<arrow::Buffer>(std::move(buffer));
+}
+
+Result<std::shared_ptr<arrow::Buffer>> AllAliveBitmap(int64_t n) {
+  RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBitmap(n));
+  std::memset(buffer->mutable_data(), 0xff, buffer->size());
+  return std::shared_ptr<arrow::Buffer>(std::move(buffer));
+}
+
+bool SameUserColumns(const arrow::Schema& a, const arrow::Schema& b) {
+  if (a.num_fields() != b.num_fields()) return false;
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (a.field(i)->name() != b.field(i)->name() ||
+        !a.field(i)->type()->Equals(*b.field(i)->type())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// TableVersion
+
+TableVersion::TableVersion(std::shared_ptr<arrow::Schema> schema,
+                           std::vector<VersionChunk> chunks, uint64_t version,
+                           double published_at)
+    : schema_(std::move(schema)),
+      chunks_(std::move(chunks)),
+      version_(version),
+      published_at_(published_at) {
+  for (const auto& c : chunks_) num_rows_ += c.live_rows;
+}
+
+int64_t TableVersion::nbytes() const {
+  int64_t total = 0;
+  for (const auto& c : chunks_) {
+    for (const auto& col : c.batch->columns()) {
+      for (const auto& buf : col->data()->buffers) {
+        if (buf) total += buf->size();
+      }
+    }
+    if (c.alive) total += c.alive->size();
+  }
+  return total;
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> TableVersion::LiveBatch(const VersionChunk& chunk) {
+  if (!chunk.alive || chunk.live_rows == chunk.batch->num_rows()) {
+    return chunk.batch;
+  }
+  auto mask = std::make_shared<arrow::BooleanArray>(chunk.batch->num_rows(), chunk.alive);
+  RILL_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(chunk.batch, mask));
+  return filtered.record_batch();
+}
+
+Result<std::shared_ptr<arrow::Table>> TableVersion::ToTable() const {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  batches.reserve(chunks_.size());
+  for (const auto& c : chunks_) {
+    if (c.live_rows == 0) continue;
+    RILL_ASSIGN_OR_RAISE(auto b, LiveBatch(c));
+    batches.push_back(std::move(b));
+  }
+  return arrow::Table::FromRecordBatches(schema_, batches);
+}
+
+namespace {
+
+/// Streams the live batches of one version; holds the version alive.
+class VersionReader final : public arrow::RecordBatchReader {
+ public:
+  explicit VersionReader(std::shared_ptr<const TableVersion> version)
+      : version_(std::move(version)) {}
+  std::shared_ptr<arrow::Schema> schema() const override { return version_->schema(); }
+  Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    const auto& chunks = version_->chunks();
+    while (next_ < chunks.size() && chunks[next_].live_rows == 0) ++next_;
+    if (next_ >= chunks.size()) {
+      *out = nullptr;
+      return Status::OK();
+    }
+    RILL_ASSIGN_OR_RAISE(*out, TableVersion::LiveBatch(chunks[next_++]));
+    return Status::OK();
+  }
+
+ private:
+  std::shared_ptr<const TableVersion> version_;
+  size_t next_ = 0;
+};
+
+/// Shares ownership of a version for readers made from a raw `this`.
+struct NoopDeleter {
+  void operator()(const TableVersion*) const {}
+};
+
+}  // namespace
+
+Result<std::shared_ptr<arrow::RecordBatchReader>> TableVersion::MakeReader() const {
+  // The caller owns a shared_ptr to this version (it came from snapshot()),
+  // but we cannot reach it from `this`; copy the chunk list into a new version.
+  auto copy = std::make_shared<TableVersion>(schema_, chunks_, version_, published_at_);
+  return std::make_shared<VersionReader>(std::move(copy));
+}
+
+// ---------------------------------------------------------------------------
+// LiveTable
+
+struct LiveTable::Chunk {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  std::shared_ptr<arrow::Buffer> alive;  // null = all alive
+  int64_t live_rows = 0;
+  const double* insert_ts = nullptr;     // raw z_insert_ts values of `batch`
+  bool has_time_range = false;           // min/max of the retention time column
+  double time_min = 0;
+  double time_max = 0;
+  bool in_use = false;
+};
+
+LiveTable::LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
+                     std::vector<std::string> primary_key, TableMode mode, TableOptions options)
+    : name_(std::move(name)),
+      user_schema_(std::move(user_schema)),
+      schema_(WithSystemColumns(user_schema_)),
+      primary_key_(std::move(primary_key)),
+      mode_(mode),
+      options_(std::move(options)),
+      clock_(OrSystemClock(options_.clock)),
+      insert_ts_column_(schema_->GetFieldIndex(kInsertTsColumn)) {}
+
+LiveTable::~LiveTable() = default;
+
+Result<std::shared_ptr<LiveTable>> LiveTable::Make(std::string name,
+                                                   std::shared_ptr<arrow::Schema> schema,
+                                                   TableOptions options) {
+  if (name.empty()) {
+    return Status::Invalid("A table needs a name");
+  }
+  if (!schema) {
+    return Status::Invalid("Table '", name, "' needs a schema");
+  }
+  auto user_schema = WithoutSystemColumns(schema);
+  std::vector<std::string> key =
+      options.primary_key.empty() ? ExtractPrimaryKey(*schema) : options.primary_key;
+  TableMode mode;
+  if (options.mode) {
+    mode = *options.mode;
+  } else {
+    RILL_ASSIGN_OR_RAISE(mode, ExtractMode(*schema));
+  }
+  if (options.retention) {
+    RILL_RETURN_NOT_OK(options.retention->Validate());
+  }
+  if (mode == TableMode::kAppend && (!options.retention || !options.retention->enabled())) {
+    return Status::Invalid(
+        "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
+        "append-only tables: table '", name, "' is in append mode without one");
+  }
+  // Record key and mode in the schema metadata so readers see them.
+  RILL_ASSIGN_OR_RAISE(user_schema, WithTableMetadata(user_schema, key, mode));
+  options.primary_key = key;
+  options.mode = mode;
+  auto table = std::shared_ptr<LiveTable>(
+      new LiveTable(std::move(name), user_schema, key, mode, std::move(options)));
+
+  if (table->options_.retention) {
+    const auto& column = table->options_.retention->time_column;
+    table->time_column_ = table->schema_->GetFieldIndex(column);
+    if (table->time_column_ < 0) {
+      return Status::KeyError("Retention time column '", column, "' is not a column of table '",
+                              table->name_, "'");
+    }
+    if (!IsTimeLike(*table->schema_->field(table->time_column_)->type())) {
+      return Status::TypeError("Retention time column '", column, "' of table '", table->name_,
+                               "' has type ",
+                               table->schema_->field(table->time_column_)->type()->ToString(),
+                               ": expected unix seconds, a timestamp or a date");
+    }
+  }
+  if (mode == TableMode::kSnapshot && !key.empty()) {
+    std::vector<int> columns;
+    for (const auto& k : key) {
+      int i = user_schema->GetFieldIndex(k);
+      if (i < 0) {
+        return Status::KeyError("Primary key column '", k, "' is not a column of table '",
+                                table->name_, "'");
+      }
+      columns.push_back(i);
+    }
+    RILL_ASSIGN_OR_RAISE(table->index_, KeyIndex::Make(*user_schema, std::move(columns)));
+  }
+  table->current_.Store(std::make_shared<TableVersion>(
+      table->schema_, std::vector<VersionChunk>{}, 0, table->clock_()));
+  return table;
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
+    const std::shared_ptr<arrow::RecordBatch>& batch) const {
+  const auto& in = *batch->schema();
+  const int64_t n = batch->num_rows();
+  auto check_nulls = [&](const arrow::Field& field,
+                         const std::shared_ptr<arrow::Array>& col) -> Status {
+    if (!field.nullable() && col->null_count() > 0) {
+      return Status::Invalid("Table '", name_, "': column '", field.name(),
+                             "' is not nullable but the batch has ", col->null_count(),
+                             " null value(s)");
+    }
+    return Status::OK();
+  };
+  if (SameUserColumns(in, *user_schema_)) {
+    for (int i = 0; i < user_schema_->num_fields(); ++i) {
+      RILL_RETURN_NOT_OK(check_nulls(*user_schema_->field(i), batch->column(i)));
+    }
+    if (batch->schema()->Equals(*user_schema_, /*check_metadata=*/false)) {
+      return batch;
+    }
+    return arrow::RecordBatch::Make(user_schema_, n, batch->columns());
+  }
+  for (const auto& f : in.fields()) {
+    if (!IsSystemColumn(f->name()) && user_schema_->GetFieldIndex(f->name()) < 0) {
+      std::string names;
+      for (const auto& uf : user_schema_->fields()) {
+        names += (names.empty() ? "" : ", ") + uf->name();
+      }
+      return Status::Invalid("Table '", name_, "' has no column '", f->name(),
+                             "' (its columns: ", names, ")");
+    }
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  columns.reserve(user_schema_->num_fields());
+  for (const auto& field : user_schema_->fields()) {
+    auto matches = in.GetAllFieldIndices(field->name());
+    if (matches.size() > 1) {
+      return Status::Invalid("Table '", name_, "': the batch has column '", field->name(),
+                             "' ", matches.size(), " times");
+    }
+    std::shared_ptr<arrow::Array> col;
+    if (matches.empty()) {
+      if (!field->nullable()) {
+        return Status::Invalid("Table '", name_, "': column '", field->name(), "' (",
+                               field->type()->ToString(),
+                               ") is missing from the batch and is not nullable");
+      }
+      RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(field->type(), n));
+    } else {
+      col = batch->column(matches[0]);
+      if (!col->type()->Equals(*field->type())) {
+        auto cast = arrow::compute::Cast(*col, field->type(), arrow::compute::CastOptions::Safe());
+        if (!cast.ok()) {
+          return Status::Invalid("Table '", name_, "': column '", field->name(), "' has type ",
+                                 col->type()->ToString(), " but the table expects ",
+                                 field->type()->ToString(), ": ", cast.status().message());
+        }
+        col = *cast;
+      }
+      RILL_RETURN_NOT_OK(check_nulls(*field, col));
+    }
+    columns.push_back(std::move(col));
+  }
+  return arrow::RecordBatch::Make(user_schema_, n, std::move(columns));
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::WithSystemColumnsLocked(
+    const std::shared_ptr<arrow::RecordBatch>& user_batch, std::shared_ptr<arrow::Buffer> insert_ts,
+    double now) const {
+  const int64_t n = user_batch->num_rows();
+  auto columns = user_batch->columns();
+  if (!insert_ts) {
+    RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
+  }
+  RILL_ASSIGN_OR_RAISE(auto update_ts, FilledDoubles(n, now));
+  columns.push_back(std::make_shared<arrow::DoubleArray>(n, std::move(insert_ts)));
+  columns.push_back(std::make_shared<arrow::DoubleArray>(n, std::move(update_ts)));
+  return arrow::RecordBatch::Make(schema_, n, std::move(columns));
+}
+
+uint32_t LiveTable::AllocateSlotLocked() {
+  if (!free_slots_.empty()) {
+    uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = Chunk{};
+    slots_[slot].in_use = true;
+    return slot;
+  }
+  slots_.emplace_back();
+  slots_.back().in_use = true;
+  return static_cast<uint32_t>(slots_.size() - 1);
+}
+
+namespace {
+
+void ComputeTimeRange(const std::shared_ptr<arrow::Array>& column, bool* has, double* lo,
+                      double* hi) {
+  *has = false;
+  auto reader = MakeTimeReader(column);
+  if (!reader.ok()) return;
+  double mn = std::numeric_limits<double>::infinity();
+  double mx = -mn;
+  for (int64_t i = 0; i < column->length(); ++i) {
+    bool valid;
+    double t = (*reader)(i, &valid);
+    if (!valid) continue;
+    mn = std::min(mn, t);
+    mx = std::max(mx, t);
+    *has = true;
+  }
+  *lo = mn;
+  *hi = mx;
+}
+
+}  // namespace
+
+void LiveTable::KillRowLocked(uint64_t location) {
+  Chunk& c = slots_[SlotOf(location)];
+  const int64_t row = RowOf(location);
+  // Copy-on-write: a published version may share the bitmap.
+  if (!c.alive) {
+    c.alive = *AllAliveBitmap(c.batch->num_rows());
+  } else if (c.alive.use_count() > 1) {
+    c.alive = *c.alive->CopySlice(0, c.alive->size());
+  }
+  arrow::bit_util::ClearBit(c.alive->mutable_data(), row);
+  --c.live_rows;
+  --live_rows_;
+}
+
+void LiveTable::EraseKeyLocked(uint32_t slot, int64_t row) {
+  // Requires index_ bound to slots_[slot].batch.
+  index_->Erase(row, Location(slot, row));
+}
+
+Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
+                                 WriteStats* stats) {
+  const int64_t n = batch->num_rows();
+  stats->rows_in += n;
+  if (n == 0) {
+    return Status::OK();
+  }
+  if (n > std::numeric_limits<uint32_t>::max()) {
+    return Status::CapacityError("Table '", name_, "': a batch may hold at most 2^32-1 rows");
+  }
+  const uint32_t slot = AllocateSlotLocked();
+  std::shared_ptr<arrow::Buffer> insert_ts;
+  std::shared_ptr<arrow::Buffer> alive;
+  int64_t live = n;
+  if (index_) {
+    RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
+    auto* ins = reinterpret_cast<double*>(insert_ts->mutable_data());
+    RILL_RETURN_NOT_OK(index_->Bind(*batch));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t prev = index_->Upsert(i, Location(slot, i));
+      if (prev == KeyIndex::kNone) {
+        ++stats->inserted;
+        continue;
+      }
+      if (SlotOf(prev) == slot) {
+        // The same key earlier in this batch: the later row wins.
+        if (!alive) {
+          RILL_ASSIGN_OR_RAISE(alive, AllAliveBitmap(n));
+        }
+        arrow::bit_util::ClearBit(alive->mutable_data(), RowOf(prev));
+        ins[i] = ins[RowOf(prev)];
+        --live;
+        continue;
+      }
+      ins[i] = slots_[SlotOf(prev)].insert_ts[RowOf(prev)];
+      KillRowLocked(prev);
+      ++stats->updated;
+    }
+  } else {
+    stats->inserted += n;
+  }
+  RILL_ASSIGN_OR_RAISE(auto full, WithSystemColumnsLocked(batch, std::move(insert_ts), now));
+  Chunk& c = slots_[slot];
+  c.batch = std::move(full);
+  c.alive = std::move(alive);
+  c.live_rows = live;
+  c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
+  if (time_column_ >= 0) {
+    ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min, &c.time_max);
+  }
+  order_.push_back(slot);
+  live_rows_ += live;
+  return Status::OK();
+}
+
+Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
+  if (!options_.retention || !options_.retention->enabled()) {
+    return Status::OK();
+  }
+  const auto& policy = *options_.retention;
+  const int64_t before = live_rows_;
+  auto kill = [&](uint32_t slot, int64_t row) {
+    if (index_) EraseKeyLocked(slot, row);
+    KillRowLocked(Location(slot, row));
+  };
+  auto alive = [&](const Chunk& c, int64_t row) {
+    return !c.alive || arrow::bit_util::GetBit(c.alive->data(), row);
+  };
+  if (policy.max_age_seconds) {
+    const double cutoff = now - *policy.max_age_seconds;
+    for (uint32_t slot : order_) {
+      Chunk& c = slots_[slot];
+      if (c.live_rows == 0 || !c.has_time_range || c.time_min >= cutoff) continue;
+      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
+      RILL_ASSIGN_OR_RAISE(auto reader, MakeTimeReader(c.batch->column(time_column_)));
+      const int64_t rows = c.batch->num_rows();
+      for (int64_t r = 0; r < rows && c.live_rows > 0; ++r) {
+        if (!alive(c, r)) continue;
+        bool valid;
+        double t = reader(r, &valid);
+        if (valid && t < cutoff) kill(slot, r);
+      }
+    }
+  }
+  if (policy.max_rows && live_rows_ > *policy.max_rows) {
+    int64_t excess = live_rows_ - *policy.max_rows;
+    for (uint32_t slot : order_) {
+      if (excess == 0) break;
+      Chunk& c = slots_[slot];
+      if (c.live_rows == 0) continue;
+      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
+      const int64_t rows = c.batch->num_rows();
+      if (c.live_rows <= excess && !index_) {
+        // Whole chunk expires: no need to touch rows one by one.
+        excess -= c.live_rows;
+        live_rows_ -= c.live_rows;
+        c.live_rows = 0;
+        continue;
+      }
+      for (int64_t r = 0; r < rows && excess > 0 && c.live_rows > 0; ++r) {
+        if (!alive(c, r)) continue;
+        kill(slot, r);
+        --excess;
+      }
+    }
+  }
+  *expired += before - live_rows_;
+  return Status::OK();
+}
+
+void LiveTable::DropEmptyChunksLocked() {
+  size_t out = 0;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    uint32_t slot = order_[i];
+    if (slots_[slot].live_rows == 0) {
+      slots_[slot] = Chunk{};
+      free_slots_.push_back(slot);
+    } else {
+      order_[out++] = slot;
+    }
+  }
+  order_.resize(out);
+}
+
+Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
+  // Rewrite order_[begin, end) into one chunk of their live rows.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> parts;
+  int64_t total = 0;
+  for (size_t i = begin; i < end; ++i) {
+    const Chunk& c = slots_[order_[i]];
+    VersionChunk vc{c.batch, c.alive, c.live_rows};
+    RILL_ASSIGN_OR_RAISE(auto live, TableVersion::LiveBatch(vc));
+    total += live->num_rows();
+    parts.push_back(std::move(live));
+  }
+  std::shared_ptr<arrow::RecordBatch> merged;
+  if (parts.size() == 1) {
+    // A filtered single chunk is already a fresh copy.
+    merged = parts[0];
+    if (merged.get() == slots_[order_[begin]].batch.get()) return Status::OK();
+  } else {
+    RILL_ASSIGN_OR_RAISE(merged, arrow::ConcatenateRecordBatches(parts));
+  }
+  // Concatenate may hand back slices of shared buffers; that is fine, batches are immutable.
+  const uint32_t slot = AllocateSlotLocked();
+  if (index_) {
+    RILL_RETURN_NOT_OK(index_->Bind(*merged));
+    for (int64_t r = 0; r < merged->num_rows(); ++r) {
+      index_->Upsert(r, Location(slot, r));
+    }
+  }
+  Chunk& c = slots_[slot];
+  c.batch = std::move(merged);
+  c.live_rows = total;
+  c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
+  if (time_column_ >= 0) {
+    ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min, &c.time_max);
+  }
+  for (size_t i = begin; i < end; ++i) {
+    uint32_t old = order_[i];
+    slots_[old] = Chunk{};
+    free_slots_.push_back(old);
+  }
+  order_.erase(order_.begin() + begin + 1, order_.begin() + end);
+  order_[begin] = slot;
+  (void)max_rows;
+  return Status::OK();
+}
+
+Status LiveTable::CompactLocked(bool full) {
+  DropEmptyChunksLocked();
+  const int64_t target = std::max<int64_t>(options_.target_chunk_rows, 1);
+  const bool merge = full || (options_.auto_compact_chunks > 0 &&
+                              static_cast<int64_t>(order_.size()) > options_.auto_compact_chunks);
+  auto dirty = [&](const Chunk& c) {
+    return c.live_rows < c.batch->num_rows() &&
+           (full || c.batch->num_rows() - c.live_rows >
+                        options_.compact_dead_fraction * c.batch->num_rows());
+  };
+  size_t i = 0;
+  while (i < order_.size()) {
+    const Chunk& first = slots_[order_[i]];
+    bool small = merge && first.live_rows < target / 2;
+    if (!dirty(first) && !small) {
+      ++i;
+      continue;
+    }
+    // Grow a group of adjacent chunks that are dirty or small, up to target rows.
+    size_t j = i + 1;
+    int64_t rows = first.live_rows;
+    while (merge && j < order_.size()) {
+      const Chunk& next = slots_[order_[j]];
+      if (rows + next.live_rows > target || (!dirty(next) && next.live_rows >= target / 2)) break;
+      rows += next.live_rows;
+      ++j;
+    }
+    if (j - i == 1 && !dirty(first)) {
+      ++i;
+      continue;
+    }
+    RILL_RETURN_NOT_OK(RewriteLocked(i, j, target));
+    ++i;
+  }
+  return Status::OK();
+}
+
+void LiveTable::PublishLocked(double now) {
+  std::vector<VersionChunk> chunks;
+  chunks.reserve(order_.size());
+  for (uint32_t slot : order_) {
+    const Chunk& c = slots_[slot];
+    if (c.live_rows == 0) continue;
+    chunks.push_back(VersionChunk{c.batch, c.alive, c.live_rows});
+  }
+  current_.Store(std::make_shared<TableVersion>(schema_, std::move(chunks), ++version_, now));
+}
+
+void LiveTable::Notify(const std::shared_ptr<const TableVersion>& version) {
+  std::vector<std::shared_ptr<Subscriber>> subs;
+  ErrorHandler on_error;
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    if (subscribers_.empty()) return;
+    for (const auto& [id, s] : subscribers_) subs.push_back(s);
+    on_error = error_handler_;
+  }
+  for (const auto& s : subs) {
+    std::string what;
+    try {
+      (*s)(version);
+      continue;
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "unknown exception";
+    }
+    if (on_error) {
+      on_error(name_, what);
+    } else {
+      Logger("table." + name_)->error("subscriber failed: {}", what);
+    }
+  }
+}
+
+Result<WriteStats> LiveTable::Write(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, std::optional<double> now) {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> reconciled;
+  reconciled.reserve(batches.size());
+  for (const auto& b : batches) {
+    if (!b) return Status::Invalid("Table '", name_, "': null batch");
+    RILL_ASSIGN_OR_RAISE(auto r, Reconcile(b));
+    reconciled.push_back(std::move(r));
+  }
+  WriteStats stats;
+  std::shared_ptr<const TableVersion> published;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    const double t = now.value_or(clock_());
+    for (const auto& b : reconciled) {
+      RILL_RETURN_NOT_OK(WriteOneLocked(b, t, &stats));
+    }
+    RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &stats.expired));
+    RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
+    if (stats.rows_in == 0 && stats.expired == 0) {
+      return stats;
+    }
+    PublishLocked(t);
+    published = current_.Load();
+  }
+  Notify(published);
+  return stats;
+}
+
+Result<WriteStats> LiveTable::Write(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                    std::optional<double> now) {
+  return Write(std::vector<std::shared_ptr<arrow::RecordBatch>>{batch}, now);
+}
+
+Result<WriteStats> LiveTable::Write(const std::shared_ptr<arrow::Table>& table,
+                                    std::optional<double> now) {
+  arrow::TableBatchReader reader(*table);
+  RILL_ASSIGN_OR_RAISE(auto batches, reader.ToRecordBatches());
+  return Write(batches, now);
+}
+
+Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& table,
+                                           std::optional<double> now) {
+  // Keep given system columns: write the user columns, then patch the z columns.
+  const int in_ins = table->schema()->GetFieldIndex(kInsertTsColumn);
+  const int in_upd = table->schema()->GetFieldIndex(kUpdateTsColumn);
+  arrow::TableBatchReader reader(*table);
+  RILL_ASSIGN_OR_RAISE(auto batches, reader.ToRecordBatches());
+  std::vector<std::shared_ptr<arrow::RecordBatch>> reconciled;
+  for (const auto& b : batches) {
+    RILL_ASSIGN_OR_RAISE(auto r, Reconcile(b));
+    reconciled.push_back(std::move(r));
+  }
+  WriteStats stats;
+  std::shared_ptr<const TableVersion> published;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    const double t = now.value_or(clock_());
+    // Rows of the old state: dropped after the new rows are in (keyed tables
+    // then keep z_insert_ts for keys that stay).
+    const std::vector<uint32_t> old_order = order_;
+    for (size_t bi = 0; bi < reconciled.size(); ++bi) {
+      const size_t first_new = order_.size();
+      RILL_RETURN_NOT_OK(WriteOneLocked(reconciled[bi], t, &stats));
+      if ((in_ins < 0 && in_upd < 0) || order_.size() == first_new) continue;
+      // Patch system columns from the input.
+      Chunk& c = slots_[order_.back()];
+      auto columns = c.batch->columns();
+      const int nuser = user_schema_->num_fields();
+      for (auto [src, dst] : {std::pair{in_ins, nuser}, std::pair{in_upd, nuser + 1}}) {
+        if (src < 0) continue;
+        RILL_ASSIGN_OR_RAISE(auto col,
+                             arrow::compute::Cast(*batches[bi]->column(src), arrow::float64()));
+        if (col->null_count() > 0) {
+          return Status::Invalid("Table '", name_, "': system column ",
+                                 schema_->field(dst)->name(), " may not hold nulls");
+        }
+        columns[dst] = col;
+      }
+      c.batch = arrow::RecordBatch::Make(schema_, c.batch->num_rows(), std::move(columns));
+      c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
+      if (time_column_ >= 0) {
+        ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min,
+                         &c.time_max);
+      }
+    }
+    for (uint32_t slot : old_order) {
+      Chunk& c = slots_[slot];
+      if (c.live_rows == 0) continue;
+      if (index_) {
+        RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
+        for (int64_t r = 0; r < c.batch->num_rows(); ++r) {
+          if (!c.alive || arrow::bit_util::GetBit(c.alive->data(), r)) EraseKeyLocked(slot, r);
+        }
+      }
+      live_rows_ -= c.live_rows;
+      c.live_rows = 0;
+    }
+    RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &stats.expired));
+    RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
+    PublishLocked(t);
+    published = current_.Load();
+  }
+  Notify(published);
+  return stats;
+}
+
+Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
+  int64_t expired = 0;
+  std::shared_ptr<const TableVersion> published;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    const double t = now.value_or(clock_());
+    RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &expired));
+    if (expired == 0) return 0;
+    RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
+    PublishLocked(t);
+    published = current_.Load();
+  }
+  Notify(published);
+  return expired;
+}
+
+Status LiveTable::Compact(bool full) {
+  std::shared_ptr<const TableVersion> published;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    RILL_RETURN_NOT_OK(CompactLocked(full));
+    // Compaction changes no rows; publish so readers drop the old chunks.
+    PublishLocked(clock_());
+    published = current_.Load();
+  }
+  return Status::OK();
+}
+
+LiveTable::SubscriptionId LiveTable::Subscribe(Subscriber callback) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  SubscriptionId id = next_subscription_++;
+  subscribers_.emplace(id, std::make_shared<Subscriber>(std::move(callback)));
+  return id;
+}
+
+bool LiveTable::Unsubscribe(SubscriptionId id) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  return subscribers_.erase(id) > 0;
+}
+
+void LiveTable::SetErrorHandler(ErrorHandler handler) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  error_handler_ = std::move(handler);
+}
+
+int64_t LiveTable::EstimateRowSize() const {
+  auto v = snapshot();
+  if (v->num_rows() > 0) {
+    int64_t physical = 0;
+    for (const auto& c : v->chunks()) physical += c.batch->num_rows();
+    return std::max<int64_t>(1, v->nbytes() / std::max<int64_t>(physical, 1));
+  }
+  return rill::EstimateRowSize(*schema_);
+}
+
+int64_t LiveTable::EstimateRecordsCapacity(int64_t memory_bytes) const {
+  if (memory_bytes <= 0) return 0;
+  return memory_bytes / EstimateRowSize();
+}
+
+int64_t LiveTable::num_chunks() const {
+  return static_cast<int64_t>(snapshot()->chunks().size());
+}
+
+Result<std::shared_ptr<arrow::Table>> UpsertTable(const std::shared_ptr<arrow::Table>& old_rows,
+                                                  const std::shared_ptr<arrow::Table>& new_rows,
+                                                  const std::vector<std::string>& primary_key) {
+  if (primary_key.empty()) {
+    return Status::Invalid("upsert_table needs a primary key");
+  }
+  TableOptions options;
+  options.primary_key = primary_key;
+  options.mode = TableMode::kSnapshot;
+  options.auto_compact_chunks = 0;
+  RILL_ASSIGN_OR_RAISE(auto table, LiveTable::Make("upsert_table", old_rows->schema(), options));
+  RILL_RETURN_NOT_OK(table->ReplaceState(old_rows).status());
+  RILL_RETURN_NOT_OK(table->Write(new_rows).status());
+  RILL_ASSIGN_OR_RAISE(auto result, table->snapshot()->ToTable());
+  const bool keep_ins = old_rows->schema()->GetFieldIndex(kInsertTsColumn) >= 0;
+  const bool keep_upd = old_rows->schema()->GetFieldIndex(kUpdateTsColumn) >= 0;
+  if (!keep_upd) {
+    RILL_ASSIGN_OR_RAISE(result, result->RemoveColumn(result->num_columns() - 1));
+  }
+  if (!keep_ins) {
+    RILL_ASSIGN_OR_RAISE(result,
+                         result->RemoveColumn(result->schema()->GetFieldIndex(kInsertTsColumn)));
+  }
+  return result;
+}
+
+}  // namespace rill

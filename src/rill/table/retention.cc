@@ -1,0 +1,85 @@
+#include "rill/table/retention.h"
+
+#include <arrow/array.h>
+#include <arrow/type.h>
+
+namespace rill {
+
+Status RetentionPolicy::Validate() const {
+  if (max_rows && *max_rows < 0) {
+    return Status::Invalid("RetentionPolicy max_rows must be >= 0, got ", *max_rows);
+  }
+  if (max_age_seconds && !(*max_age_seconds >= 0)) {
+    return Status::Invalid("RetentionPolicy max_age_seconds must be >= 0, got ",
+                           *max_age_seconds);
+  }
+  if (time_column.empty()) {
+    return Status::Invalid("RetentionPolicy time_column must not be empty");
+  }
+  return Status::OK();
+}
+
+bool IsTimeLike(const arrow::DataType& type) {
+  return arrow::is_integer(type.id()) || arrow::is_floating(type.id()) ||
+         type.id() == arrow::Type::TIMESTAMP || type.id() == arrow::Type::DATE32 ||
+         type.id() == arrow::Type::DATE64;
+}
+
+namespace {
+
+template <typename ArrayT>
+TimeReader NumericReader(const std::shared_ptr<arrow::Array>& array, double scale) {
+  auto typed = std::static_pointer_cast<ArrayT>(array);
+  return [typed, scale](int64_t i, bool* valid) -> double {
+    *valid = typed->IsValid(i);
+    return *valid ? static_cast<double>(typed->Value(i)) * scale : 0.0;
+  };
+}
+
+}  // namespace
+
+Result<TimeReader> MakeTimeReader(const std::shared_ptr<arrow::Array>& array) {
+  const auto& type = *array->type();
+  switch (type.id()) {
+    case arrow::Type::DOUBLE:
+      return NumericReader<arrow::DoubleArray>(array, 1.0);
+    case arrow::Type::FLOAT:
+      return NumericReader<arrow::FloatArray>(array, 1.0);
+    case arrow::Type::INT64:
+      return NumericReader<arrow::Int64Array>(array, 1.0);
+    case arrow::Type::INT32:
+      return NumericReader<arrow::Int32Array>(array, 1.0);
+    case arrow::Type::INT16:
+      return NumericReader<arrow::Int16Array>(array, 1.0);
+    case arrow::Type::INT8:
+      return NumericReader<arrow::Int8Array>(array, 1.0);
+    case arrow::Type::UINT64:
+      return NumericReader<arrow::UInt64Array>(array, 1.0);
+    case arrow::Type::UINT32:
+      return NumericReader<arrow::UInt32Array>(array, 1.0);
+    case arrow::Type::UINT16:
+      return NumericReader<arrow::UInt16Array>(array, 1.0);
+    case arrow::Type::UINT8:
+      return NumericReader<arrow::UInt8Array>(array, 1.0);
+    case arrow::Type::DATE32:
+      return NumericReader<arrow::Date32Array>(array, 86400.0);
+    case arrow::Type::DATE64:
+      return NumericReader<arrow::Date64Array>(array, 1e-3);
+    case arrow::Type::TIMESTAMP: {
+      // Timestamps are UTC-normalized whatever their time zone; only the unit matters.
+      double scale = 1.0;
+      switch (static_cast<const arrow::TimestampType&>(type).unit()) {
+        case arrow::TimeUnit::SECOND: scale = 1.0; break;
+        case arrow::TimeUnit::MILLI: scale = 1e-3; break;
+        case arrow::TimeUnit::MICRO: scale = 1e-6; break;
+        case arrow::TimeUnit::NANO: scale = 1e-9; break;
+      }
+      return NumericReader<arrow::TimestampArray>(array, scale);
+    }
+    default:
+      return Status::TypeError("Retention time column must be a number of unix seconds, a ",
+                               "timestamp or a date, not ", type.ToString());
+  }
+}
+
+}  // namespace rill
