@@ -5,8 +5,11 @@
 // streams its chunks to DuckDB without copying them (chunks with dead rows are
 // filtered first). A query therefore sees one consistent version of each table.
 //
+// Query and QueryWith run only read statements (SELECT, EXPLAIN): they cannot
+// drop or replace the registered views or change DuckDB's settings.
+//
 // Threads: every method may be called from any thread; queries run
-// concurrently on per-call connections.
+// concurrently, each on its own pooled connection.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,17 @@ struct SqlOptions {
   int threads = 0;
   /// DuckDB memory limit in bytes (0 = DuckDB's default).
   int64_t memory_limit_bytes = 0;
+  /// Let SQL read and write files and URLs (read_csv, COPY, ATTACH, ...). Off by
+  /// default: remote SQL must not touch the file system. Views over live tables
+  /// work either way.
+  bool enable_external_access = false;
+  /// Forbid changing DuckDB settings after start (`SET ...` fails).
+  bool lock_configuration = true;
 };
+
+/// Return `name` as a double-quoted SQL identifier (inner quotes doubled), so
+/// any table or column name can be used in generated SQL.
+std::string QuoteIdentifier(std::string_view name);
 
 /// Owns the in-memory DuckDB database that serves live tables.
 class SqlEngine {
@@ -36,22 +49,30 @@ class SqlEngine {
   static Result<std::unique_ptr<SqlEngine>> Make(SqlOptions options = {});
   ~SqlEngine();
 
-  /// Expose `table` as a view named after it (quoted, so any name works).
-  /// Replaces an earlier registration of the same name.
+  /// Expose `table` as a view named after it (quoted, so any name works). Every
+  /// scan of the view reads the table's version current at that moment.
+  /// Replaces an earlier registration of the same name. The engine keeps
+  /// `table` alive until it is unregistered and no query uses it.
   Status RegisterTable(std::shared_ptr<LiveTable> table);
   /// Drop the view. KeyError if unknown.
   Status UnregisterTable(const std::string& name);
 
-  /// Run `sql` and return its result. Invalid with DuckDB's message when the
-  /// query fails.
+  /// Run `sql` (one SELECT or EXPLAIN statement) and return its result.
+  /// Invalid with DuckDB's message and the query text when the query fails or is
+  /// not a read statement. Every table is read at one version for the whole
+  /// query.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql);
 
-  /// Run `sql` with `params` bound to `$name` placeholders as temporary views:
-  /// each (name, table) pair is visible to this query only. Used by tasks that
-  /// query a batch that is not a registered table.
+  /// Run `sql` with each (name, table) pair of `views` exposed as a temporary
+  /// view called `name`, visible to this query only (it hides a registered
+  /// table of the same name). The tables are scanned without copying. Used by
+  /// tasks that query a batch that is not a registered table.
   Result<std::shared_ptr<arrow::Table>> QueryWith(
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
+
+  /// Return the names of the registered tables, sorted.
+  std::vector<std::string> TableNames() const;
 
   /// Bytes DuckDB's buffer manager holds.
   int64_t MemoryUsage() const;

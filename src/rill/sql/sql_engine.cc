@@ -1,0 +1,383 @@
+// SqlEngine: a pool of DuckDB connections, each holding one temporary view per
+// registered table.
+//
+// Why per-connection views: DuckDB's arrow_scan tells the stream factory nothing
+// about the query that scans it, so a view shared by all connections cannot
+// know which version a query should see. Giving every connection its own
+// LiveTableSource per table lets a query pin the current version of every table
+// before it starts; all scans of that query (self-joins included) then read the
+// same version, while the next query sees newer data. A connection is used by
+// one thread at a time, so its sources are never pinned by two queries at once.
+//
+// Views are kept in step with the registry lazily: the registry has a
+// generation number and a connection re-syncs its views when it is leased or
+// returned with an older generation. Idle connections are synced eagerly on
+// (un)registration so they do not keep dropped tables alive.
+#include "rill/sql/sql_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include <arrow/c/bridge.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+
+#include <duckdb.hpp>
+#include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/parser/statement/explain_statement.hpp>
+#include <duckdb/storage/buffer_manager.hpp>
+
+#include "rill/sql/arrow_scan_internal.h"
+#include "rill/table/live_table.h"
+
+namespace rill {
+namespace {
+
+using sql_internal::CreateScanView;
+using sql_internal::LiveTableSource;
+
+constexpr size_t kMaxIdleConnections = 8;
+constexpr duckdb::idx_t kResultBatchRows = 128 * 1024;
+
+std::string ErrorMessage(const std::exception& e) { return duckdb::ErrorData(e).Message(); }
+
+Status QueryError(const std::string& message, std::string_view sql) {
+  return Status::Invalid(message, " [query: ", sql, "]");
+}
+
+// Only statements that read may run: anything else could drop or replace the
+// views, or change settings, under other users' feet.
+bool IsReadStatement(const duckdb::SQLStatement& statement) {
+  switch (statement.type) {
+    case duckdb::StatementType::SELECT_STATEMENT:
+      return true;
+    case duckdb::StatementType::EXPLAIN_STATEMENT: {
+      // EXPLAIN ANALYZE runs the statement it explains.
+      const auto& explain = statement.Cast<duckdb::ExplainStatement>();
+      return explain.stmt != nullptr && IsReadStatement(*explain.stmt);
+    }
+    default:
+      return false;
+  }
+}
+
+Result<std::shared_ptr<arrow::Table>> ToArrowTable(duckdb::unique_ptr<duckdb::QueryResult> result) {
+  auto wrapper = std::make_unique<duckdb::ResultArrowArrayStreamWrapper>(
+      std::move(result), kResultBatchRows);
+  // The stream's release callback deletes the wrapper, so the stream owns it.
+  ArrowArrayStream* stream = &wrapper.release()->stream;
+  ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ImportRecordBatchReader(stream));
+  return reader->ToTable();
+}
+
+std::string DropTempViewSql(const std::string& name) {
+  return "DROP VIEW IF EXISTS temp.main." + QuoteIdentifier(name);
+}
+
+struct PooledConnection {
+  std::unique_ptr<duckdb::Connection> conn;
+  uint64_t generation = 0;  // registry generation `views` matches; 0 = unknown
+  std::map<std::string, std::shared_ptr<LiveTableSource>> views;
+};
+
+// Unpins the sources of a connection when a query ends, however it ends.
+class PinGuard {
+ public:
+  explicit PinGuard(PooledConnection& pc) : pc_(pc) {
+    for (auto& [name, source] : pc_.views) {
+      source->Pin();
+    }
+  }
+  ~PinGuard() {
+    for (auto& [name, source] : pc_.views) {
+      source->Unpin();
+    }
+  }
+  PinGuard(const PinGuard&) = delete;
+  PinGuard& operator=(const PinGuard&) = delete;
+
+ private:
+  PooledConnection& pc_;
+};
+
+}  // namespace
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  out.push_back('"');
+  for (char c : name) {
+    if (c == '"') {
+      out.push_back('"');
+    }
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+struct SqlEngine::Impl {
+  std::unique_ptr<duckdb::DuckDB> db;  // declared first: destroyed last
+
+  mutable std::mutex mu;
+  std::map<std::string, std::shared_ptr<LiveTable>> tables;  // guarded by mu
+  uint64_t generation = 1;                                   // guarded by mu
+  std::vector<std::unique_ptr<PooledConnection>> idle;       // guarded by mu
+
+  // Bring the views of `pc` in line with the registry. On error the connection
+  // must be discarded.
+  Status Sync(PooledConnection& pc) {
+    std::map<std::string, std::shared_ptr<LiveTable>> wanted;
+    uint64_t gen;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (pc.generation == generation) {
+        return Status::OK();
+      }
+      wanted = tables;
+      gen = generation;
+    }
+    try {
+      for (auto it = pc.views.begin(); it != pc.views.end();) {
+        if (wanted.count(it->first) == 0) {
+          auto result = pc.conn->Query(DropTempViewSql(it->first));
+          if (result->HasError()) {
+            return Status::Invalid(result->GetError());
+          }
+          it = pc.views.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto& [name, table] : wanted) {
+        auto it = pc.views.find(name);
+        if (it != pc.views.end() && it->second->table() == table) {
+          continue;
+        }
+        auto source = std::make_shared<LiveTableSource>(table);
+        CreateScanView(*pc.conn, name, *source, /*temporary=*/true);
+        pc.views[name] = std::move(source);
+      }
+    } catch (const std::exception& e) {
+      return Status::Invalid(ErrorMessage(e));
+    }
+    pc.generation = gen;
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<PooledConnection>> Acquire() {
+    std::unique_ptr<PooledConnection> pc;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!idle.empty()) {
+        pc = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (pc == nullptr) {
+      pc = std::make_unique<PooledConnection>();
+      try {
+        pc->conn = std::make_unique<duckdb::Connection>(*db);
+      } catch (const std::exception& e) {
+        return Status::Invalid("cannot open a DuckDB connection: ", ErrorMessage(e));
+      }
+    }
+    RILL_RETURN_NOT_OK(Sync(*pc));
+    return pc;
+  }
+
+  // Return `pc` to the pool (synced, so it holds no dropped table), or drop it.
+  void Release(std::unique_ptr<PooledConnection> pc) {
+    if (pc == nullptr || !Sync(*pc).ok()) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (idle.size() < kMaxIdleConnections) {
+      idle.push_back(std::move(pc));
+    }
+  }
+
+  // Sync every idle connection now (after a registry change).
+  void SyncIdle() {
+    std::vector<std::unique_ptr<PooledConnection>> taken;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      taken.swap(idle);
+    }
+    for (auto& pc : taken) {
+      Release(std::move(pc));
+    }
+  }
+
+  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql) {
+    try {
+      auto statements = pc.conn->ExtractStatements(std::string(sql));
+      if (statements.size() != 1) {
+        return QueryError("expected exactly one SQL statement, got " +
+                              std::to_string(statements.size()),
+                          sql);
+      }
+      if (!IsReadStatement(*statements[0])) {
+        return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+      }
+      PinGuard pins(pc);
+      auto result = pc.conn->Query(std::move(statements[0]));
+      if (result->HasError()) {
+        return QueryError(result->GetError(), sql);
+      }
+      auto table = ToArrowTable(std::move(result));
+      if (!table.ok()) {
+        return QueryError(table.status().message(), sql);
+      }
+      return table;
+    } catch (const std::exception& e) {
+      return QueryError(ErrorMessage(e), sql);
+    }
+  }
+};
+
+SqlEngine::SqlEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SqlEngine::~SqlEngine() {
+  if (impl_ == nullptr) {
+    return;
+  }
+  // Connections (and the sources their views point at) go before the database.
+  impl_->idle.clear();
+}
+
+Result<std::unique_ptr<SqlEngine>> SqlEngine::Make(SqlOptions options) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    duckdb::DBConfig config;
+    if (options.threads > 0) {
+      config.SetOptionByName("threads", duckdb::Value::BIGINT(options.threads));
+    }
+    if (options.memory_limit_bytes > 0) {
+      config.SetOptionByName("memory_limit",
+                             duckdb::Value(std::to_string(options.memory_limit_bytes) + "B"));
+    }
+    // The machine reaches no extension repository; never try to download.
+    config.SetOptionByName("autoinstall_known_extensions", duckdb::Value::BOOLEAN(false));
+    config.SetOptionByName("enable_external_access",
+                           duckdb::Value::BOOLEAN(options.enable_external_access));
+    impl->db = std::make_unique<duckdb::DuckDB>(nullptr, &config);
+    sql_internal::RegisterScanFunction(*impl->db->instance);
+    if (options.lock_configuration) {
+      duckdb::Connection conn(*impl->db);
+      auto result = conn.Query("SET lock_configuration = true");
+      if (result->HasError()) {
+        return Status::Invalid("cannot lock DuckDB configuration: ", result->GetError());
+      }
+    }
+  } catch (const std::exception& e) {
+    return Status::Invalid("cannot start DuckDB: ", ErrorMessage(e));
+  }
+  return std::unique_ptr<SqlEngine>(new SqlEngine(std::move(impl)));
+}
+
+Status SqlEngine::RegisterTable(std::shared_ptr<LiveTable> table) {
+  if (table == nullptr) {
+    return Status::Invalid("RegisterTable: null table");
+  }
+  const std::string name = table->name();
+  // Create the view on one connection first, so that a schema DuckDB cannot
+  // read fails here rather than in every later query.
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  auto source = std::make_shared<LiveTableSource>(table);
+  try {
+    CreateScanView(*pc->conn, name, *source, /*temporary=*/true);
+  } catch (const std::exception& e) {
+    impl_->Release(std::move(pc));
+    return Status::Invalid("cannot expose table '", name, "' to SQL: ", ErrorMessage(e));
+  }
+  pc->views[name] = std::move(source);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->tables[name] = std::move(table);
+    // pc matched the registry before this change and now holds it too.
+    pc->generation = pc->generation == impl_->generation ? impl_->generation + 1 : 0;
+    ++impl_->generation;
+  }
+  impl_->Release(std::move(pc));
+  impl_->SyncIdle();
+  return Status::OK();
+}
+
+Status SqlEngine::UnregisterTable(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->tables.erase(name) == 0) {
+      return Status::KeyError("no table named '", name, "' is registered for SQL");
+    }
+    ++impl_->generation;
+  }
+  impl_->SyncIdle();
+  return Status::OK();
+}
+
+std::vector<std::string> SqlEngine::TableNames() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> names;
+  names.reserve(impl_->tables.size());
+  for (const auto& [name, table] : impl_->tables) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  auto result = impl_->Run(*pc, sql);
+  impl_->Release(std::move(pc));
+  return result;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
+    std::string_view sql,
+    const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  std::vector<std::shared_ptr<sql_internal::ScanSource>> sources;
+  std::vector<std::string> created;
+  Status status;
+  for (const auto& [name, table] : views) {
+    if (table == nullptr) {
+      status = Status::Invalid("QueryWith: null table for view '", name, "'");
+      break;
+    }
+    auto source = sql_internal::MakeTableSource(table);
+    try {
+      CreateScanView(*pc->conn, name, *source, /*temporary=*/true);
+    } catch (const std::exception& e) {
+      status = QueryError("cannot create view '" + name + "': " + ErrorMessage(e), sql);
+      break;
+    }
+    created.push_back(name);
+    sources.push_back(std::move(source));
+    // A registered table's view of the same name was replaced: re-sync later.
+    if (pc->views.erase(name) > 0) {
+      pc->generation = 0;
+    }
+  }
+  Result<std::shared_ptr<arrow::Table>> result =
+      status.ok() ? impl_->Run(*pc, sql) : Result<std::shared_ptr<arrow::Table>>(status);
+  bool healthy = true;
+  for (const auto& name : created) {
+    try {
+      healthy = healthy && !pc->conn->Query(DropTempViewSql(name))->HasError();
+    } catch (const std::exception&) {
+      healthy = false;
+    }
+  }
+  if (healthy) {
+    impl_->Release(std::move(pc));
+  }
+  return result;
+}
+
+int64_t SqlEngine::MemoryUsage() const {
+  return static_cast<int64_t>(impl_->db->instance->GetBufferManager().GetUsedMemory());
+}
+
+}  // namespace rill
