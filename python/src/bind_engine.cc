@@ -1,0 +1,451 @@
+// Bindings of rill::Engine: tables, connectors, tasks, observers, SQL, loop.
+//
+// Every call that may wait for the tick (or for a lock the tick holds)
+// releases the GIL first: the tick thread takes the GIL to run Python
+// callbacks, so holding it here could deadlock.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <arrow/table.h>
+#include <arrow/type.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bind_common.h"
+#include "py_arrow.h"
+#include "py_callback.h"
+#include "py_status.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/event.h"
+#include "rill/engine/task.h"
+
+namespace rills {
+
+namespace {
+
+using rill::Engine;
+using rill::LiveTable;
+
+/// Owns one Engine and the Reporter its Python callbacks share.
+class PyEngine {
+ public:
+  PyEngine(int64_t trigger_interval_ms, int64_t memory_budget_bytes,
+           nb::handle on_memory_warning, int64_t auto_compact_chunks, int sql_threads)
+      : reporter_(std::make_shared<Reporter>()) {
+    rill::EngineOptions options;
+    options.trigger_interval_ms = trigger_interval_ms;
+    options.memory_budget_bytes = memory_budget_bytes;
+    options.auto_compact_chunks = auto_compact_chunks;
+    options.sql_threads = sql_threads;
+    if (!on_memory_warning.is_none()) {
+      PyRef cb = MakePyRef(on_memory_warning);
+      ReporterPtr reporter = reporter_;
+      options.on_memory_warning = [cb, reporter](int64_t allocated, int64_t budget) {
+        CallPython(reporter, "memory_budget", "on_memory_warning raised",
+                   [&] { (*cb)(allocated, budget); });
+      };
+    }
+    rill::Result<std::unique_ptr<Engine>> made;
+    {
+      nb::gil_scoped_release release;
+      made = Engine::Make(std::move(options));
+    }
+    engine_ = ValueOrRaise(std::move(made));
+    reporter_->Attach(engine_.get());
+  }
+
+  ~PyEngine() { Close(); }
+
+  /// Stop and destroy the engine. Idempotent. Needs the GIL (released inside).
+  void Close() {
+    if (!engine_) {
+      return;
+    }
+    std::unique_ptr<Engine> engine = std::move(engine_);
+    nb::gil_scoped_release release;
+    reporter_->Detach();
+    engine.reset();
+  }
+
+  Engine& engine() {
+    if (!engine_) {
+      Raise(PyExc_RuntimeError, "the engine is closed");
+    }
+    return *engine_;
+  }
+  const ReporterPtr& reporter() const { return reporter_; }
+  bool open() const { return engine_ != nullptr; }
+
+ private:
+  ReporterPtr reporter_;
+  std::unique_ptr<Engine> engine_;
+};
+
+/// Run `fn` (returning Status or Result) without the GIL, then raise its error.
+template <typename F>
+auto WithoutGil(F&& fn) {
+  using R = decltype(fn());
+  R result;
+  {
+    nb::gil_scoped_release release;
+    result = fn();
+  }
+  if constexpr (std::is_same_v<R, arrow::Status>) {
+    ThrowIfError(result);
+  } else {
+    return ValueOrRaise(std::move(result));
+  }
+}
+
+std::shared_ptr<arrow::Schema> SchemaOrNull(nb::handle schema) {
+  if (schema.is_none()) {
+    return nullptr;
+  }
+  return ValueOrRaise(ImportSchema(schema));
+}
+
+std::optional<rill::RetentionPolicy> MakeRetention(std::optional<int64_t> max_rows,
+                                                   std::optional<double> max_age_seconds,
+                                                   const std::optional<std::string>& column) {
+  if (!max_rows.has_value() && !max_age_seconds.has_value()) {
+    return std::nullopt;
+  }
+  rill::RetentionPolicy policy;
+  policy.max_rows = max_rows;
+  policy.max_age_seconds = max_age_seconds;
+  if (column.has_value()) {
+    policy.time_column = *column;
+  }
+  ThrowIfError(policy.Validate());
+  return policy;
+}
+
+nb::dict EventToDict(const rill::EngineEvent& event) {
+  nb::dict d;
+  d["ts"] = event.ts;
+  d["severity"] = rill::SeverityName(event.severity);
+  d["source"] = event.source;
+  d["component"] = event.component;
+  d["message"] = event.message;
+  d["detail"] = event.detail;
+  d["rule"] = event.rule;
+  return d;
+}
+
+nb::dict MetricsToDict(const rill::EngineMetrics& m) {
+  nb::dict d;
+  d["timestamp"] = m.timestamp;
+  d["ticks"] = m.ticks;
+  d["records_processed"] = m.records_processed;
+  d["last_batch_records"] = m.last_batch_records;
+  d["last_latency_s"] = m.last_latency_s;
+  d["avg_latency_s"] = m.avg_latency_s;
+  d["max_latency_s"] = m.max_latency_s;
+  d["rows_per_second"] = m.rows_per_second;
+  d["rejected_batches"] = m.rejected_batches;
+  d["rejected_records"] = m.rejected_records;
+  d["errors"] = m.errors;
+  d["memory_warnings"] = m.memory_warnings;
+  d["arrow_allocated_bytes"] = m.arrow_allocated_bytes;
+  d["arrow_max_memory"] = m.arrow_max_memory;
+  d["duckdb_memory_bytes"] = m.duckdb_memory_bytes;
+  nb::dict business;
+  for (const auto& metric : m.business_metrics) {
+    nb::dict entry;
+    entry["value"] = metric.value;
+    entry["ok"] = metric.ok;
+    entry["error"] = metric.error;
+    business[nb::str(metric.name.c_str())] = entry;
+  }
+  d["business_metrics"] = business;
+  return d;
+}
+
+nb::dict TaskStatsToDict(const rill::TaskStats& s) {
+  nb::dict d;
+  d["runs"] = s.runs;
+  d["errors"] = s.errors;
+  d["last_duration_s"] = s.last_duration_s;
+  d["total_duration_s"] = s.total_duration_s;
+  d["last_run_at"] = s.last_run_at;
+  d["last_error"] = s.last_error;
+  return d;
+}
+
+}  // namespace
+
+void BindEngine(nb::module_& m) {
+  using Table = std::shared_ptr<LiveTable>;
+  nb::class_<PyEngine>(m, "Engine", "The C++ engine (see rills.RillEngine).")
+      .def(nb::init<int64_t, int64_t, nb::handle, int64_t, int>(),
+           nb::arg("trigger_interval_ms"), nb::arg("memory_budget_bytes"),
+           nb::arg("on_memory_warning").none(), nb::arg("auto_compact_chunks"),
+           nb::arg("sql_threads") = 0)
+      .def("close", &PyEngine::Close)
+      .def_prop_ro("reporter", [](PyEngine& e) { return e.reporter(); })
+      .def_prop_ro("closed", [](PyEngine& e) { return !e.open(); })
+      // Tables ------------------------------------------------------------
+      .def(
+          "register_table",
+          [](PyEngine& e, const std::string& name, nb::handle schema,
+             const std::vector<std::string>& primary_key, std::optional<std::string> mode,
+             std::optional<int64_t> max_rows, std::optional<double> max_age_seconds,
+             std::optional<std::string> time_column, bool get_or_create) {
+            auto arrow_schema = SchemaOrNull(schema);
+            auto options = MakeTableOptions(primary_key, mode, max_rows, max_age_seconds,
+                                            time_column, std::nullopt);
+            options.auto_compact_chunks = e.engine().options().auto_compact_chunks;
+            Engine& engine = e.engine();
+            return WithoutGil([&]() -> rill::Result<Table> {
+              if (get_or_create) {
+                return engine.GetOrCreateTable(name, arrow_schema, options);
+              }
+              return engine.RegisterTable(name, arrow_schema, options);
+            });
+          },
+          nb::arg("name"), nb::arg("schema").none(), nb::arg("primary_key"),
+          nb::arg("mode").none(), nb::arg("max_rows").none(),
+          nb::arg("max_age_seconds").none(), nb::arg("time_column").none(),
+          nb::arg("get_or_create") = false)
+      .def(
+          "get_table",
+          [](PyEngine& e, const std::string& name) -> std::optional<Table> {
+            auto result = e.engine().GetTable(name);
+            if (result.status().IsKeyError()) {
+              return std::nullopt;
+            }
+            return ValueOrRaise(std::move(result));
+          },
+          nb::arg("name"))
+      .def("table_names", [](PyEngine& e) { return e.engine().TableNames(); })
+      .def(
+          "drop_table",
+          [](PyEngine& e, const std::string& name) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.DropTable(name); });
+          },
+          nb::arg("name"))
+      // Connectors ----------------------------------------------------------
+      .def(
+          "add_connector",
+          [](PyEngine& e, std::shared_ptr<rill::Connector> connector) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.AddConnector(connector); });
+          },
+          nb::arg("connector"))
+      .def(
+          "remove_connector",
+          [](PyEngine& e, const std::string& name) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.RemoveConnector(name); });
+          },
+          nb::arg("name"))
+      .def("connector_stats",
+           [](PyEngine& e) {
+             nb::dict d;
+             for (const auto& c : e.engine().Connectors()) {
+               d[nb::str(c->name().c_str())] = StatsToDict(c->stats());
+             }
+             return d;
+           })
+      // Tasks -------------------------------------------------------------
+      .def(
+          "add_sql_task",
+          [](PyEngine& e, const std::string& name, const std::string& query,
+             const std::string& output_table, double interval_seconds,
+             const std::vector<std::string>& primary_key) {
+            auto task = std::make_shared<rill::ScheduledSqlTask>(name, query, output_table,
+                                                                 interval_seconds, primary_key);
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.AddSqlTask(task); });
+          },
+          nb::arg("name"), nb::arg("query"), nb::arg("output_table"),
+          nb::arg("interval_seconds"), nb::arg("primary_key"))
+      .def(
+          "remove_sql_task",
+          [](PyEngine& e, const std::string& name) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.RemoveSqlTask(name); });
+          },
+          nb::arg("name"))
+      .def(
+          "add_join_task",
+          [](PyEngine& e, const std::string& name, const std::string& left_table,
+             const std::string& right_table, const std::vector<std::string>& keys,
+             const std::vector<std::string>& right_keys, const std::string& output_table,
+             const std::string& join_type, const std::vector<std::string>& group_by,
+             const std::vector<std::pair<std::string, std::string>>& aggregations,
+             const std::vector<std::string>& primary_key, bool incremental,
+             std::optional<int64_t> max_rows, std::optional<double> max_age_seconds,
+             std::optional<std::string> time_column, double interval_seconds) {
+            rill::JoinTaskOptions options;
+            options.name = name;
+            options.left_table = left_table;
+            options.right_table = right_table;
+            options.keys = keys;
+            options.right_keys = right_keys;
+            options.output_table = output_table;
+            options.join_type = ValueOrRaise(rill::ParseJoinType(join_type));
+            options.group_by = group_by;
+            for (const auto& [column, fn] : aggregations) {
+              options.aggregations.emplace_back(column,
+                                                ValueOrRaise(rill::ParseAggregateFunction(fn)));
+            }
+            options.primary_key = primary_key;
+            options.incremental = incremental;
+            options.retention = MakeRetention(max_rows, max_age_seconds, time_column);
+            options.interval_seconds = interval_seconds;
+            auto task = ValueOrRaise(rill::TableJoinTask::Make(std::move(options)));
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.AddJoinTask(task); });
+          },
+          nb::arg("name"), nb::arg("left_table"), nb::arg("right_table"), nb::arg("keys"),
+          nb::arg("right_keys"), nb::arg("output_table"), nb::arg("join_type"),
+          nb::arg("group_by"), nb::arg("aggregations"), nb::arg("primary_key"),
+          nb::arg("incremental"), nb::arg("max_rows").none(),
+          nb::arg("max_age_seconds").none(), nb::arg("time_column").none(),
+          nb::arg("interval_seconds"))
+      .def(
+          "remove_join_task",
+          [](PyEngine& e, const std::string& name) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.RemoveJoinTask(name); });
+          },
+          nb::arg("name"))
+      .def("task_stats",
+           [](PyEngine& e) {
+             nb::dict d;
+             for (const auto& [name, stats] : e.engine().TaskStatistics()) {
+               d[nb::str(name.c_str())] = TaskStatsToDict(stats);
+             }
+             return d;
+           })
+      // Observers ---------------------------------------------------------
+      .def(
+          "register_business_metric",
+          [](PyEngine& e, const std::string& name, nb::handle evaluator) {
+            PyRef cb = MakePyRef(evaluator);
+            ReporterPtr reporter = e.reporter();
+            std::string component = "metric:" + name;
+            Engine::BusinessMetric metric = [cb, reporter, component,
+                                             name]() -> rill::Result<double> {
+              double value = std::numeric_limits<double>::quiet_NaN();
+              bool ok = CallPython(reporter, component, "business metric raised", [&] {
+                nb::object result = (*cb)();
+                if (!result.is_none()) {
+                  value = nb::cast<double>(result);
+                }
+              });
+              if (!ok) {
+                return arrow::Status::ExecutionError("business metric '", name,
+                                                     "' raised (see the recorded event)");
+              }
+              return value;
+            };
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.RegisterBusinessMetric(name, std::move(metric)); });
+          },
+          nb::arg("name"), nb::arg("evaluator"))
+      .def(
+          "unregister_business_metric",
+          [](PyEngine& e, const std::string& name) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.UnregisterBusinessMetric(name); });
+          },
+          nb::arg("name"))
+      // Events ------------------------------------------------------------
+      .def(
+          "record_event",
+          [](PyEngine& e, const std::string& severity, const std::string& source,
+             const std::string& component, const std::string& message,
+             const std::string& detail) {
+            rill::EngineEvent event;
+            event.severity = ValueOrRaise(rill::ParseSeverity(severity));
+            event.source = source;
+            event.component = component;
+            event.message = message;
+            event.detail = detail;
+            Engine& engine = e.engine();
+            event.ts = engine.Now();
+            nb::gil_scoped_release release;
+            engine.RecordEvent(std::move(event));
+          },
+          nb::arg("severity"), nb::arg("source"), nb::arg("component"), nb::arg("message"),
+          nb::arg("detail"))
+      .def("recent_events",
+           [](PyEngine& e) {
+             nb::list out;
+             for (const auto& event : e.engine().RecentEvents()) {
+               out.append(EventToDict(event));
+             }
+             return out;
+           })
+      // SQL ---------------------------------------------------------------
+      .def(
+          "query",
+          [](PyEngine& e, const std::string& sql) {
+            Engine& engine = e.engine();
+            auto table = WithoutGil([&] { return engine.Query(sql); });
+            return ExportTable(table);
+          },
+          nb::arg("sql"))
+      // Loop --------------------------------------------------------------
+      .def("step",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             return WithoutGil([&] { return engine.Step(); });
+           })
+      .def("start",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             WithoutGil([&] { return engine.Start(); });
+           })
+      .def("stop",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             nb::gil_scoped_release release;
+             engine.Stop();
+           })
+      .def_prop_ro("running", [](PyEngine& e) { return e.engine().running(); })
+      .def("now", [](PyEngine& e) { return e.engine().Now(); })
+      // Metrics and memory --------------------------------------------------
+      .def("metrics",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             rill::EngineMetrics metrics;
+             {
+               nb::gil_scoped_release release;
+               metrics = engine.GetMetrics();
+             }
+             return MetricsToDict(metrics);
+           })
+      .def("check_memory_budget",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             nb::gil_scoped_release release;
+             return engine.CheckMemoryBudget();
+           })
+      .def("allocated_bytes",
+           [](PyEngine& e) {
+             Engine& engine = e.engine();
+             nb::gil_scoped_release release;
+             return engine.AllocatedBytes();
+           })
+      .def(
+          "compact_all",
+          [](PyEngine& e, bool full) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.CompactAll(full); });
+          },
+          nb::arg("full") = false);
+}
+
+}  // namespace rills

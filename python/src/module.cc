@@ -1,0 +1,15 @@
+// rills._core: the nanobind module over librill. The public API lives in the
+// `rills` package; this module is its private engine room.
+#include <nanobind/nanobind.h>
+
+#include "bind_common.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "Private C++ core of the rills package (librill bindings).";
+  // Engines still referenced at exit are stopped by an atexit hook and then
+  // deliberately leaked; nanobind need not report them.
+  nanobind::set_leak_warnings(false);
+  rills::BindTable(m);
+  rills::BindConnector(m);
+  rills::BindEngine(m);
+}

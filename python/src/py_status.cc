@@ -1,0 +1,49 @@
+#include "py_status.h"
+
+#include <string>
+
+namespace rills {
+
+namespace {
+
+PyObject* ExceptionFor(arrow::StatusCode code) {
+  switch (code) {
+    case arrow::StatusCode::Invalid:
+    case arrow::StatusCode::AlreadyExists:
+    case arrow::StatusCode::SerializationError:
+      return PyExc_ValueError;
+    case arrow::StatusCode::KeyError:
+      return PyExc_KeyError;
+    case arrow::StatusCode::TypeError:
+      return PyExc_TypeError;
+    case arrow::StatusCode::CapacityError:
+      return PyExc_BufferError;
+    case arrow::StatusCode::IOError:
+      return PyExc_OSError;
+    case arrow::StatusCode::IndexError:
+      return PyExc_IndexError;
+    case arrow::StatusCode::OutOfMemory:
+      return PyExc_MemoryError;
+    case arrow::StatusCode::NotImplemented:
+      return PyExc_NotImplementedError;
+    default:
+      return PyExc_RuntimeError;
+  }
+}
+
+}  // namespace
+
+void Raise(PyObject* exc_type, const std::string& message) {
+  PyErr_SetString(exc_type, message.c_str());
+  throw nb::python_error();
+}
+
+void RaiseStatus(const arrow::Status& status) {
+  std::string message = status.message();
+  if (status.detail() != nullptr) {
+    message += " (" + status.detail()->ToString() + ")";
+  }
+  Raise(ExceptionFor(status.code()), message);
+}
+
+}  // namespace rills
