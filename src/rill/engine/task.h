@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,13 +89,19 @@ class ScheduledSqlTask : public Task {
 };
 
 enum class JoinType { kInner, kLeftOuter, kRightOuter, kFullOuter };
-/// Parse "inner", "left outer", "left", "right outer", "right", "full outer", "full", "outer".
+/// Parse "inner", "left outer", "left", "right outer", "right", "full outer", "full",
+/// "outer" (case-insensitive; "_" may stand for the space). Invalid otherwise.
 Result<JoinType> ParseJoinType(std::string_view text);
 
 enum class AggregateFunction { kSum, kCount, kAvg, kMin, kMax, kCountDistinct };
-/// Parse "sum", "count", "avg"/"mean", "min", "max", "count_distinct".
+/// Parse "sum", "count", "avg"/"mean", "min", "max", "count_distinct"
+/// (case-insensitive). Invalid otherwise, listing the accepted names.
 Result<AggregateFunction> ParseAggregateFunction(std::string_view text);
+/// Return the canonical name ("sum", "count", "avg", "min", "max",
+/// "count_distinct"), used in output column names.
 const char* AggregateFunctionName(AggregateFunction fn);
+/// Return "inner", "left outer", "right outer" or "full outer".
+const char* JoinTypeName(JoinType type);
 
 struct JoinTaskOptions {
   std::string name;
@@ -114,22 +121,43 @@ struct JoinTaskOptions {
   double interval_seconds = 1.0;
 };
 
-/// Join two live tables (and optionally aggregate) when due.
+/// Join two live tables (and optionally aggregate) when due. Runs as one DuckDB
+/// query over the tables' views, so both sides are read at one version each.
+/// Incremental tasks join only left rows whose z_update_ts is after the
+/// previous successful run's `now` and return rows to append/upsert; other
+/// tasks replace the output table's state.
 class TableJoinTask : public Task {
  public:
-  /// Invalid for empty keys, mismatched key counts, or aggregations without a
-  /// sensible output (checked again against the schemas at run time).
+  /// Invalid for empty table names or keys, mismatched key counts, duplicate
+  /// output aggregations, or incremental right/full outer joins (which would
+  /// re-emit every unmatched right row on each run). Columns are checked
+  /// against the schemas at run time.
   static Result<std::shared_ptr<TableJoinTask>> Make(JoinTaskOptions options);
   std::string Describe() const override;
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
   const JoinTaskOptions& options() const { return options_; }
-  /// The SQL the task runs for a given watermark (exposed for tests).
-  std::string BuildSql(std::optional<double> since) const;
+  /// Return the SQL the task runs over tables of these full schemas (system
+  /// columns included) with watermark `since` (no filter when unset). KeyError
+  /// when a key, group-by or aggregated column is missing.
+  ///
+  /// Without aggregations the output has every left user column, then every
+  /// right user column that is not a right key (renamed "<name>_right" on a
+  /// clash); for right and full outer joins the left key columns take the right
+  /// key's value on rows without a left match. With aggregations the output has
+  /// the group_by columns, then one "<column>_<function>" per aggregation
+  /// (integer sums are BIGINT). System columns are never output: the output
+  /// table stamps its own.
+  Result<std::string> BuildSql(const arrow::Schema& left, const arrow::Schema& right,
+                               std::optional<double> since) const;
+  /// Watermark of the next incremental run: the `now` of the last successful
+  /// run, unset before it.
+  std::optional<double> watermark() const { return watermark_; }
 
  private:
   explicit TableJoinTask(JoinTaskOptions options);
   JoinTaskOptions options_;
   std::optional<double> watermark_;  // tick thread only
+  std::string last_sql_;             // tick thread only; for Describe()
 };
 
 }  // namespace rill

@@ -317,6 +317,15 @@ Status SqlEngine::UnregisterTable(const std::string& name) {
   return Status::OK();
 }
 
+Result<std::shared_ptr<arrow::Schema>> SqlEngine::TableSchema(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->tables.find(name);
+  if (it == impl_->tables.end()) {
+    return Status::KeyError("no table named '", name, "' is registered for SQL");
+  }
+  return it->second->schema();
+}
+
 std::vector<std::string> SqlEngine::TableNames() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<std::string> names;

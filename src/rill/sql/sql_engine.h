@@ -71,6 +71,10 @@ class SqlEngine {
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
 
+  /// Return the full schema (system columns included) of a registered table.
+  /// KeyError if unknown.
+  Result<std::shared_ptr<arrow::Schema>> TableSchema(const std::string& name) const;
+
   /// Return the names of the registered tables, sorted.
   std::vector<std::string> TableNames() const;
 
