@@ -1,0 +1,51 @@
+"""rills: the Python face of Rill, a single-node micro-batching streaming engine.
+
+Events pushed through connectors are applied every tick, in C++, to live
+Arrow tables (upsert by primary key or append with mandatory retention);
+DuckDB SQL and join tasks run over those tables without copying them, and
+pyarrow data goes in and out through the Arrow C stream interface, zero copy.
+
+    import pyarrow as pa
+    from rills import RillEngine, MemoryConnector, schema
+
+    engine = RillEngine(trigger_interval_ms=200)
+    engine.register_table("orders", schema=schema(
+        [("order_id", pa.int64()), ("amount", pa.float64())], primary_key="order_id"))
+    orders = MemoryConnector(target_table="orders")
+    engine.add_connector(orders)
+    orders.push({"order_id": [1, 2], "amount": [10.0, 20.0]})
+    engine.step()
+    print(engine.query_sql("SELECT SUM(amount) FROM orders"))
+"""
+
+import pyarrow as _pyarrow  # noqa: F401  (loads libarrow before the extension)
+
+from . import _core  # noqa: F401
+from .connectors import BaseConnector, MemoryConnector
+from .engine import RillEngine
+from .metrics import MetricsRegistry
+from .output import OutputAPI
+from .retention import RetentionPolicy
+from .schema import estimate_schema_row_size, extract_mode, extract_primary_key, schema
+from .table import RillTable, upsert_table
+from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RillEngine",
+    "RillTable",
+    "schema",
+    "extract_primary_key",
+    "extract_mode",
+    "estimate_schema_row_size",
+    "RetentionPolicy",
+    "BaseConnector",
+    "MemoryConnector",
+    "ScheduledSQLTask",
+    "TableJoinTask",
+    "DuckDBBridge",
+    "MetricsRegistry",
+    "OutputAPI",
+    "upsert_table",
+]

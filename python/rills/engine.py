@@ -1,0 +1,437 @@
+"""RillEngine: tables, connectors, tasks and the micro-batch loop (in C++)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import pyarrow as pa
+
+from . import _arrow, _core
+from .connectors import BaseConnector, MemoryConnector
+from .metrics import MetricsRegistry
+from .retention import RetentionPolicy
+from .table import RillTable
+from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
+
+__all__ = ["RillEngine"]
+
+_log = logging.getLogger("rills")
+
+
+def _close_core(core: Any) -> None:
+    # weakref.finalize callback: runs when the engine is collected and at exit.
+    core.close()
+
+
+class RillEngine:
+    """The streaming engine: live tables, connectors, tasks and the tick loop.
+
+    Every `trigger_interval_ms` the loop (a C++ thread, started by start())
+    drains the connectors into their tables (upsert or append), applies
+    retention, runs the due SQL and join tasks, evaluates business metrics and
+    checks the memory budget. step() runs one tick on the calling thread.
+
+    Threads: all methods may be called from any thread, including from
+    callbacks. The GIL is released while the engine works; Python callbacks
+    run with the GIL and their exceptions are logged and recorded as engine
+    events (see recent_events()). Engines still running at interpreter exit are
+    stopped; Ctrl-C stops a script cleanly.
+    """
+
+    def __init__(
+        self,
+        trigger_interval_ms: float = 100.0,
+        memory_budget_bytes: Optional[int] = None,
+        memory_budget_mb: Optional[float] = None,
+        on_memory_warning: Optional[Callable[[int, int], None]] = None,
+        quack_address: Optional[str] = None,
+        quack_token: Optional[str] = None,
+        auto_compact_chunks: int = 32,
+    ):
+        """Args:
+            trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
+            memory_budget_bytes: allocated bytes (Arrow pools + DuckDB) above which
+                a ResourceWarning is emitted and on_memory_warning is called.
+            memory_budget_mb: the same in megabytes (used if memory_budget_bytes is None).
+            on_memory_warning: callback(allocated_bytes, budget_bytes).
+            quack_address, quack_token: address and token of the network server
+                (not available yet: passing them logs a warning).
+            auto_compact_chunks: tables with more chunks than this are compacted
+                on write (0 disables).
+        """
+        if trigger_interval_ms is None or float(trigger_interval_ms) <= 0:
+            raise ValueError(f"trigger_interval_ms must be > 0, got {trigger_interval_ms!r}")
+        if memory_budget_bytes is None and memory_budget_mb is not None:
+            if float(memory_budget_mb) < 0:
+                raise ValueError(f"memory_budget_mb must be >= 0, got {memory_budget_mb}")
+            memory_budget_bytes = int(float(memory_budget_mb) * 1024 * 1024)
+        if memory_budget_bytes is not None and int(memory_budget_bytes) < 0:
+            raise ValueError(f"memory_budget_bytes must be >= 0, got {memory_budget_bytes}")
+        if on_memory_warning is not None and not callable(on_memory_warning):
+            raise TypeError("on_memory_warning must be callable")
+        if int(auto_compact_chunks) < 0:
+            raise ValueError(f"auto_compact_chunks must be >= 0, got {auto_compact_chunks}")
+        self.trigger_interval_ms = float(trigger_interval_ms)
+        self.memory_budget_bytes = None if memory_budget_bytes is None else int(memory_budget_bytes)
+        self.on_memory_warning = on_memory_warning
+        self.quack_address = quack_address
+        self.quack_token = quack_token
+        self.auto_compact_chunks = int(auto_compact_chunks)
+        if quack_address is not None or quack_token is not None:
+            _warn_no_server()
+
+        self._self_ref = weakref.ref(self)
+        self._core = _core.Engine(
+            max(1, int(round(self.trigger_interval_ms))),
+            self.memory_budget_bytes or 0,
+            _memory_hook(self._self_ref),
+            self.auto_compact_chunks,
+        )
+        self._finalizer = weakref.finalize(self, _close_core, self._core)
+        self._lock = threading.RLock()
+        self._tables: Dict[str, RillTable] = {}
+        self._connectors: Dict[str, BaseConnector] = {}
+        self._sql_tasks: Dict[str, ScheduledSQLTask] = {}
+        self._join_tasks: Dict[str, TableJoinTask] = {}
+        self._last_memory: Optional[Tuple[int, int]] = None
+        self.metrics = MetricsRegistry(self)
+        self.duckdb = DuckDBBridge(self)
+
+    # Tables ----------------------------------------------------------------------
+
+    def register_table(
+        self,
+        name: str,
+        schema: Optional[pa.Schema] = None,
+        primary_key: Optional[Union[str, List[str]]] = None,
+        retention_policy: Optional[RetentionPolicy] = None,
+        mode: Optional[str] = None,
+    ) -> RillTable:
+        """Create and register a table; return it.
+
+        Key and mode default to the schema's metadata (see rills.schema()); a
+        table without a schema takes the schema of its first rows. ValueError
+        if the name is taken or reserved (rill_*), for an append table without
+        a retention policy, or an unknown key column.
+        """
+        with self._lock:
+            if name in self._tables or self._core.get_table(name) is not None:
+                raise ValueError(f"Table '{name}' is already registered")
+            table = RillTable._pending(self, name, schema, primary_key, retention_policy, mode)
+            if schema is not None:
+                table._materialize(schema)
+            self._tables[name] = table
+            return table
+
+    def get_table(self, name: str) -> Optional[RillTable]:
+        """Return the table named `name`, or None."""
+        with self._lock:
+            table = self._tables.get(name)
+            if table is not None:
+                if table._core is None:
+                    core = self._core.get_table(name)
+                    if core is not None:  # created by the engine meanwhile: adopt it
+                        table._materialize(None)
+                return table
+            core = self._core.get_table(name)
+            if core is None:
+                return None
+            table = RillTable._wrap(self, core)
+            self._tables[name] = table
+            return table
+
+    def get_or_create_table(
+        self,
+        name: str,
+        schema: Optional[pa.Schema] = None,
+        primary_key: Optional[Union[str, List[str]]] = None,
+        retention_policy: Optional[RetentionPolicy] = None,
+        mode: Optional[str] = None,
+    ) -> RillTable:
+        """Return the table named `name`, registering it first if needed."""
+        with self._lock:
+            table = self.get_table(name)
+            if table is not None:
+                return table
+            return self.register_table(name, schema, primary_key, retention_policy, mode)
+
+    @property
+    def tables(self) -> Dict[str, RillTable]:
+        """All user tables, by name."""
+        with self._lock:
+            names = set(self._core.table_names()) | set(self._tables)
+            return {name: t for name in sorted(names) if (t := self.get_table(name)) is not None}
+
+    def table_names(self) -> List[str]:
+        """Names of the user tables, sorted."""
+        return sorted(set(self._core.table_names()) | set(self._tables))
+
+    def _ensure_table(self, name: str, schema: pa.Schema) -> None:
+        # A connector is about to deliver rows of `schema` for `name`: a table
+        # registered without a schema takes this one.
+        table = self._tables.get(name)
+        if table is not None and table._core is None:
+            table._materialize(schema)
+
+    # Connectors --------------------------------------------------------------------
+
+    def add_connector(self, connector: BaseConnector) -> None:
+        """Attach and start a connector. Adding the same connector twice does nothing.
+
+        ValueError if another connector of this engine has the same name;
+        TypeError if `connector` is not a BaseConnector.
+        """
+        if not isinstance(connector, BaseConnector):
+            raise TypeError(f"add_connector() takes a BaseConnector, got {type(connector).__name__}")
+        with self._lock:
+            if self._connectors.get(connector.name) is connector:
+                return
+            if connector.name in self._connectors:
+                raise ValueError(f"Connector name '{connector.name}' is already used in this engine")
+            connector._attach(self)
+            if isinstance(connector, MemoryConnector):
+                core = connector._core
+            else:
+                core = _core.PyConnector.make(
+                    connector.name, connector.target_table, connector, self._core.reporter
+                )
+            try:
+                self._core.add_connector(core)
+            except BaseException:
+                connector._detach()
+                raise
+            self._connectors[connector.name] = connector
+
+    def remove_connector(self, connector: Union[BaseConnector, str]) -> None:
+        """Stop and detach a connector (or the connector of that name); what it buffered is written first."""
+        name = connector if isinstance(connector, str) else connector.name
+        with self._lock:
+            attached = self._connectors.pop(name, None)
+            if attached is None:
+                return
+            self._core.remove_connector(name)
+            attached._detach()
+
+    @property
+    def connectors(self) -> List[BaseConnector]:
+        """The attached connectors."""
+        with self._lock:
+            return list(self._connectors.values())
+
+    # Tasks ---------------------------------------------------------------------------
+
+    def add_sql_task(self, task: ScheduledSQLTask) -> None:
+        """Schedule a SQL task. ValueError if a task of that name exists."""
+        if not isinstance(task, ScheduledSQLTask):
+            raise TypeError(f"add_sql_task() takes a ScheduledSQLTask, got {type(task).__name__}")
+        with self._lock:
+            if self._sql_tasks.get(task.name) is task:
+                return
+            self._core.add_sql_task(
+                task.name, task.query, task.output_table, task.interval_seconds,
+                _arrow.key_list(task.primary_key),
+            )
+            self._sql_tasks[task.name] = task
+
+    def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:
+        """Unschedule a SQL task (or the task of that name); unknown tasks are ignored."""
+        name = task if isinstance(task, str) else task.name
+        with self._lock:
+            if self._sql_tasks.pop(name, None) is not None:
+                self._core.remove_sql_task(name)
+
+    def add_join_task(self, task: TableJoinTask) -> None:
+        """Schedule a join task. ValueError for an unknown join type or aggregate function."""
+        if not isinstance(task, TableJoinTask):
+            raise TypeError(f"add_join_task() takes a TableJoinTask, got {type(task).__name__}")
+        with self._lock:
+            if self._join_tasks.get(task.name) is task:
+                return
+            self._core.add_join_task(**task._core_args())
+            self._join_tasks[task.name] = task
+
+    def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
+        """Unschedule a join task (or the task of that name); unknown tasks are ignored."""
+        name = task if isinstance(task, str) else task.name
+        with self._lock:
+            if self._join_tasks.pop(name, None) is not None:
+                self._core.remove_join_task(name)
+
+    @property
+    def sql_tasks(self) -> List[ScheduledSQLTask]:
+        """The scheduled SQL tasks."""
+        return list(self._sql_tasks.values())
+
+    @property
+    def join_tasks(self) -> List[TableJoinTask]:
+        """The scheduled join tasks."""
+        return list(self._join_tasks.values())
+
+    # Observers -------------------------------------------------------------------------
+
+    def subscribe(self, table_name: str, callback: Callable[[str, pa.Table], None]) -> None:
+        """Call `callback(table_name, table)` with every new state of the table (created if needed)."""
+        self.get_or_create_table(table_name).subscribe(callback)
+
+    def register_business_metric(self, name: str, evaluator: Callable[["RillEngine"], Any]) -> None:
+        """Evaluate `evaluator(engine)` on every tick; see MetricsRegistry."""
+        self.metrics.register_metric(name, evaluator)
+
+    def recent_events(self) -> List[Dict[str, Any]]:
+        """The latest engine events (errors, warnings), oldest first, as dicts
+        with ts, severity, source, component, message, detail."""
+        return self._core.recent_events()
+
+    # SQL ---------------------------------------------------------------------------------
+
+    def query_sql(self, sql: str) -> pa.Table:
+        """Run DuckDB SQL over the live tables and return the result.
+
+        Tables are scanned without copying, each at one consistent version.
+        ValueError with DuckDB's message when the query fails.
+        """
+        if not isinstance(sql, str):
+            raise TypeError(f"sql must be a str, got {type(sql).__name__}")
+        self._sync_tables()
+        return _arrow.table_from_stream(self._core.query(sql))
+
+    # Metrics and memory ------------------------------------------------------------------
+
+    def _system_metrics(self) -> Dict[str, Any]:
+        m = self._core.metrics()
+        counts = {}
+        for name in self.table_names():
+            table = self.get_table(name)
+            counts[name] = table.num_rows if table is not None else 0
+        return {
+            "total_records_processed": m["records_processed"],
+            "last_batch_records": m["last_batch_records"],
+            "last_batch_latency_ms": m["last_latency_s"] * 1000.0,
+            "avg_batch_latency_ms": m["avg_latency_s"] * 1000.0,
+            "max_batch_latency_ms": m["max_latency_s"] * 1000.0,
+            "records_per_second": m["rows_per_second"],
+            "ticks": m["ticks"],
+            "rejected_batches": m["rejected_batches"],
+            "rejected_records": m["rejected_records"],
+            "errors": m["errors"],
+            "memory_warnings": m["memory_warnings"],
+            "arrow_allocated_bytes": m["arrow_allocated_bytes"],
+            "duckdb_memory_bytes": m["duckdb_memory_bytes"],
+            "table_row_counts": counts,
+            "connectors": self._core.connector_stats(),
+            "tasks": self._core.task_stats(),
+            "timestamp": m["timestamp"],
+        }
+
+    def get_metrics(self) -> Dict[str, Any]:
+        """Return the engine's counters and business metrics.
+
+        Keys: total_records_processed, last_batch_records, last_batch_latency_ms,
+        avg_batch_latency_ms, max_batch_latency_ms, records_per_second, ticks,
+        rejected_batches, rejected_records, errors, memory_warnings,
+        arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
+        connectors, tasks, timestamp, business_metrics.
+        """
+        return self.metrics.get_all_metrics(self)
+
+    def check_memory_budget(self) -> Tuple[int, Optional[int], bool]:
+        """Check allocated memory against the budget now.
+
+        Returns (allocated_bytes, budget_bytes, exceeded). When exceeded, emits
+        a ResourceWarning and calls on_memory_warning.
+        """
+        self._last_memory = None
+        within = self._core.check_memory_budget()
+        if self._last_memory is not None:
+            allocated = self._last_memory[0]
+        else:
+            allocated = self._core.allocated_bytes()
+        exceeded = self.memory_budget_bytes is not None and self.memory_budget_bytes > 0 and not within
+        return allocated, self.memory_budget_bytes, exceeded
+
+    def _memory_warning(self, allocated: int, budget: int) -> None:
+        self._last_memory = (allocated, budget)
+        warnings.warn(
+            f"RillEngine memory budget exceeded! Allocated: {allocated} bytes "
+            f"({allocated / 1048576:.2f} MB) > Budget: {budget} bytes ({budget / 1048576:.2f} MB)",
+            ResourceWarning,
+            stacklevel=2,
+        )
+        if self.on_memory_warning is not None:
+            self.on_memory_warning(allocated, budget)
+
+    def compact_all(self, max_chunks: Optional[int] = None) -> None:
+        """Compact every table that has more than `max_chunks` chunks (default auto_compact_chunks)."""
+        threshold = self.auto_compact_chunks if max_chunks is None else int(max_chunks)
+        for table in self.tables.values():
+            table.compact(max_chunks=threshold)
+
+    # Loop ------------------------------------------------------------------------------------
+
+    def step(self) -> float:
+        """Run one tick now on the calling thread; return its latency in milliseconds."""
+        latency_ms = self._core.step() * 1000.0
+        self._sync_tables()
+        return latency_ms
+
+    def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
+        """Start the background loop (no-op if running)."""
+        if quack_port is not None or quack_token is not None:
+            _warn_no_server()
+        self._core.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the loop after the current tick. Safe from callbacks and when not running.
+
+        `timeout` is accepted for compatibility; stop() returns once the
+        current tick has finished.
+        """
+        self._core.stop()
+
+    @property
+    def running(self) -> bool:
+        """True while the background loop runs."""
+        return (not self._core.closed) and self._core.running
+
+    def close(self) -> None:
+        """Stop the loop and free the engine. Further calls raise RuntimeError."""
+        self._finalizer()
+
+    def __enter__(self) -> "RillEngine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _sync_tables(self) -> None:
+        # Attach tables the engine created (task outputs, connector targets) to
+        # pending Python tables of the same name, so their subscribers run.
+        pending = [n for n, t in list(self._tables.items()) if t._core is None]
+        for name in pending:
+            self.get_table(name)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RillEngine(trigger_interval_ms={self.trigger_interval_ms}, "
+            f"running={self.running}, tables={self.table_names()})>"
+        )
+
+
+def _warn_no_server() -> None:
+    _log.warning(
+        "quack_address/quack_token: the network server is not available yet in this "
+        "version of rills; the engine runs without serving"
+    )
+
+
+def _memory_hook(engine_ref: "weakref.ReferenceType[RillEngine]") -> Callable[[int, int], None]:
+    def hook(allocated: int, budget: int) -> None:
+        engine = engine_ref()
+        if engine is not None:
+            engine._memory_warning(allocated, budget)
+
+    return hook

@@ -1,0 +1,339 @@
+"""RillTable: a live table in C++ memory, and the pure upsert_table() function."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Union
+
+import pyarrow as pa
+
+from . import _arrow, _core
+from .retention import RetentionPolicy
+from .schema import extract_mode, extract_primary_key, normalize_mode
+
+__all__ = ["RillTable", "upsert_table"]
+
+Subscriber = Callable[[str, pa.Table], None]
+
+
+def _mandatory_ttl_error(name: str) -> ValueError:
+    return ValueError(
+        "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
+        f"append-only tables: table '{name}' is in append mode without one"
+    )
+
+
+class RillTable:
+    """A live table: rows in Arrow chunks owned by the C++ engine.
+
+    In "snapshot" mode with a primary key, writes upsert by key (the last row
+    per key wins, z_insert_ts is kept from the replaced row); otherwise they
+    append. Append-mode tables need a RetentionPolicy. Every row carries
+    z_insert_ts and z_update_ts (float64 unix seconds).
+
+    A table made without a schema takes the schema of its first write.
+    Reads (to_arrow, num_rows) see the latest published version without
+    copying; all methods may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        schema: Optional[pa.Schema] = None,
+        primary_key: Optional[Union[str, List[str]]] = None,
+        retention_policy: Optional[RetentionPolicy] = None,
+        mode: Optional[str] = None,
+    ):
+        """Create a standalone table (engines create theirs with register_table).
+
+        ValueError for an append table without a retention policy, an unknown
+        mode or key column; TypeError for arguments of the wrong type.
+        """
+        self._setup(name, schema, primary_key, retention_policy, mode, engine=None)
+        if schema is not None:
+            self._materialize(schema)
+
+    # Construction ------------------------------------------------------------
+
+    def _setup(self, name, schema, primary_key, retention_policy, mode, engine) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a table needs a non-empty name, got {name!r}")
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        if retention_policy is not None and not isinstance(retention_policy, RetentionPolicy):
+            raise TypeError(
+                f"retention_policy must be a RetentionPolicy, got {type(retention_policy).__name__}"
+            )
+        self._name = name
+        self._keys = _arrow.key_list(primary_key)
+        if not self._keys and schema is not None:
+            self._keys = _arrow.key_list(extract_primary_key(schema))
+        self._mode = normalize_mode(mode)
+        effective_mode = self._mode or (extract_mode(schema) if schema is not None else "snapshot")
+        if effective_mode == "append" and (retention_policy is None or not retention_policy.enabled):
+            raise _mandatory_ttl_error(name)
+        self._retention = retention_policy
+        self._declared_schema = schema
+        self._engine_ref = weakref.ref(engine) if engine is not None else None
+        self._reporter = engine._core.reporter if engine is not None else _core.Reporter()
+        self._core: Optional[Any] = None
+        self._lock = threading.RLock()
+        self._subscriptions: Dict[Any, Optional[int]] = {}
+
+    @classmethod
+    def _pending(cls, engine, name, schema, primary_key, retention_policy, mode) -> "RillTable":
+        table = cls.__new__(cls)
+        table._setup(name, schema, primary_key, retention_policy, mode, engine)
+        return table
+
+    @classmethod
+    def _wrap(cls, engine, core) -> "RillTable":
+        table = cls.__new__(cls)
+        retention = None
+        if core.retention is not None:
+            max_rows, max_age, column = core.retention
+            retention = RetentionPolicy(max_rows, max_age, column)
+        table._name = core.name
+        table._keys = list(core.primary_key)
+        table._mode = core.mode
+        table._retention = retention
+        table._declared_schema = None
+        table._engine_ref = weakref.ref(engine) if engine is not None else None
+        table._reporter = engine._core.reporter if engine is not None else _core.Reporter()
+        table._core = core
+        table._lock = threading.RLock()
+        table._subscriptions = {}
+        return table
+
+    def _materialize(self, schema: pa.Schema) -> Any:
+        """Create the C++ table (once) with `schema` if it does not exist yet."""
+        with self._lock:
+            if self._core is not None:
+                return self._core
+            args = dict(
+                primary_key=self._keys,
+                mode=self._mode,
+                **(self._retention._core_args() if self._retention else {}),
+            )
+            engine = self._engine_ref() if self._engine_ref is not None else None
+            if engine is not None:
+                core = engine._core.register_table(self._name, schema, get_or_create=True, **args)
+            else:
+                core = _core.LiveTable.make(self._name, schema, auto_compact_chunks=None, **args)
+            for callback in list(self._subscriptions):
+                self._subscriptions[callback] = core.subscribe(
+                    _deliverer(self._name, callback), self._reporter
+                )
+            self._core = core
+            return core
+
+    # Properties ----------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self._name
+
+    @property
+    def schema(self) -> Optional[pa.Schema]:
+        """The full schema (user columns, then z_insert_ts, z_update_ts); None before the first write of a schema-less table."""
+        if self._core is not None:
+            return _arrow.schema_from_capsule(self._core.schema_capsule())
+        return self._declared_schema
+
+    @property
+    def primary_key(self) -> Optional[Union[str, List[str]]]:
+        """The key: None, a column name, or a list of names for a composite key."""
+        keys = list(self._core.primary_key) if self._core is not None else self._keys
+        return _arrow.key_public(keys)
+
+    @property
+    def mode(self) -> str:
+        """"snapshot" or "append"."""
+        if self._core is not None:
+            return self._core.mode
+        if self._mode is not None:
+            return self._mode
+        return extract_mode(self._declared_schema)
+
+    @property
+    def retention_policy(self) -> Optional[RetentionPolicy]:
+        """The table's RetentionPolicy, if any."""
+        return self._retention
+
+    @property
+    def num_rows(self) -> int:
+        """Number of live rows."""
+        return self._core.num_rows if self._core is not None else 0
+
+    @property
+    def num_columns(self) -> int:
+        """Number of columns, system columns included (0 before the first write)."""
+        return self._core.num_columns if self._core is not None else 0
+
+    @property
+    def num_chunks(self) -> int:
+        """Number of Arrow chunks holding the rows."""
+        return self._core.num_chunks if self._core is not None else 0
+
+    @property
+    def version(self) -> int:
+        """Version number of the published state (+1 per change)."""
+        return self._core.version if self._core is not None else 0
+
+    # Writes --------------------------------------------------------------------
+
+    def upsert(
+        self,
+        batch_or_table: Any,
+        promote_options: str = "default",
+        current_time: Optional[float] = None,
+    ) -> pa.Table:
+        """Write rows: upsert by key in snapshot mode with a key, append otherwise.
+
+        Accepts a pyarrow Table, RecordBatch, list of RecordBatches, dict of
+        columns or list of row dicts. Columns are matched by name and cast
+        safely to the table's types. `current_time` (unix seconds) stamps
+        z_insert_ts/z_update_ts and is the "now" of retention. Returns the
+        table's new state. ValueError when the rows do not fit the schema
+        (the message names the column and types), TypeError for other inputs.
+        """
+        data = _arrow.to_table(batch_or_table, self._declared_schema, what="upsert()")
+        if data is None:
+            return self.to_arrow()
+        core = self._materialize(data.schema)
+        core.write(data, None if current_time is None else float(current_time))
+        return self.to_arrow()
+
+    def replace_state(self, new_table: Any, current_time: Optional[float] = None) -> pa.Table:
+        """Replace all rows with `new_table` (last row per key wins). Returns the new state."""
+        data = _arrow.to_table(new_table, self._declared_schema, what="replace_state()")
+        if data is None:
+            data = pa.table({})
+        core = self._materialize(data.schema)
+        core.replace_state(data, None if current_time is None else float(current_time))
+        return self.to_arrow()
+
+    def apply_retention(self, current_time: Optional[float] = None) -> Optional[pa.Table]:
+        """Remove expired rows now (as of `current_time`, default now). Returns the state."""
+        if self._core is not None:
+            self._core.apply_retention(None if current_time is None else float(current_time))
+        return self.to_arrow()
+
+    def compact(self, max_chunks: int = 32) -> Optional[pa.Table]:
+        """Merge chunks when there are more than `max_chunks`; rewrite dead rows away.
+
+        With max_chunks <= 1 the table is rewritten into as few chunks as possible.
+        Returns the state.
+        """
+        core = self._core
+        if core is not None and core.num_chunks > max_chunks:
+            core.compact(False)
+            if core.num_chunks > max_chunks:
+                core.compact(True)
+        return self.to_arrow()
+
+    # Reads ---------------------------------------------------------------------
+
+    def to_arrow(self) -> Optional[pa.Table]:
+        """Return the current rows as a pyarrow Table sharing the engine's buffers.
+
+        None before the first write of a table made without a schema.
+        """
+        if self._core is None:
+            return None
+        return _arrow.table_from_stream(self._core.to_stream())
+
+    def estimate_row_size(self, avg_string_length: int = 32, avg_list_length: int = 5) -> Optional[float]:
+        """Return the estimated bytes per row (refined by the data once rows exist); None without a schema."""
+        if self._core is not None:
+            if avg_string_length == 32 or self._core.num_rows > 0:
+                return float(self._core.estimate_row_size())
+            return float(_core.estimate_row_size(self.schema, int(avg_string_length)))
+        if self._declared_schema is not None:
+            return float(_core.estimate_row_size(self._declared_schema, int(avg_string_length)))
+        return None
+
+    def estimate_records_capacity(
+        self,
+        memory_budget_bytes: int,
+        safety_factor: float = 0.75,
+        avg_string_length: int = 32,
+        avg_list_length: int = 5,
+    ) -> Optional[int]:
+        """Return how many rows fit in `memory_budget_bytes` * `safety_factor`; None without a schema."""
+        if memory_budget_bytes < 0:
+            raise ValueError(f"memory_budget_bytes must be >= 0, got {memory_budget_bytes}")
+        if not 0 < safety_factor <= 1:
+            raise ValueError(f"safety_factor must be in (0, 1], got {safety_factor}")
+        row_size = self.estimate_row_size(avg_string_length, avg_list_length)
+        if not row_size:
+            return None
+        return int(memory_budget_bytes * safety_factor / row_size)
+
+    # Subscribers -----------------------------------------------------------------
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call `callback(table_name, table)` with every new state of the table.
+
+        Callbacks run on the thread that wrote (the engine's loop thread for
+        connector data) with the GIL held; an exception is logged and recorded
+        as an engine event, never raised into the engine. Subscribing the same
+        callback twice has no effect.
+        """
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        with self._lock:
+            if callback in self._subscriptions:
+                return
+            sub_id = None
+            if self._core is not None:
+                sub_id = self._core.subscribe(_deliverer(self._name, callback), self._reporter)
+            self._subscriptions[callback] = sub_id
+
+    def unsubscribe(self, callback: Subscriber) -> None:
+        """Stop calling `callback`. Unknown callbacks are ignored."""
+        with self._lock:
+            sub_id = self._subscriptions.pop(callback, None)
+            if sub_id is not None and self._core is not None:
+                self._core.unsubscribe(sub_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RillTable(name={self._name!r}, mode={self.mode!r}, num_rows={self.num_rows}, "
+            f"num_columns={self.num_columns}, primary_key={self.primary_key!r})>"
+        )
+
+
+def _deliverer(name: str, callback: Subscriber) -> Callable[[Any], None]:
+    # Holds the table's name, not the table: no reference cycle through C++.
+    def deliver(capsule: Any) -> None:
+        callback(name, _arrow.table_from_stream(capsule))
+
+    return deliver
+
+
+def upsert_table(
+    old_table: Optional[Any],
+    new_table: Any,
+    primary_key: Optional[Union[str, List[str]]] = None,
+) -> pa.Table:
+    """Return `new_table` upserted into `old_table` by `primary_key`.
+
+    A pure function on pyarrow tables (RecordBatches accepted): the last row per
+    key wins, surviving old rows keep their order, replaced and new rows come
+    last. Without a key the rows are appended. `old_table` may be None.
+    """
+    new = _arrow.to_table(new_table, what="upsert_table()")
+    old = None if old_table is None else _arrow.to_table(old_table, what="upsert_table()")
+    if new is None:
+        if old is None:
+            raise ValueError("upsert_table() needs at least one non-empty table")
+        return old
+    keys = _arrow.key_list(primary_key)
+    if old is None or old.num_rows == 0 and not keys:
+        return new
+    if not keys:
+        return pa.concat_tables([old, new], promote_options="default")
+    return _arrow.table_from_stream(_core.upsert_table(old, new, keys))

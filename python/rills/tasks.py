@@ -1,0 +1,170 @@
+"""Scheduled SQL tasks, join/aggregate tasks, and the DuckDB bridge."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+from . import _arrow
+from .retention import RetentionPolicy
+
+if TYPE_CHECKING:
+    from .engine import RillEngine
+
+__all__ = ["ScheduledSQLTask", "TableJoinTask", "DuckDBBridge"]
+
+Keys = Union[str, List[str]]
+
+
+class ScheduledSQLTask:
+    """A SQL query the engine runs every `interval_seconds` over the live tables.
+
+    Its result replaces the state of `output_table` (created on the first run,
+    keyed by `primary_key` if given). The first run happens on the first tick
+    after the task is added. A failing query is logged and recorded as an
+    engine event; the task runs again when next due.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        query: str,
+        output_table: str,
+        interval_seconds: float = 1.0,
+        primary_key: Optional[Keys] = None,
+    ):
+        """ValueError for an empty name, query or output table, or a negative interval."""
+        for arg, value in (("name", name), ("query", query), ("output_table", output_table)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"ScheduledSQLTask {arg} must be a non-empty str, got {value!r}")
+        if interval_seconds is None or float(interval_seconds) < 0:
+            raise ValueError(f"interval_seconds must be >= 0, got {interval_seconds!r}")
+        self.name = name
+        self.query = query
+        self.output_table = output_table
+        self.interval_seconds = float(interval_seconds)
+        self.primary_key = primary_key
+        _arrow.key_list(primary_key)  # type check
+
+    def __repr__(self) -> str:
+        return (
+            f"<ScheduledSQLTask(name={self.name!r}, output_table={self.output_table!r}, "
+            f"interval_seconds={self.interval_seconds})>"
+        )
+
+
+class TableJoinTask:
+    """Join two live tables (and optionally aggregate) into `output_table`.
+
+    Runs every `interval_seconds` (default 0: every tick) through DuckDB over
+    the published versions of both tables. With `aggregations`
+    ([(column, function)], functions sum, count, avg/mean, min, max,
+    count_distinct) the joined rows are grouped by `group_by` and the output
+    columns are named "<column>_<function>". With `incremental=True` only left
+    rows written since the previous run are joined and the result is appended
+    (give a `retention_policy` then, or the output grows without bound).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        left_table: str,
+        right_table: str,
+        keys: Keys,
+        output_table: str,
+        join_type: str = "inner",
+        right_keys: Optional[Keys] = None,
+        group_by: Optional[Keys] = None,
+        aggregations: Optional[Sequence[Tuple[str, str]]] = None,
+        primary_key: Optional[Keys] = None,
+        incremental: bool = False,
+        retention_policy: Optional[RetentionPolicy] = None,
+        interval_seconds: float = 0.0,
+    ):
+        """ValueError for empty names or keys, mismatched key counts, and malformed aggregations.
+
+        join_type is "inner", "left outer", "right outer" or "full outer"
+        (checked when the task is added to an engine).
+        """
+        for arg, value in (
+            ("name", name),
+            ("left_table", left_table),
+            ("right_table", right_table),
+            ("output_table", output_table),
+        ):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"TableJoinTask {arg} must be a non-empty str, got {value!r}")
+        if not _arrow.key_list(keys):
+            raise ValueError("TableJoinTask needs at least one join key")
+        if right_keys is not None and len(_arrow.key_list(right_keys)) != len(_arrow.key_list(keys)):
+            raise ValueError(
+                f"keys {keys!r} and right_keys {right_keys!r} must name as many columns"
+            )
+        aggs = []
+        for item in aggregations or []:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise ValueError(f"aggregations must be (column, function) pairs, got {item!r}")
+            aggs.append((str(item[0]), str(item[1])))
+        if retention_policy is not None and not isinstance(retention_policy, RetentionPolicy):
+            raise TypeError("retention_policy must be a RetentionPolicy")
+        if float(interval_seconds) < 0:
+            raise ValueError(f"interval_seconds must be >= 0, got {interval_seconds}")
+        self.name = name
+        self.left_table = left_table
+        self.right_table = right_table
+        self.keys = keys
+        self.output_table = output_table
+        self.join_type = join_type
+        self.right_keys = right_keys
+        self.group_by = group_by
+        self.aggregations = aggs or None
+        self.primary_key = primary_key
+        self.incremental = bool(incremental)
+        self.retention_policy = retention_policy
+        self.interval_seconds = float(interval_seconds)
+
+    def _core_args(self) -> dict:
+        retention = self.retention_policy._core_args() if self.retention_policy else {}
+        return dict(
+            name=self.name,
+            left_table=self.left_table,
+            right_table=self.right_table,
+            keys=_arrow.key_list(self.keys),
+            right_keys=_arrow.key_list(self.right_keys),
+            output_table=self.output_table,
+            join_type=self.join_type,
+            group_by=_arrow.key_list(self.group_by),
+            aggregations=list(self.aggregations or []),
+            primary_key=_arrow.key_list(self.primary_key),
+            incremental=self.incremental,
+            interval_seconds=self.interval_seconds,
+            **retention,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<TableJoinTask(name={self.name!r}, left={self.left_table!r}, "
+            f"right={self.right_table!r}, output={self.output_table!r})>"
+        )
+
+
+class DuckDBBridge:
+    """SQL over an engine's live tables through its embedded DuckDB.
+
+    Every table is a view that scans the table's current version without
+    copying it; there is nothing to register. Available as `engine.duckdb`.
+    """
+
+    def __init__(self, engine: "RillEngine"):
+        self.engine = engine
+
+    def query(self, sql: str) -> pa.Table:
+        """Run `sql` and return its result. ValueError with DuckDB's message on failure."""
+        return self.engine.query_sql(sql)
+
+    def register_tables(self) -> None:
+        """No-op: live tables are always visible to SQL."""
+
+    def __repr__(self) -> str:
+        return f"<DuckDBBridge(tables={self.engine.table_names()!r})>"
