@@ -1,5 +1,7 @@
 #include "rill/table/key_index.h"
 
+#include "rill/table/int_location_map.h"
+
 #include <cstring>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
+#include <arrow/util/bit_util.h>
 #include <boost/unordered/unordered_flat_map.hpp>
 
 namespace rill {
@@ -116,11 +119,21 @@ class IntKeyIndex final : public KeyIndex {
       null_location_ = location;
       return prev;
     }
-    auto [it, inserted] = map_.try_emplace(values_[row], location);
-    if (inserted) return kNone;
-    uint64_t prev = it->second;
-    it->second = location;
-    return prev;
+    return map_.Upsert(values_[row], location);
+  }
+
+  void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) override {
+    const auto& data = *array_->data();
+    const uint8_t* validity = has_nulls_ && data.buffers[0] ? data.buffers[0]->data() : nullptr;
+    map_.UpsertBatch(values_, n, base, prev, validity, data.offset);
+    if (!validity) return;
+    // Null keys form one key of their own, upserted in row order.
+    for (int64_t i = 0; i < n; ++i) {
+      if (!arrow::bit_util::GetBit(validity, data.offset + i)) {
+        prev[i] = null_location_;
+        null_location_ = base + static_cast<uint64_t>(i);
+      }
+    }
   }
 
   void Erase(int64_t row, uint64_t location) override {
@@ -128,19 +141,18 @@ class IntKeyIndex final : public KeyIndex {
       if (null_location_ == location) null_location_ = kNone;
       return;
     }
-    auto it = map_.find(values_[row]);
-    if (it != map_.end() && it->second == location) map_.erase(it);
+    map_.Erase(values_[row], location);
   }
 
   void Clear() override {
-    map_.clear();
+    map_.Clear();
     null_location_ = kNone;
   }
   size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
 
  private:
   const int column_;
-  boost::unordered_flat_map<int64_t, uint64_t> map_;
+  IntLocationMap map_;
   uint64_t null_location_ = kNone;
   std::shared_ptr<arrow::Array> array_;
   const int64_t* values_ = nullptr;

@@ -381,8 +381,20 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
     RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
     auto* ins = reinterpret_cast<double*>(insert_ts->mutable_data());
     RILL_RETURN_NOT_OK(index_->Bind(*batch));
+    // Pass 1: the index (prefetching inside). Pass 2: retire replaced rows,
+    // prefetching the old rows' insert times a few rows ahead.
+    prev_scratch_.resize(n);
+    uint64_t* prev_of = prev_scratch_.data();
+    index_->UpsertAll(n, Location(slot, 0), prev_of);
+    constexpr int64_t kAhead = 8;
     for (int64_t i = 0; i < n; ++i) {
-      const uint64_t prev = index_->Upsert(i, Location(slot, i));
+      if (i + kAhead < n) {
+        const uint64_t p = prev_of[i + kAhead];
+        if (p != KeyIndex::kNone && SlotOf(p) != slot) {
+          __builtin_prefetch(slots_[SlotOf(p)].insert_ts + RowOf(p));
+        }
+      }
+      const uint64_t prev = prev_of[i];
       if (prev == KeyIndex::kNone) {
         ++stats->inserted;
         continue;
@@ -510,9 +522,8 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
   const uint32_t slot = AllocateSlotLocked();
   if (index_) {
     RILL_RETURN_NOT_OK(index_->Bind(*merged));
-    for (int64_t r = 0; r < merged->num_rows(); ++r) {
-      index_->Upsert(r, Location(slot, r));
-    }
+    prev_scratch_.resize(merged->num_rows());
+    index_->UpsertAll(merged->num_rows(), Location(slot, 0), prev_scratch_.data());
   }
   Chunk& c = slots_[slot];
   c.batch = std::move(merged);

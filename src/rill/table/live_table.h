@@ -228,7 +228,7 @@ class LiveTable {
   std::vector<uint32_t> order_;       // guarded by write_mu_; slots in write order
   int64_t live_rows_ = 0;             // guarded by write_mu_
   uint64_t version_ = 0;              // guarded by write_mu_
-  double last_now_ = 0;               // guarded by write_mu_
+  std::vector<uint64_t> prev_scratch_;  // guarded by write_mu_
 
   SnapshotCell<TableVersion> current_;
 

@@ -1,0 +1,109 @@
+#include "rill/table/int_location_map.h"
+
+#include <arrow/util/bit_util.h>
+
+namespace rill {
+
+void IntLocationMap::Rehash(size_t capacity) {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(capacity, Slot{0, kNone});
+  mask_ = capacity - 1;
+  shift_ = 64 - arrow::bit_util::Log2(capacity);
+  size_ = 0;
+  for (const Slot& s : old) {
+    if (s.location != kNone) Upsert(s.key, s.location);
+  }
+}
+
+uint64_t IntLocationMap::Upsert(int64_t key, uint64_t location) {
+  Reserve(1);
+  size_t i = Home(key);
+  while (true) {
+    Slot& s = slots_[i];
+    if (s.location == kNone) {
+      s.key = key;
+      s.location = location;
+      ++size_;
+      return kNone;
+    }
+    if (s.key == key) {
+      uint64_t prev = s.location;
+      s.location = location;
+      return prev;
+    }
+    i = (i + 1) & mask_;
+  }
+}
+
+void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, uint64_t* prev,
+                                 const uint8_t* valid_bitmap, int64_t valid_offset) {
+  // Growing first keeps the slot array stable while prefetches are in flight.
+  Reserve(static_cast<size_t>(n));
+  constexpr int64_t kAhead = 16;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) {
+      __builtin_prefetch(&slots_[Home(keys[i + kAhead])], /*rw=*/1, /*locality=*/1);
+    }
+    if (valid_bitmap && !arrow::bit_util::GetBit(valid_bitmap, valid_offset + i)) {
+      prev[i] = kNone;
+      continue;
+    }
+    const int64_t key = keys[i];
+    size_t j = Home(key);
+    while (true) {
+      Slot& s = slots_[j];
+      if (s.location == kNone) {
+        s.key = key;
+        s.location = base + static_cast<uint64_t>(i);
+        ++size_;
+        prev[i] = kNone;
+        break;
+      }
+      if (s.key == key) {
+        prev[i] = s.location;
+        s.location = base + static_cast<uint64_t>(i);
+        break;
+      }
+      j = (j + 1) & mask_;
+    }
+  }
+}
+
+void IntLocationMap::Erase(int64_t key, uint64_t location) {
+  size_t i = Home(key);
+  while (true) {
+    Slot& s = slots_[i];
+    if (s.location == kNone) return;
+    if (s.key == key) {
+      if (s.location != location) return;
+      break;
+    }
+    i = (i + 1) & mask_;
+  }
+  // Backward-shift deletion: move later entries of the probe run into the hole.
+  size_t hole = i;
+  size_t j = i;
+  while (true) {
+    j = (j + 1) & mask_;
+    Slot& s = slots_[j];
+    if (s.location == kNone) break;
+    size_t home = Home(s.key);
+    // Move s into the hole if its home is not in (hole, j] (cyclically).
+    bool between = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (!between) {
+      slots_[hole] = s;
+      hole = j;
+    }
+  }
+  slots_[hole].location = kNone;
+  --size_;
+}
+
+void IntLocationMap::Clear() {
+  slots_.assign(16, Slot{0, kNone});
+  mask_ = 15;
+  shift_ = 64 - 4;
+  size_ = 0;
+}
+
+}  // namespace rill

@@ -1,0 +1,62 @@
+// IntLocationMap: an open-addressing hash map from int64 keys to row
+// locations, built for batched upserts (private to table/).
+//
+// Linear probing over a power-of-two array of {key, location} slots, at most
+// half full; erase shifts later entries back (no tombstones). UpsertBatch
+// prefetches the slots of rows a few positions ahead, so that a batch of
+// random keys over a table larger than the CPU caches overlaps its cache
+// misses instead of paying them one after another.
+//
+// Threads: not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rill {
+
+class IntLocationMap {
+ public:
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  IntLocationMap() { Rehash(16); }
+
+  /// Map keys[i] to base + i for i in [0, n), in order; write the previous
+  /// location of each key (kNone if new) to prev[i]. Rows whose bit in
+  /// `valid_bitmap` is clear (nulls) are left out and get prev[i] = kNone.
+  void UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, uint64_t* prev,
+                   const uint8_t* valid_bitmap = nullptr, int64_t valid_offset = 0);
+
+  /// Map `key` to `location`; return the previous location or kNone.
+  uint64_t Upsert(int64_t key, uint64_t location);
+  /// Remove `key` if it maps to `location`.
+  void Erase(int64_t key, uint64_t location);
+  void Clear();
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    int64_t key;
+    uint64_t location;  // kNone = empty
+  };
+  size_t Home(int64_t key) const {
+    // Fibonacci hashing: multiply, keep the high bits.
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void Rehash(size_t capacity);
+  void Reserve(size_t more) {
+    if ((size_ + more) * 2 > slots_.size()) {
+      size_t cap = slots_.size();
+      while ((size_ + more) * 2 > cap) cap *= 2;
+      Rehash(cap);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  int shift_ = 64;
+  size_t size_ = 0;
+};
+
+}  // namespace rill
