@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -72,6 +73,13 @@ class PyEngine {
     std::unique_ptr<Engine> engine = std::move(engine_);
     nb::gil_scoped_release release;
     reporter_->Detach();
+    if (CallbackScope::active()) {
+      // Collected from inside one of its own callbacks (possibly on its loop
+      // thread, which the destructor joins): stop now, destroy elsewhere.
+      engine->Stop();
+      std::thread([doomed = std::move(engine)]() mutable { doomed.reset(); }).detach();
+      return;
+    }
     engine.reset();
   }
 
@@ -212,8 +220,8 @@ void BindEngine(nb::module_& m) {
             });
           },
           nb::arg("name"), nb::arg("schema").none(), nb::arg("primary_key"),
-          nb::arg("mode").none(), nb::arg("max_rows").none(),
-          nb::arg("max_age_seconds").none(), nb::arg("time_column").none(),
+          nb::arg("mode").none() = nb::none(), nb::arg("max_rows").none() = nb::none(),
+          nb::arg("max_age_seconds").none() = nb::none(), nb::arg("time_column").none() = nb::none(),
           nb::arg("get_or_create") = false)
       .def(
           "get_table",
@@ -310,9 +318,9 @@ void BindEngine(nb::module_& m) {
           nb::arg("name"), nb::arg("left_table"), nb::arg("right_table"), nb::arg("keys"),
           nb::arg("right_keys"), nb::arg("output_table"), nb::arg("join_type"),
           nb::arg("group_by"), nb::arg("aggregations"), nb::arg("primary_key"),
-          nb::arg("incremental"), nb::arg("max_rows").none(),
-          nb::arg("max_age_seconds").none(), nb::arg("time_column").none(),
-          nb::arg("interval_seconds"))
+          nb::arg("incremental"), nb::arg("max_rows").none() = nb::none(),
+          nb::arg("max_age_seconds").none() = nb::none(), nb::arg("time_column").none() = nb::none(),
+          nb::arg("interval_seconds") = 0.0)
       .def(
           "remove_join_task",
           [](PyEngine& e, const std::string& name) {
@@ -333,20 +341,31 @@ void BindEngine(nb::module_& m) {
           "register_business_metric",
           [](PyEngine& e, const std::string& name, nb::handle evaluator) {
             PyRef cb = MakePyRef(evaluator);
-            ReporterPtr reporter = e.reporter();
             std::string component = "metric:" + name;
-            Engine::BusinessMetric metric = [cb, reporter, component,
-                                             name]() -> rill::Result<double> {
+            // Errors go back to the engine as a Status carrying the traceback;
+            // the engine records the event (once), we only log.
+            Engine::BusinessMetric metric = [cb, component, name]() -> rill::Result<double> {
               double value = std::numeric_limits<double>::quiet_NaN();
-              bool ok = CallPython(reporter, component, "business metric raised", [&] {
+              if (!PythonAlive()) {
+                return arrow::Status::Cancelled("the Python interpreter is shutting down");
+              }
+              CallbackScope scope;
+              nb::gil_scoped_acquire gil;
+              try {
                 nb::object result = (*cb)();
                 if (!result.is_none()) {
                   value = nb::cast<double>(result);
                 }
-              });
-              if (!ok) {
+              } catch (nb::python_error& error) {
+                auto [summary, traceback] = DescribePythonError(error);
+                LogPythonError(component, "business metric raised: " + summary, traceback);
+                if (error.matches(PyExc_KeyboardInterrupt)) {
+                  PyErr_SetInterrupt();
+                }
+                return arrow::Status::ExecutionError(summary, "\n", traceback);
+              } catch (const std::exception& error) {
                 return arrow::Status::ExecutionError("business metric '", name,
-                                                     "' raised (see the recorded event)");
+                                                     "' returned a non-number: ", error.what());
               }
               return value;
             };

@@ -93,9 +93,9 @@ void BindTable(nb::module_& m) {
                                             time_column, auto_compact_chunks);
             return ValueOrRaise(LiveTable::Make(name, SchemaOrNull(schema), std::move(options)));
           },
-          nb::arg("name"), nb::arg("schema"), nb::arg("primary_key"), nb::arg("mode").none(),
-          nb::arg("max_rows").none(), nb::arg("max_age_seconds").none(),
-          nb::arg("time_column").none(), nb::arg("auto_compact_chunks").none())
+          nb::arg("name"), nb::arg("schema"), nb::arg("primary_key"), nb::arg("mode").none() = nb::none(),
+          nb::arg("max_rows").none() = nb::none(), nb::arg("max_age_seconds").none() = nb::none(),
+          nb::arg("time_column").none() = nb::none(), nb::arg("auto_compact_chunks").none() = nb::none())
       .def_prop_ro("name", &LiveTable::name)
       .def_prop_ro("primary_key", &LiveTable::primary_key)
       .def_prop_ro("mode", [](const LiveTable& t) { return rill::TableModeName(t.mode()); })

@@ -40,8 +40,10 @@ std::string FormatTraceback(nb::python_error& error) {
   }
 }
 
-void LogError(const std::string& component, const std::string& message,
-              const std::string& detail) {
+}  // namespace
+
+void LogPythonError(const std::string& component, const std::string& message,
+                    const std::string& detail) {
   try {
     nb::object logger = nb::module_::import_("logging").attr("getLogger")("rills");
     logger.attr("error")("%s: %s\n%s", component, message, detail);
@@ -50,8 +52,6 @@ void LogError(const std::string& component, const std::string& message,
     PyErr_Clear();
   }
 }
-
-}  // namespace
 
 bool PythonAlive() { return Py_IsInitialized() != 0 && !Finalizing(); }
 
@@ -64,9 +64,7 @@ void Reporter::Attach(rill::Engine* engine) {
   engine_ = engine;
 }
 
-void Reporter::Report(const std::string& component, const std::string& what,
-                      nb::python_error& error) {
-  bool interrupted = error.matches(PyExc_KeyboardInterrupt);
+std::pair<std::string, std::string> DescribePythonError(nb::python_error& error) {
   std::string summary;
   try {
     summary = nb::cast<std::string>(nb::str(error.type().attr("__name__"))) + ": " +
@@ -76,7 +74,14 @@ void Reporter::Report(const std::string& component, const std::string& what,
     PyErr_Clear();
     summary = error.what();
   }
-  ReportText(component, what + ": " + summary, FormatTraceback(error));
+  return {summary, FormatTraceback(error)};
+}
+
+void Reporter::Report(const std::string& component, const std::string& what,
+                      nb::python_error& error) {
+  bool interrupted = error.matches(PyExc_KeyboardInterrupt);
+  auto [summary, traceback] = DescribePythonError(error);
+  ReportText(component, what + ": " + summary, traceback);
   if (interrupted) {
     // Ctrl-C landed inside a callback on the main thread: deliver it again so
     // the script sees KeyboardInterrupt once control is back in Python.
@@ -86,7 +91,7 @@ void Reporter::Report(const std::string& component, const std::string& what,
 
 void Reporter::ReportText(const std::string& component, const std::string& message,
                           const std::string& detail) {
-  LogError(component, message, detail);
+  LogPythonError(component, message, detail);
   rill::EngineEvent event;
   event.severity = rill::Severity::kError;
   event.source = "engine";

@@ -61,6 +61,28 @@ class Reporter {
 
 using ReporterPtr = std::shared_ptr<Reporter>;
 
+/// Marks the calling thread as running an engine callback for its lifetime.
+class CallbackScope {
+ public:
+  CallbackScope() { ++depth_; }
+  ~CallbackScope() { --depth_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  /// True while the calling thread runs a Python callback of an engine (where
+  /// the engine must not be destroyed synchronously).
+  static bool active() { return depth_ > 0; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
+/// Return ("ExcType: message", formatted traceback) of `error`. Needs the GIL.
+std::pair<std::string, std::string> DescribePythonError(nb::python_error& error);
+
+/// Log `message` and `detail` as an error on the "rills" Python logger. Needs the GIL.
+void LogPythonError(const std::string& component, const std::string& message,
+                    const std::string& detail);
+
 /// Run `fn` with the GIL held. A Python exception is reported against
 /// `component` and false is returned; false also when Python is gone.
 template <typename F>
@@ -69,6 +91,7 @@ bool CallPython(const ReporterPtr& reporter, const std::string& component,
   if (!PythonAlive()) {
     return false;
   }
+  CallbackScope scope;
   nb::gil_scoped_acquire gil;
   try {
     std::forward<F>(fn)();

@@ -1,0 +1,22 @@
+"""rills: Python API of the Rill streaming engine (C++ core, zero-copy pyarrow)."""
+
+from .connectors import BaseConnector as BaseConnector, MemoryConnector as MemoryConnector
+from .engine import RillEngine as RillEngine
+from .metrics import MetricsRegistry as MetricsRegistry
+from .output import OutputAPI as OutputAPI
+from .retention import RetentionPolicy as RetentionPolicy
+from .schema import (
+    estimate_schema_row_size as estimate_schema_row_size,
+    extract_mode as extract_mode,
+    extract_primary_key as extract_primary_key,
+    schema as schema,
+)
+from .table import RillTable as RillTable, upsert_table as upsert_table
+from .tasks import (
+    DuckDBBridge as DuckDBBridge,
+    ScheduledSQLTask as ScheduledSQLTask,
+    TableJoinTask as TableJoinTask,
+)
+
+__version__: str
+__all__: list[str]

@@ -1,0 +1,107 @@
+"""RillEngine: tables, connectors, tasks and the micro-batch loop."""
+
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import pyarrow as pa
+
+from .connectors import BaseConnector
+from .metrics import MetricsRegistry
+from .retention import RetentionPolicy
+from .table import RillTable
+from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
+
+class RillEngine:
+    """The streaming engine; the tick loop runs in C++ without the GIL."""
+
+    trigger_interval_ms: float
+    memory_budget_bytes: Optional[int]
+    on_memory_warning: Optional[Callable[[int, int], None]]
+    quack_address: Optional[str]
+    quack_token: Optional[str]
+    auto_compact_chunks: int
+    metrics: MetricsRegistry
+    duckdb: DuckDBBridge
+    def __init__(
+        self,
+        trigger_interval_ms: float = 100.0,
+        memory_budget_bytes: Optional[int] = None,
+        memory_budget_mb: Optional[float] = None,
+        on_memory_warning: Optional[Callable[[int, int], None]] = None,
+        quack_address: Optional[str] = None,
+        quack_token: Optional[str] = None,
+        auto_compact_chunks: int = 32,
+    ) -> None:
+        """Create an engine (the loop starts with start())."""
+    def register_table(
+        self,
+        name: str,
+        schema: Optional[pa.Schema] = None,
+        primary_key: Optional[Union[str, List[str]]] = None,
+        retention_policy: Optional[RetentionPolicy] = None,
+        mode: Optional[str] = None,
+    ) -> RillTable:
+        """Create and register a table."""
+    def get_table(self, name: str) -> Optional[RillTable]:
+        """The table named name, or None."""
+    def get_or_create_table(
+        self,
+        name: str,
+        schema: Optional[pa.Schema] = None,
+        primary_key: Optional[Union[str, List[str]]] = None,
+        retention_policy: Optional[RetentionPolicy] = None,
+        mode: Optional[str] = None,
+    ) -> RillTable:
+        """The table named name, registered first if needed."""
+    @property
+    def tables(self) -> Dict[str, RillTable]:
+        """All user tables by name."""
+    def table_names(self) -> List[str]:
+        """Names of the user tables."""
+    def add_connector(self, connector: BaseConnector) -> None:
+        """Attach and start a connector."""
+    def remove_connector(self, connector: Union[BaseConnector, str]) -> None:
+        """Stop and detach a connector."""
+    @property
+    def connectors(self) -> List[BaseConnector]:
+        """The attached connectors."""
+    def add_sql_task(self, task: ScheduledSQLTask) -> None:
+        """Schedule a SQL task."""
+    def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:
+        """Unschedule a SQL task."""
+    def add_join_task(self, task: TableJoinTask) -> None:
+        """Schedule a join task."""
+    def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
+        """Unschedule a join task."""
+    @property
+    def sql_tasks(self) -> List[ScheduledSQLTask]:
+        """Scheduled SQL tasks."""
+    @property
+    def join_tasks(self) -> List[TableJoinTask]:
+        """Scheduled join tasks."""
+    def subscribe(self, table_name: str, callback: Callable[[str, pa.Table], None]) -> None:
+        """Call callback(table_name, table) on every change of the table."""
+    def register_business_metric(self, name: str, evaluator: Callable[["RillEngine"], Any]) -> None:
+        """Evaluate evaluator(engine) on every tick."""
+    def recent_events(self) -> List[Dict[str, Any]]:
+        """The latest engine events (errors and warnings)."""
+    def query_sql(self, sql: str) -> pa.Table:
+        """Run DuckDB SQL over the live tables."""
+    def get_metrics(self) -> Dict[str, Any]:
+        """Engine counters and business metrics."""
+    def check_memory_budget(self) -> Tuple[int, Optional[int], bool]:
+        """(allocated, budget, exceeded); warns and calls on_memory_warning when exceeded."""
+    def compact_all(self, max_chunks: Optional[int] = None) -> None:
+        """Compact every table with more than max_chunks chunks."""
+    def step(self) -> float:
+        """Run one tick now; return its latency in milliseconds."""
+    def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
+        """Start the background loop."""
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the loop after the current tick."""
+    @property
+    def running(self) -> bool:
+        """True while the loop runs."""
+    def close(self) -> None:
+        """Stop the loop and free the engine."""
+    def __enter__(self) -> "RillEngine": ...
+    def __exit__(self, *exc: Any) -> None: ...

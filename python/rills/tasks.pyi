@@ -1,0 +1,72 @@
+"""Scheduled SQL tasks, join tasks, and the DuckDB bridge."""
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+from .engine import RillEngine
+from .retention import RetentionPolicy
+
+Keys = Union[str, List[str]]
+
+class ScheduledSQLTask:
+    """A SQL query run every interval_seconds; its result replaces output_table."""
+
+    name: str
+    query: str
+    output_table: str
+    interval_seconds: float
+    primary_key: Optional[Keys]
+    def __init__(
+        self,
+        name: str,
+        query: str,
+        output_table: str,
+        interval_seconds: float = 1.0,
+        primary_key: Optional[Keys] = None,
+    ) -> None:
+        """ValueError for empty strings or a negative interval."""
+
+class TableJoinTask:
+    """Join two live tables (optionally grouped and aggregated) into output_table."""
+
+    name: str
+    left_table: str
+    right_table: str
+    keys: Keys
+    output_table: str
+    join_type: str
+    right_keys: Optional[Keys]
+    group_by: Optional[Keys]
+    aggregations: Optional[List[Tuple[str, str]]]
+    primary_key: Optional[Keys]
+    incremental: bool
+    retention_policy: Optional[RetentionPolicy]
+    interval_seconds: float
+    def __init__(
+        self,
+        name: str,
+        left_table: str,
+        right_table: str,
+        keys: Keys,
+        output_table: str,
+        join_type: str = "inner",
+        right_keys: Optional[Keys] = None,
+        group_by: Optional[Keys] = None,
+        aggregations: Optional[Sequence[Tuple[str, str]]] = None,
+        primary_key: Optional[Keys] = None,
+        incremental: bool = False,
+        retention_policy: Optional[RetentionPolicy] = None,
+        interval_seconds: float = 0.0,
+    ) -> None:
+        """Aggregated columns are named "<column>_<function>"."""
+
+class DuckDBBridge:
+    """SQL over an engine's live tables (engine.duckdb)."""
+
+    engine: RillEngine
+    def __init__(self, engine: RillEngine) -> None: ...
+    def query(self, sql: str) -> pa.Table:
+        """Run SQL over the live tables."""
+    def register_tables(self) -> None:
+        """No-op: live tables are always visible."""
