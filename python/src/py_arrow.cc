@@ -7,6 +7,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
+#include <nanobind/stl/string.h>
 
 namespace rills {
 

@@ -1,5 +1,7 @@
 #include "py_callback.h"
 
+#include <nanobind/stl/string.h>
+
 #include "rill/engine/engine.h"
 #include "rill/engine/event.h"
 
