@@ -134,7 +134,7 @@ TEST_F(SnapshotTable, UpsertsByStringKey) {
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"(["x", "y", ""])", "[1, 2, 3]"})));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"(["y", "", "z"])", "[20, 30, 40]"})));
   EXPECT_EQ(SortedRows(*Contents(*table), {"k", "v"}),
-            (std::vector<std::string>{"|30", "x|1", "y|20", "z|40"}));
+            Sorted({"|30", "x|1", "y|20", "z|40"}));
 }
 
 TEST_F(SnapshotTable, UpsertsByDictionaryStringKeyAcrossDifferentDictionaries) {
@@ -207,7 +207,7 @@ TEST_F(SnapshotTable, TellsANullStringKeyFromTheEmptyString) {
   auto schema = SchemaOf({arrow::field("k", arrow::utf8()), arrow::field("v", arrow::int64())});
   auto table = Make(schema, {"k"});
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"([null, "", null, ""])", "[1, 2, 3, 4]"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"k", "v"}), (std::vector<std::string>{"|4", "null|3"}));
+  EXPECT_EQ(SortedRows(*Contents(*table), {"k", "v"}), Sorted({"|4", "null|3"}));
 }
 
 TEST_F(SnapshotTable, TreatsNullsInCompositeKeysAsNotDistinct) {

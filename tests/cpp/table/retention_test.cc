@@ -114,7 +114,7 @@ class MaxRows : public ::testing::Test {
     EXPECT_TRUE(result.ok()) << result.status().ToString();
     return result.ok() ? *result : nullptr;
   }
-  std::shared_ptr<arrow::RecordBatch> Ids(int from, int to) {
+  std::shared_ptr<arrow::RecordBatch> Batch(int from, int to) {
     std::string values = "[";
     for (int i = from; i < to; ++i) {
       values += std::string(i > from ? "," : "") + "\"v" + std::to_string(i) + "\"";
@@ -128,41 +128,41 @@ class MaxRows : public ::testing::Test {
 
 TEST_F(MaxRows, KeepsTheNewestRowsOfOneLargeBatch) {
   auto table = Make(TableMode::kAppend, {}, 3);
-  RILL_ASSERT_OK_AND_ASSIGN(auto stats, table->Write(Ids(0, 5)));
+  RILL_ASSERT_OK_AND_ASSIGN(auto stats, table->Write(Batch(0, 5)));
   EXPECT_EQ(stats.expired, 2);
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"2", "3", "4"}));
 }
 
 TEST_F(MaxRows, KeepsTheNewestWritesAcrossBatches) {
   auto table = Make(TableMode::kAppend, {}, 3);
-  RILL_ASSERT_OK(table->Write(Ids(0, 2)));
-  RILL_ASSERT_OK(table->Write(Ids(2, 4)));
+  RILL_ASSERT_OK(table->Write(Batch(0, 2)));
+  RILL_ASSERT_OK(table->Write(Batch(2, 4)));
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"1", "2", "3"}));
-  RILL_ASSERT_OK(table->Write(std::vector<std::shared_ptr<arrow::RecordBatch>>{Ids(4, 5), Ids(5, 7)}));
+  RILL_ASSERT_OK(table->Write(std::vector<std::shared_ptr<arrow::RecordBatch>>{Batch(4, 5), Batch(5, 7)}));
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"4", "5", "6"}));
   EXPECT_EQ(table->num_rows(), 3);
 }
 
 TEST_F(MaxRows, CountsAnUpdateAsANewWrite) {
   auto table = Make(TableMode::kSnapshot, {"id"}, 2);
-  RILL_ASSERT_OK(table->Write(Ids(1, 3)));  // 1, 2
-  RILL_ASSERT_OK(table->Write(Ids(1, 2)));  // update 1: now 2 is the oldest write
-  RILL_ASSERT_OK(table->Write(Ids(3, 4)));  // 3 pushes out 2
+  RILL_ASSERT_OK(table->Write(Batch(1, 3)));  // 1, 2
+  RILL_ASSERT_OK(table->Write(Batch(1, 2)));  // update 1: now 2 is the oldest write
+  RILL_ASSERT_OK(table->Write(Batch(3, 4)));  // 3 pushes out 2
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"1", "3"}));
 }
 
 TEST_F(MaxRows, OfZeroEmptiesTheTable) {
   auto table = Make(TableMode::kAppend, {}, 0);
-  RILL_ASSERT_OK(table->Write(Ids(0, 4)));
+  RILL_ASSERT_OK(table->Write(Batch(0, 4)));
   EXPECT_EQ(table->num_rows(), 0);
 }
 
 TEST_F(MaxRows, ForgetsExpiredKeysSoTheyCanComeBack) {
   auto table = Make(TableMode::kSnapshot, {"id"}, 2);
-  RILL_ASSERT_OK(table->Write(Ids(0, 3)));  // 0 expires
+  RILL_ASSERT_OK(table->Write(Batch(0, 3)));  // 0 expires
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"1", "2"}));
   clock_.Advance(5);
-  RILL_ASSERT_OK_AND_ASSIGN(auto stats, table->Write(Ids(0, 1)));
+  RILL_ASSERT_OK_AND_ASSIGN(auto stats, table->Write(Batch(0, 1)));
   EXPECT_EQ(stats.inserted, 1) << "key 0 expired; writing it again is an insert";
   EXPECT_EQ(stats.updated, 0);
   EXPECT_EQ(Ids(*table), (std::vector<std::string>{"0", "2"}));
