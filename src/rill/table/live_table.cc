@@ -515,6 +515,8 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
     // A filtered single chunk is already a fresh copy.
     merged = parts[0];
     if (merged.get() == slots_[order_[begin]].batch.get()) return Status::OK();
+  } else if (parts.empty()) {
+    return Status::OK();
   } else {
     RILL_ASSIGN_OR_RAISE(merged, arrow::ConcatenateRecordBatches(parts));
   }
@@ -546,6 +548,36 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
 Status LiveTable::CompactLocked(bool full) {
   DropEmptyChunksLocked();
   const int64_t target = std::max<int64_t>(options_.target_chunk_rows, 1);
+  if (full) {
+    // Rewrite everything into one batch, then cut it into chunks of `target`.
+    if (order_.empty()) return Status::OK();
+    RILL_RETURN_NOT_OK(RewriteLocked(0, order_.size(), target));
+    const uint32_t whole = order_[0];
+    std::shared_ptr<arrow::RecordBatch> all = slots_[whole].batch;
+    if (all->num_rows() <= target) return Status::OK();
+    order_.clear();
+    slots_[whole] = Chunk{};
+    free_slots_.push_back(whole);
+    for (int64_t start = 0; start < all->num_rows(); start += target) {
+      auto piece = all->Slice(start, std::min(target, all->num_rows() - start));
+      const uint32_t slot = AllocateSlotLocked();
+      if (index_) {
+        RILL_RETURN_NOT_OK(index_->Bind(*piece));
+        prev_scratch_.resize(piece->num_rows());
+        index_->UpsertAll(piece->num_rows(), Location(slot, 0), prev_scratch_.data());
+      }
+      Chunk& c = slots_[slot];
+      c.batch = std::move(piece);
+      c.live_rows = c.batch->num_rows();
+      c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
+      if (time_column_ >= 0) {
+        ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min,
+                         &c.time_max);
+      }
+      order_.push_back(slot);
+    }
+    return Status::OK();
+  }
   const bool merge = full || (options_.auto_compact_chunks > 0 &&
                               static_cast<int64_t>(order_.size()) > options_.auto_compact_chunks);
   auto dirty = [&](const Chunk& c) {
