@@ -51,6 +51,8 @@ class RillEngine:
         quack_address: Optional[str] = None,
         quack_token: Optional[str] = None,
         auto_compact_chunks: int = 32,
+        metrics_path: str = "rill_metrics.db",
+        metrics_flush_interval_seconds: float = 1.0,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -62,6 +64,11 @@ class RillEngine:
                 (not available yet: passing them logs a warning).
             auto_compact_chunks: tables with more chunks than this are compacted
                 on write (0 disables).
+            metrics_path: the metrics database (alerts, telemetry, KPI history),
+                opened on the first use of the alerts/metrics API
+                (push_alert, alert, warn, error, query_metrics,
+                add_dashboard_scheduled_query); ":memory:" keeps it in memory.
+            metrics_flush_interval_seconds: how often telemetry and alerts are written.
         """
         if trigger_interval_ms is None or float(trigger_interval_ms) <= 0:
             raise ValueError(f"trigger_interval_ms must be > 0, got {trigger_interval_ms!r}")
@@ -81,6 +88,8 @@ class RillEngine:
         self.quack_address = quack_address
         self.quack_token = quack_token
         self.auto_compact_chunks = int(auto_compact_chunks)
+        self.metrics_path = metrics_path
+        self.metrics_flush_interval_seconds = float(metrics_flush_interval_seconds)
         if quack_address is not None or quack_token is not None:
             _warn_no_server()
 
@@ -369,6 +378,60 @@ class RillEngine:
         threshold = self.auto_compact_chunks if max_chunks is None else int(max_chunks)
         for table in self.tables.values():
             table.compact(max_chunks=threshold)
+
+    # Alerts and the metrics database -----------------------------------------------------------
+
+    def _metrics_store(self) -> Any:
+        with self._lock:
+            if not self._core.metrics_open:
+                self._core.open_metrics(self.metrics_path, self.metrics_flush_interval_seconds)
+        return self._core
+
+    def push_alert(self, message: str, severity: str = "warning", detail: str = "") -> None:
+        """Record an alert (source "user") in the rill_alerts table of the metrics database.
+
+        `severity` is "info", "warning" (alias "warn") or "error"; ValueError otherwise.
+        """
+        self._metrics_store().push_alert(str(message), str(severity), "" if detail is None else str(detail))
+
+    def alert(self, message: str, detail: str = "") -> None:
+        """Record an info alert."""
+        self.push_alert(message, "info", detail)
+
+    def warn(self, message: str, detail: str = "") -> None:
+        """Record a warning alert."""
+        self.push_alert(message, "warning", detail)
+
+    def error(self, message: str, detail: str = "") -> None:
+        """Record an error alert (e.g. detail=traceback.format_exc())."""
+        self.push_alert(message, "error", detail)
+
+    def query_metrics(self, sql: str) -> pa.Table:
+        """Run read-only SQL on the metrics database (rill_alerts, telemetry, KPI history).
+
+        Pending telemetry and alerts are written first, so the result includes
+        alerts pushed just before. ValueError for failing or writing statements.
+        """
+        core = self._metrics_store()
+        core.flush_metrics()
+        return _arrow.table_from_stream(core.query_metrics(sql))
+
+    def add_dashboard_scheduled_query(
+        self,
+        name: str,
+        sql: str,
+        interval_seconds: float = 1.0,
+        chart_type: str = "line",
+        x_col: str = "ts",
+        y_col: str = "",
+    ) -> None:
+        """Run `sql` over the live tables every `interval_seconds` as a dashboard KPI.
+
+        Results go to the metrics database (KPI history) and to the dashboard;
+        `chart_type` is "line", "bar" or "scatter", `y_col` the KPI value column
+        (default: the first numeric one). Replaces a query of the same name.
+        """
+        self._metrics_store().add_kpi_query(name, sql, float(interval_seconds), chart_type, x_col, y_col or "")
 
     # Loop ------------------------------------------------------------------------------------
 

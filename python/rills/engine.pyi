@@ -30,6 +30,8 @@ class RillEngine:
         quack_address: Optional[str] = None,
         quack_token: Optional[str] = None,
         auto_compact_chunks: int = 32,
+        metrics_path: str = "rill_metrics.db",
+        metrics_flush_interval_seconds: float = 1.0,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     def register_table(
@@ -92,6 +94,26 @@ class RillEngine:
         """(allocated, budget, exceeded); warns and calls on_memory_warning when exceeded."""
     def compact_all(self, max_chunks: Optional[int] = None) -> None:
         """Compact every table with more than max_chunks chunks."""
+    def push_alert(self, message: str, severity: str = "warning", detail: str = "") -> None:
+        """Record a user alert in rill_alerts."""
+    def alert(self, message: str, detail: str = "") -> None:
+        """Record an info alert."""
+    def warn(self, message: str, detail: str = "") -> None:
+        """Record a warning alert."""
+    def error(self, message: str, detail: str = "") -> None:
+        """Record an error alert."""
+    def query_metrics(self, sql: str) -> pa.Table:
+        """Read-only SQL on the metrics database."""
+    def add_dashboard_scheduled_query(
+        self,
+        name: str,
+        sql: str,
+        interval_seconds: float = 1.0,
+        chart_type: str = "line",
+        x_col: str = "ts",
+        y_col: str = "",
+    ) -> None:
+        """Add a KPI query for the dashboard."""
     def step(self) -> float:
         """Run one tick now; return its latency in milliseconds."""
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:

@@ -27,6 +27,7 @@
 #include "rill/engine/engine.h"
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
+#include "rill/metrics/metrics_store.h"
 
 namespace rills {
 
@@ -65,23 +66,61 @@ class PyEngine {
 
   ~PyEngine() { Close(); }
 
-  /// Stop and destroy the engine. Idempotent. Needs the GIL (released inside).
+  /// Stop and destroy the metrics store and the engine. Idempotent. Needs
+  /// the GIL (released inside).
   void Close() {
     if (!engine_) {
       return;
     }
     std::unique_ptr<Engine> engine = std::move(engine_);
+    std::unique_ptr<rill::MetricsStore> store = std::move(store_);
     nb::gil_scoped_release release;
     reporter_->Detach();
     if (CallbackScope::active()) {
       // Collected from inside one of its own callbacks (possibly on its loop
       // thread, which the destructor joins): stop now, destroy elsewhere.
       engine->Stop();
-      std::thread([doomed = std::move(engine)]() mutable { doomed.reset(); }).detach();
+      std::thread([doomed = std::move(engine), doomed_store = std::move(store)]() mutable {
+        doomed_store.reset();  // the store must go before its engine
+        doomed.reset();
+      }).detach();
       return;
     }
+    store.reset();
     engine.reset();
   }
+
+  /// Open the metrics database at `path` and start its threads. Once.
+  void OpenMetrics(const std::string& path, double flush_interval_seconds) {
+    Engine& e = engine();
+    if (store_) {
+      Raise(PyExc_RuntimeError, "the metrics store is already open");
+    }
+    rill::MetricsOptions options;
+    options.path = path;
+    options.flush_interval_seconds = flush_interval_seconds;
+    rill::Result<std::unique_ptr<rill::MetricsStore>> made;
+    {
+      nb::gil_scoped_release release;
+      made = rill::MetricsStore::Make(&e, std::move(options));
+      if (made.ok()) {
+        auto status = (*made)->Start();
+        if (!status.ok()) {
+          made = status;
+        }
+      }
+    }
+    store_ = ValueOrRaise(std::move(made));
+  }
+
+  rill::MetricsStore& store() {
+    engine();
+    if (!store_) {
+      Raise(PyExc_RuntimeError, "the metrics store is not open");
+    }
+    return *store_;
+  }
+  bool metrics_open() const { return store_ != nullptr; }
 
   Engine& engine() {
     if (!engine_) {
@@ -95,6 +134,7 @@ class PyEngine {
  private:
   ReporterPtr reporter_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<rill::MetricsStore> store_;  // destroyed before engine_
 };
 
 /// Run `fn` (returning Status or Result) without the GIL, then raise its error.
@@ -464,7 +504,51 @@ void BindEngine(nb::module_& m) {
             Engine& engine = e.engine();
             WithoutGil([&] { return engine.CompactAll(full); });
           },
-          nb::arg("full") = false);
+          nb::arg("full") = false)
+      // Metrics store (alerts, KPI queries, metrics database) ------------------
+      .def("open_metrics", &PyEngine::OpenMetrics, nb::arg("path"),
+           nb::arg("flush_interval_seconds") = 1.0)
+      .def_prop_ro("metrics_open", &PyEngine::metrics_open)
+      .def(
+          "push_alert",
+          [](PyEngine& e, const std::string& message, const std::string& severity,
+             const std::string& detail) {
+            rill::MetricsStore& store = e.store();
+            WithoutGil([&] { return store.PushAlert(message, severity, detail); });
+          },
+          nb::arg("message"), nb::arg("severity"), nb::arg("detail"))
+      .def(
+          "query_metrics",
+          [](PyEngine& e, const std::string& sql) {
+            rill::MetricsStore& store = e.store();
+            auto table = WithoutGil([&] { return store.QueryMetrics(sql); });
+            return ExportTable(table);
+          },
+          nb::arg("sql"))
+      .def("flush_metrics",
+           [](PyEngine& e) {
+             rill::MetricsStore& store = e.store();
+             WithoutGil([&] { return store.Flush(); });
+           })
+      .def(
+          "add_kpi_query",
+          [](PyEngine& e, const std::string& name, const std::string& sql,
+             double interval_seconds, const std::string& chart_type, const std::string& x_col,
+             const std::string& y_col) {
+            rill::MetricsStore& store = e.store();
+            WithoutGil([&] {
+              return store.AddKpiQuery(name, sql, interval_seconds, chart_type, x_col, y_col);
+            });
+          },
+          nb::arg("name"), nb::arg("sql"), nb::arg("interval_seconds"), nb::arg("chart_type"),
+          nb::arg("x_col"), nb::arg("y_col"))
+      .def(
+          "remove_kpi_query",
+          [](PyEngine& e, const std::string& name) {
+            rill::MetricsStore& store = e.store();
+            WithoutGil([&] { return store.RemoveKpiQuery(name); });
+          },
+          nb::arg("name"));
 }
 
 }  // namespace rills

@@ -146,10 +146,16 @@ def test_section_2_without_metrics_api():
     engine.close()
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # rill_metrics.db is written to the working directory
+
+
 @pytest.mark.skipif(not HAS_ALERTS, reason="metrics/alerts API not bound yet")
 def test_section_2_unchanged():
     scope = {}
     exec(compile(SECTION_2, "seed_section_2", "exec"), scope)
+    assert isinstance(scope["alerts"], list)
     scope["engine"].close()
 
 
@@ -157,4 +163,6 @@ def test_section_2_unchanged():
 def test_section_3_unchanged():
     scope = {}
     exec(compile(SECTION_3, "seed_section_3", "exec"), scope)
+    messages = [r["message"] for r in scope["results"]]
+    assert "Payment processing failed" in messages
     scope["engine"].close()
