@@ -33,14 +33,16 @@ const arrow::Status& StatusOf(const arrow::Result<T>& r) {
 /// Fail the test (fatally) unless `expr` (a Status or Result) is OK.
 #define RILL_ASSERT_OK(expr)                                                   \
   do {                                                                         \
-    const auto& _rill_st = ::rill::test::StatusOf(expr);                       \
+    const auto& _rill_value = (expr);                                          \
+    const auto& _rill_st = ::rill::test::StatusOf(_rill_value);                \
     ASSERT_TRUE(_rill_st.ok()) << #expr << " failed: " << _rill_st.ToString(); \
   } while (false)
 
 /// Fail the test (non-fatally) unless `expr` (a Status or Result) is OK.
 #define RILL_EXPECT_OK(expr)                                                   \
   do {                                                                         \
-    const auto& _rill_st = ::rill::test::StatusOf(expr);                       \
+    const auto& _rill_value = (expr);                                          \
+    const auto& _rill_st = ::rill::test::StatusOf(_rill_value);                \
     EXPECT_TRUE(_rill_st.ok()) << #expr << " failed: " << _rill_st.ToString(); \
   } while (false)
 
