@@ -216,7 +216,12 @@ void MetricsStore::Stop() {
   }
   writer_cv_.notify_all();
   writer_thread_.join();  // drains the queue first
-  running_.store(false);
+  {
+    // Under the lock, so that a Flush() between its check and its wait
+    // cannot miss the notification.
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    running_.store(false);
+  }
   covered_cv_.notify_all();
 }
 
@@ -566,7 +571,10 @@ std::unique_ptr<MetricsStore::QueuedBatch> MetricsStore::Cycle(uint64_t covers, 
   }
   for (const AlertRow& row : alerts) {
     if (row.source == "rule") {
-      Logger("metrics")->warn("rule alert [{}] {}", row.rule, row.message);
+      const auto level = row.severity == Severity::kError     ? spdlog::level::err
+                         : row.severity == Severity::kWarning ? spdlog::level::warn
+                                                              : spdlog::level::info;
+      Logger("metrics")->log(level, "rule alert [{}] {}", row.rule, row.message);
     }
     for (const auto& listener : listeners) {
       try {

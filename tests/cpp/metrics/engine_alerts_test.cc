@@ -174,7 +174,7 @@ TEST_F(EngineAlerts, RateLimitsARepeatedlyFailingTask) {
   clock_.Advance(60);  // the window ends
   ASSERT_TRUE(store_->Flush().ok());
   EXPECT_EQ(Count(*store_, "SELECT count(*) FROM rill_alerts WHERE component = 'broken'"), 2);
-  EXPECT_EQ(Count(*store_, "SELECT sum(count) FROM rill_alerts WHERE component = 'broken'"),
+  EXPECT_EQ(Count(*store_, "SELECT sum(count)::BIGINT FROM rill_alerts WHERE component = 'broken'"),
             20);
   EXPECT_EQ(Count(*store_, "SELECT max(count) FROM rill_alerts WHERE component = 'broken'"),
             19);

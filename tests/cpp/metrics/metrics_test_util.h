@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 
