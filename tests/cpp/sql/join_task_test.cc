@@ -6,13 +6,13 @@
 
 #include "rill/sql/sql_engine.h"
 #include "rill/table/live_table.h"
-#include "table/test_util.h"
+#include "sql/sql_test_util.h"
 
 namespace rill {
 namespace {
 
-using test::BatchOf;
-using test::SortedRows;
+using sqltest::BatchOf;
+using sqltest::SortedRows;
 
 std::shared_ptr<arrow::Schema> OrdersSchema() {
   return arrow::schema({arrow::field("order_id", arrow::int64()),
@@ -42,10 +42,10 @@ class JoinTaskTest : public ::testing::Test {
     ASSERT_TRUE(sql_->RegisterTable(orders_).ok());
     ASSERT_TRUE(sql_->RegisterTable(users_).ok());
     // User 4 has no orders; user 9 and the null user are unknown.
-    RILL_ASSERT_OK(orders_->Write(BatchOf(
+    ASSERT_OK(orders_->Write(BatchOf(
         OrdersSchema(), {"[1, 2, 3, 4, 5, 6]", "[1, 1, 2, 9, null, 3]",
                          "[10.0, 20.0, 5.5, 7.0, 1.0, null]", "[1, 2, 3, 4, 5, 6]"})));
-    RILL_ASSERT_OK(users_->Write(BatchOf(
+    ASSERT_OK(users_->Write(BatchOf(
         UsersSchema(), {"[1, 2, 3, 4]", R"(["ann", "bob", "cy", "dee"])",
                         R"(["eu", "us", "eu", "us"])", "[0.5, 0.25, null, 1.0]"})));
   }
@@ -84,7 +84,7 @@ class JoinTaskTest : public ::testing::Test {
     return result.ok() ? *result : nullptr;
   }
 
-  test::FakeClock clock_{100.0};
+  sqltest::FakeClock clock_{100.0};
   std::unique_ptr<SqlEngine> sql_;
   std::shared_ptr<LiveTable> orders_;
   std::shared_ptr<LiveTable> users_;
@@ -97,14 +97,14 @@ std::vector<std::string> Names(const arrow::Table& table) {
 TEST(ScheduledSqlTask, ReturnsQueryResultToReplaceTheOutput) {
   auto sql = SqlEngine::Make().ValueOrDie();
   auto orders = LiveTable::Make("orders", OrdersSchema(), TableOptions{}).ValueOrDie();
-  RILL_ASSERT_OK(sql->RegisterTable(orders));
-  RILL_ASSERT_OK(orders->Write(
+  ASSERT_OK(sql->RegisterTable(orders));
+  ASSERT_OK(orders->Write(
       BatchOf(OrdersSchema(), {"[1, 2, 3]", "[1, 1, 2]", "[1.5, 2.5, 4.0]", "[1, 1, 1]"})));
   ScheduledSqlTask task("per_user",
                         "SELECT user_id, sum(amount) AS total FROM orders GROUP BY user_id",
                         "totals", /*interval_seconds=*/1.0, /*primary_key=*/{"user_id"});
   EXPECT_EQ(task.Describe(), task.query());
-  RILL_ASSERT_OK_AND_ASSIGN(auto output, task.Run(*sql, 10.0));
+  ASSERT_OK_AND_ASSIGN(auto output, task.Run(*sql, 10.0));
   EXPECT_TRUE(output.replace);
   EXPECT_EQ(SortedRows(*output.table), (std::vector<std::string>{"1|4", "2|4"}));
 }
@@ -137,7 +137,7 @@ TEST(ParseJoinType, AcceptsEverySpelling) {
 
 TEST(ParseAggregateFunction, AcceptsEveryFunctionAndNamesItBack) {
   for (const char* name : {"sum", "count", "avg", "min", "max", "count_distinct"}) {
-    RILL_ASSERT_OK_AND_ASSIGN(auto fn, ParseAggregateFunction(name));
+    ASSERT_OK_AND_ASSIGN(auto fn, ParseAggregateFunction(name));
     EXPECT_STREQ(AggregateFunctionName(fn), name);
   }
   EXPECT_EQ(*ParseAggregateFunction("mean"), AggregateFunction::kAvg);
@@ -170,7 +170,7 @@ TEST_F(JoinTaskTest, MakeRejectsInconsistentOptions) {
   o.output_table.clear();
   EXPECT_TRUE(TableJoinTask::Make(o).status().IsInvalid());
 
-  RILL_ASSERT_OK_AND_ASSIGN(auto task, TableJoinTask::Make(Options(JoinType::kInner)));
+  ASSERT_OK_AND_ASSIGN(auto task, TableJoinTask::Make(Options(JoinType::kInner)));
   EXPECT_EQ(task->options().right_keys, (std::vector<std::string>{"user_id"}));
   EXPECT_EQ(task->output_table(), "orders_enriched");
 }
@@ -229,8 +229,8 @@ TEST_F(JoinTaskTest, JoinsOnDifferentlyNamedAndMultipleKeys) {
                                arrow::field("qty", arrow::int64()),
                                arrow::field("label", arrow::utf8())});
   auto labels = LiveTable::Make("labels", schema, TableOptions{}).ValueOrDie();
-  RILL_ASSERT_OK(sql_->RegisterTable(labels));
-  RILL_ASSERT_OK(labels->Write(
+  ASSERT_OK(sql_->RegisterTable(labels));
+  ASSERT_OK(labels->Write(
       BatchOf(schema, {"[1, 1, 2]", "[1, 2, 9]", R"(["one-one", "one-two", "two-nine"])"})));
 
   auto o = Options(JoinType::kInner);
@@ -291,7 +291,7 @@ TEST_F(JoinTaskTest, AggregatesWithoutGroupByGiveOneRow) {
   o.aggregations = {{"amount", AggregateFunction::kSum}, {"order_id", AggregateFunction::kCount}};
   auto out = RunTask(o);
   ASSERT_NE(out, nullptr);
-  EXPECT_EQ(test::RowStrings(*out), (std::vector<std::string>{"35.5|4"}));
+  EXPECT_EQ(sqltest::RowStrings(*out), (std::vector<std::string>{"35.5|4"}));
 }
 
 TEST_F(JoinTaskTest, GroupsByKeyColumnsOfOuterJoins) {
@@ -344,24 +344,24 @@ TEST_F(JoinTaskTest, IncrementalJoinsOnlyNewLeftRows) {
   auto task = TableJoinTask::Make(o).ValueOrDie();
 
   // First run: every row; the watermark becomes that run's now.
-  RILL_ASSERT_OK_AND_ASSIGN(auto first, task->Run(*sql_, 100.0));
+  ASSERT_OK_AND_ASSIGN(auto first, task->Run(*sql_, 100.0));
   EXPECT_FALSE(first.replace);
   EXPECT_EQ(SortedRows(*first.table, {"order_id"}),
             (std::vector<std::string>{"1", "2", "3", "6"}));
   EXPECT_EQ(task->watermark(), std::optional<double>(100.0));
 
   // Nothing new: nothing joined.
-  RILL_ASSERT_OK_AND_ASSIGN(auto idle, task->Run(*sql_, 101.0));
+  ASSERT_OK_AND_ASSIGN(auto idle, task->Run(*sql_, 101.0));
   EXPECT_EQ(idle.table->num_rows(), 0);
 
   // A new order, an updated order and an order of an unknown user.
   clock_.Set(102.0);
-  RILL_ASSERT_OK(orders_->Write(BatchOf(
+  ASSERT_OK(orders_->Write(BatchOf(
       OrdersSchema(), {"[7, 2, 8]", "[2, 1, 42]", "[3.0, 99.0, 1.0]", "[1, 1, 1]"})));
   // Right-side changes alone do not re-emit old left rows.
-  RILL_ASSERT_OK(users_->Write(BatchOf(UsersSchema(),
+  ASSERT_OK(users_->Write(BatchOf(UsersSchema(),
                                        {"[3]", R"(["cyd"])", R"(["eu"])", "[2.0]"})));
-  RILL_ASSERT_OK_AND_ASSIGN(auto second, task->Run(*sql_, 102.0));
+  ASSERT_OK_AND_ASSIGN(auto second, task->Run(*sql_, 102.0));
   EXPECT_EQ(SortedRows(*second.table, {"order_id", "amount", "name"}),
             (std::vector<std::string>{"2|99|ann", "7|3|bob"}));
   EXPECT_EQ(task->watermark(), std::optional<double>(102.0));
@@ -372,7 +372,7 @@ TEST_F(JoinTaskTest, BuildSqlQuotesNames) {
   auto o = Options(JoinType::kInner);
   o.left_table = "my orders";
   auto task = TableJoinTask::Make(o).ValueOrDie();
-  RILL_ASSERT_OK_AND_ASSIGN(auto text,
+  ASSERT_OK_AND_ASSIGN(auto text,
                             task->BuildSql(*orders_->schema(), *users_->schema(), 5.0));
   EXPECT_NE(text.find("\"my orders\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"z_update_ts\" > 5::DOUBLE"), std::string::npos) << text;
