@@ -34,10 +34,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   rill::app::DemoOptions demo_options;
-  CLI::App* demo = app.add_subcommand(
-      "demo", "Run the built-in live demo: a simulated orders stream upserted into a live "
-              "table, revenue by region computed by SQL every second, one status line per "
-              "second. Stops on Ctrl-C / SIGTERM or after --duration.");
+  CLI::App* demo = app.add_subcommand("demo", "Run the built-in live console demo");
+  demo->footer(
+      "A producer thread pushes simulated orders (new orders and status updates of "
+      "existing order ids) into a MemoryConnector feeding the snapshot table `orders` "
+      "(primary key order_id); a ScheduledSqlTask computes revenue by region every "
+      "second. One line per second: rows, rows/s, tick latency and the SQL result. "
+      "Stops on Ctrl-C / SIGTERM or after --duration.");
   demo->add_option("--duration", demo_options.duration_s,
                    "Seconds to run (default: until Ctrl-C)")
       ->check(CLI::NonNegativeNumber);
@@ -56,13 +59,13 @@ int main(int argc, char** argv) {
   std::string pipeline;
   std::string listen;
   CLI::App* serve = app.add_subcommand(
-      "serve", "Run a declared pipeline with the network server and dashboard.");
+      "serve", "Run a declared pipeline with the network server and dashboard");
   serve->add_option("pipeline", pipeline, "Pipeline YAML file");
   serve->add_option("--listen", listen, "Address to serve on (HOST:PORT or quack:HOST:PORT)");
 
   std::string sql;
   std::string server;
-  CLI::App* query = app.add_subcommand("query", "Run SQL against a running rill server.");
+  CLI::App* query = app.add_subcommand("query", "Run SQL against a running rill server");
   query->add_option("sql", sql, "SQL text");
   query->add_option("--server", server, "Server address (HOST:PORT)");
 
