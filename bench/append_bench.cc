@@ -1,6 +1,6 @@
 // Append throughput of an append table with max_rows retention against DuckDB.
 //
-//   append_bench [--max-rows 1m] [--reps 7] [--batches 50] [--batch-rows 10000]
+//   append_bench [--max-rows 1m] [--reps 7] [--batches 100] [--batch-rows 10000]
 //
 // Both sides start full (max_rows rows), so every appended batch also expires
 // as many old rows. Rill: LiveTable in append mode with RetentionPolicy
@@ -149,12 +149,12 @@ int main(int argc, char** argv) {
   Args args(argc, argv);
   if (args.Flag("help")) {
     std::printf(
-        "append_bench [--max-rows 1m] [--reps 7] [--batches 50] [--batch-rows 10000]\n"
+        "append_bench [--max-rows 1m] [--reps 7] [--batches 100] [--batch-rows 10000]\n"
         "             [--duckdb-threads 1] [--seed S]\n");
     return 0;
   }
   return Run(args.Int("max-rows", 1000000), static_cast<int>(args.Int("reps", 7)),
-             args.Int("batches", 50), args.Int("batch-rows", 10000),
+             args.Int("batches", 100), args.Int("batch-rows", 10000),
              static_cast<int>(args.Int("duckdb-threads", 1)),
              static_cast<uint64_t>(args.Int("seed", 11)));
 }
