@@ -51,7 +51,7 @@ class RillEngine:
         quack_address: Optional[str] = None,
         quack_token: Optional[str] = None,
         auto_compact_chunks: int = 32,
-        metrics_path: str = "rill_metrics.db",
+        metrics_path: Optional[str] = "rill_metrics.db",
         metrics_flush_interval_seconds: float = 1.0,
     ):
         """Args:
@@ -65,9 +65,10 @@ class RillEngine:
             auto_compact_chunks: tables with more chunks than this are compacted
                 on write (0 disables).
             metrics_path: the metrics database (alerts, telemetry, KPI history),
-                opened on the first use of the alerts/metrics API
-                (push_alert, alert, warn, error, query_metrics,
-                add_dashboard_scheduled_query); ":memory:" keeps it in memory.
+                opened by start() or on the first use of the alerts/metrics
+                API (push_alert, alert, warn, error, query_metrics,
+                add_dashboard_scheduled_query); ":memory:" keeps it in memory;
+                None never opens it (the alerts/metrics API then raises).
             metrics_flush_interval_seconds: how often telemetry and alerts are written.
         """
         if trigger_interval_ms is None or float(trigger_interval_ms) <= 0:
@@ -382,6 +383,8 @@ class RillEngine:
     # Alerts and the metrics database -----------------------------------------------------------
 
     def _metrics_store(self) -> Any:
+        if self.metrics_path is None:
+            raise RuntimeError("this engine was made with metrics_path=None: no metrics database")
         with self._lock:
             if not self._core.metrics_open:
                 self._core.open_metrics(self.metrics_path, self.metrics_flush_interval_seconds)
@@ -445,6 +448,9 @@ class RillEngine:
         """Start the background loop (no-op if running)."""
         if quack_port is not None or quack_token is not None:
             _warn_no_server()
+        # A running engine always records telemetry and engine alerts.
+        if self.metrics_path is not None:
+            self._metrics_store()
         self._core.start()
 
     def stop(self, timeout: float = 2.0) -> None:
