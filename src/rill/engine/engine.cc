@@ -18,6 +18,7 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 
+#include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
 #include "rill/connector/connector.h"
 #include "rill/sql/sql_engine.h"
@@ -125,6 +126,7 @@ Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
 }
 
 Status Engine::Init() {
+  RILL_RETURN_NOT_OK(InitializeArrowCompute());
   SqlOptions sql_options;
   sql_options.threads = options_.sql_threads;
   RILL_ASSIGN_OR_RAISE(sql_, SqlEngine::Make(sql_options));

@@ -14,6 +14,7 @@
 #include <arrow/type.h>
 #include <arrow/util/bit_util.h>
 
+#include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
 #include "rill/table/key_index.h"
 
@@ -167,6 +168,7 @@ LiveTable::~LiveTable() = default;
 Result<std::shared_ptr<LiveTable>> LiveTable::Make(std::string name,
                                                    std::shared_ptr<arrow::Schema> schema,
                                                    TableOptions options) {
+  RILL_RETURN_NOT_OK(InitializeArrowCompute());
   if (name.empty()) {
     return Status::Invalid("A table needs a name");
   }
