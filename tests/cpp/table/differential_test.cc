@@ -15,10 +15,12 @@
 //   max_rows = then DELETE rows whose seq is not among the newest N, i.e. the
 //              table keeps the newest N writes among the rows not expired.
 //
-// RILL_DIFF_ITERATIONS sets the number of sequences (default 1000, and 150 for
-// the ordered comparison), RILL_DIFF_STEPS the steps per sequence (24),
-// RILL_DIFF_SEED the first seed (sequence i uses seed + i). A failure prints the seed, the step,
-// the recent steps and the differing rows.
+// RILL_DIFF_ITERATIONS sets the number of sequences (default 1000, and 100 for
+// the ordered comparison), RILL_DIFF_STEPS the steps per sequence (default:
+// each sequence draws 5 to 15), RILL_DIFF_SEED the first seed (sequence i
+// uses seed + i), RILL_DIFF_PROFILE=1 prints where the time went. A failure
+// prints the seed, the step, the recent steps and the differing rows.
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <set>
@@ -43,6 +45,23 @@ using test::FormatDouble;
 
 enum class KeyKind { kNone, kInt, kString, kDictString, kComposite };
 enum class EvKind { kFloat64, kInt64, kTsS, kTsMs, kTsUs, kTsNs };
+
+/// Time spent per reference statement, printed when RILL_DIFF_PROFILE is set.
+std::map<std::string, std::pair<double, int64_t>>& Profile() {
+  static std::map<std::string, std::pair<double, int64_t>> profile;
+  return profile;
+}
+
+struct Timer {
+  explicit Timer(std::string name) : name(std::move(name)), start(std::chrono::steady_clock::now()) {}
+  ~Timer() {
+    auto& entry = Profile()[name];
+    entry.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    entry.second++;
+  }
+  std::string name;
+  std::chrono::steady_clock::time_point start;
+};
 
 const char* KeyKindName(KeyKind k) {
   switch (k) {
@@ -134,24 +153,6 @@ struct Row {
 const std::vector<std::string> kWords = {"", "a", "b", "c", "dd", "eee", "o'k", "ü", "x y",
                                          "f", "g", "h", "ii", "jj", "kk", "ll"};
 
-std::string SqlString(const std::optional<std::string>& s) {
-  if (!s) return "NULL";
-  std::string out = "'";
-  for (char c : *s) {
-    out += c;
-    if (c == '\'') out += '\'';
-  }
-  return out + "'";
-}
-
-std::string SqlInt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "NULL"; }
-
-std::string SqlDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17e", v);
-  return buf;
-}
-
 /// The reference: a DuckDB table driven with plain SQL. Written rows are
 /// inserted into `stage` (rn = position in the write); prepared statements then
 /// apply them to `ref`.
@@ -218,22 +219,32 @@ class Reference {
   void Write(const std::vector<Row>& rows, double now) {
     cached_.reset();
     Run("clear_stage", {});
-    // The stage is filled with one plain INSERT (literals; NULLs typed by the table).
-    std::string values;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      std::string ev_raw = "NULL", ev_s = "NULL";
-      if (r.ev_s) {
-        ev_s = SqlDouble(*r.ev_s);
-        ev_raw = config_.per_second() == 0
-                     ? SqlDouble(*r.ev_s)
-                     : std::to_string(static_cast<int64_t>(*r.ev_s * config_.per_second()));
+    {
+      Timer timer("append stage");
+      duckdb::Appender appender(con_, "stage");
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        appender.BeginRow();
+        appender.Append<int64_t>(static_cast<int64_t>(i));
+        AppendInt(appender, r.k_int);
+        AppendString(appender, r.k_str);
+        AppendInt(appender, r.v_int);
+        AppendString(appender, r.v_str);
+        if (!r.ev_s) {
+          appender.Append<std::nullptr_t>(nullptr);
+          appender.Append<std::nullptr_t>(nullptr);
+        } else {
+          if (config_.per_second() == 0) {
+            appender.Append<double>(*r.ev_s);
+          } else {
+            appender.Append<int64_t>(static_cast<int64_t>(*r.ev_s * config_.per_second()));
+          }
+          appender.Append<double>(*r.ev_s);
+        }
+        appender.EndRow();
       }
-      values += (i ? ", (" : "(") + std::to_string(i) + ", " + SqlInt(r.k_int) + ", " +
-                SqlString(r.k_str) + ", " + SqlInt(r.v_int) + ", " + SqlString(r.v_str) + ", " +
-                ev_raw + ", " + ev_s + ")";
+      appender.Close();
     }
-    if (!values.empty()) Exec("INSERT INTO stage VALUES " + values);
     Run("insert", {duckdb::Value::DOUBLE(now), duckdb::Value::BIGINT(next_seq_)});
     if (config_.keyed()) Run("replace", {duckdb::Value::BIGINT(next_seq_)});
     next_seq_ += static_cast<int64_t>(rows.size());
@@ -254,6 +265,7 @@ class Reference {
   std::vector<std::string> Rows() {
     if (cached_) return *cached_;
     // A plain query: strings read from prepared-statement results came back garbled.
+    Timer timer("rows");
     auto result = con_.Query(
         "SELECT k_int, k_str, v_int, v_str, ev_raw, z_insert_ts, z_update_ts FROM ref ORDER BY seq");
     std::vector<std::string> rows;
@@ -288,7 +300,22 @@ class Reference {
   }
 
  private:
+  static void AppendInt(duckdb::Appender& appender, const std::optional<int64_t>& v) {
+    if (v) {
+      appender.Append<int64_t>(*v);
+    } else {
+      appender.Append<std::nullptr_t>(nullptr);
+    }
+  }
+  static void AppendString(duckdb::Appender& appender, const std::optional<std::string>& s) {
+    if (s) {
+      appender.Append(s->c_str(), static_cast<uint32_t>(s->size()));
+    } else {
+      appender.Append<std::nullptr_t>(nullptr);
+    }
+  }
   void Exec(const std::string& sql) {
+    Timer timer(sql.substr(0, 20));
     auto result = con_.Query(sql);
     if (result->HasError()) {
       ADD_FAILURE() << "reference SQL failed: " << result->GetError() << "\n" << sql;
@@ -303,6 +330,7 @@ class Reference {
   }
   duckdb::unique_ptr<duckdb::MaterializedQueryResult> Run(const std::string& name,
                                                        duckdb::vector<duckdb::Value> params) {
+    Timer timer(name);
     auto& statement = statements_.at(name);
     auto result = statement->Execute(params, /*allow_stream_result=*/false);
     if (result->HasError()) {
@@ -370,7 +398,7 @@ std::shared_ptr<arrow::RecordBatch> MakeBatch(const Config& config, const std::v
 
 struct Options {
   int sequences = 1000;
-  int steps = 24;
+  int steps = 0;  // 0: each sequence draws its length from [5, 15]
   uint64_t seed = 20260101;
   bool check_order = false;
 };
@@ -386,6 +414,7 @@ class Sequence {
 
   /// Run `steps` random steps; return false (after reporting) at the first mismatch.
   bool Run(int steps, bool check_order) {
+    if (steps <= 0) steps = Int(5, 15);
     PickConfig();
     ref_->Reset(config_);
     TableOptions options;
@@ -411,7 +440,12 @@ class Sequence {
     table_ = *made;
     for (int step = 0; step < steps; ++step) {
       std::string what;
-      if (!Step(&what)) {
+      bool ok;
+      {
+        Timer timer("live: step");
+        ok = Step(&what);
+      }
+      if (!ok) {
         Report(step, what, "the operation failed");
         return false;
       }
@@ -551,6 +585,7 @@ class Sequence {
   }
 
   bool Compare(int step, const std::string& what, bool check_order) {
+    Timer timer("compare (all)");
     auto version = table_->snapshot();
     auto live_table = version->ToTable();
     if (!live_table.ok()) {
@@ -638,8 +673,15 @@ void RunDifferential(Options options) {
       }
     }
   }
+  if (std::getenv("RILL_DIFF_PROFILE")) {
+    for (const auto& [name, entry] : Profile()) {
+      std::printf("%-24s %8.3f s %8lld calls\n", name.c_str(), entry.first,
+                  static_cast<long long>(entry.second));
+    }
+  }
   EXPECT_EQ(failures, 0) << "first seed " << options.seed << ", " << options.sequences
-                         << " sequences of " << options.steps << " steps";
+                         << " sequences of " << (options.steps > 0 ? std::to_string(options.steps) : "5 to 15")
+                         << " steps";
 }
 
 TEST(LiveTableDifferential, MatchesADuckDbReferenceAfterEveryStep) {
@@ -649,7 +691,7 @@ TEST(LiveTableDifferential, MatchesADuckDbReferenceAfterEveryStep) {
 TEST(LiveTableDifferential, KeepsRowsInWriteOrder) {
   // ToTable() promises write order (oldest first); compare ordered rows.
   Options options;
-  options.sequences = 150;
+  options.sequences = 100;
   options.seed = 777000;
   options.check_order = true;
   RunDifferential(options);
