@@ -436,6 +436,41 @@ class RillEngine:
         """
         self._metrics_store().add_kpi_query(name, sql, float(interval_seconds), chart_type, x_col, y_col or "")
 
+    def remove_dashboard_scheduled_query(self, name: str) -> None:
+        """Remove a KPI query added with add_dashboard_scheduled_query (KeyError if unknown)."""
+        self._metrics_store().remove_kpi_query(name)
+
+    def latest_kpis(self) -> Dict[str, Dict[str, Any]]:
+        """Return the latest value of each KPI query, by name (for KPI cards)."""
+        return dict(self._metrics_store().latest_kpis())
+
+    def add_alert_rule(
+        self,
+        name: str,
+        metric: str,
+        op: str,
+        threshold: float,
+        cooldown_seconds: float = 60.0,
+        severity: str = "warning",
+        webhook: Optional[str] = None,
+    ) -> None:
+        """Add (or replace) a server-side alert rule, evaluated every metrics flush.
+
+        `metric` names a KPI query, a business metric or a system metric (a
+        rill_telemetry column such as "cpu_percent", or "table.<name>.rows").
+        `op` is one of > >= < <= == !=. When it fires, a "rule" alert with the
+        observed value and threshold is written to rill_alerts; it does not fire
+        again within `cooldown_seconds`. `webhook` is stored with the rule
+        (delivery comes with the network server). ValueError for bad arguments.
+        """
+        self._metrics_store().add_alert_rule(
+            str(name), str(metric), str(op), float(threshold), float(cooldown_seconds),
+            str(severity), None if webhook is None else str(webhook))
+
+    def remove_alert_rule(self, name: str) -> None:
+        """Remove an alert rule (KeyError if unknown)."""
+        self._metrics_store().remove_alert_rule(name)
+
     # Loop ------------------------------------------------------------------------------------
 
     def step(self) -> float:

@@ -114,6 +114,23 @@ class RillEngine:
         y_col: str = "",
     ) -> None:
         """Add a KPI query for the dashboard."""
+    def remove_dashboard_scheduled_query(self, name: str) -> None:
+        """Remove a KPI query (KeyError if unknown)."""
+    def latest_kpis(self) -> Dict[str, Dict[str, Any]]:
+        """Return the latest value of each KPI query, by name."""
+    def add_alert_rule(
+        self,
+        name: str,
+        metric: str,
+        op: str,
+        threshold: float,
+        cooldown_seconds: float = 60.0,
+        severity: str = "warning",
+        webhook: Optional[str] = None,
+    ) -> None:
+        """Add (or replace) a server-side alert rule, evaluated every metrics flush."""
+    def remove_alert_rule(self, name: str) -> None:
+        """Remove an alert rule (KeyError if unknown)."""
     def step(self) -> float:
         """Run one tick now; return its latency in milliseconds."""
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:

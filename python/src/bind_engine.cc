@@ -548,7 +548,50 @@ void BindEngine(nb::module_& m) {
             rill::MetricsStore& store = e.store();
             WithoutGil([&] { return store.RemoveKpiQuery(name); });
           },
-          nb::arg("name"));
+          nb::arg("name"))
+      .def(
+          "add_alert_rule",
+          [](PyEngine& e, const std::string& name, const std::string& metric,
+             const std::string& op, double threshold, double cooldown_seconds,
+             const std::string& severity, std::optional<std::string> webhook) {
+            rill::MetricsStore& store = e.store();
+            WithoutGil([&] {
+              return store.AddAlertRule(name, metric, op, threshold, cooldown_seconds, severity,
+                                        webhook);
+            });
+          },
+          nb::arg("name"), nb::arg("metric"), nb::arg("op"), nb::arg("threshold"),
+          nb::arg("cooldown_seconds"), nb::arg("severity"), nb::arg("webhook").none())
+      .def(
+          "remove_alert_rule",
+          [](PyEngine& e, const std::string& name) {
+            rill::MetricsStore& store = e.store();
+            WithoutGil([&] { return store.RemoveAlertRule(name); });
+          },
+          nb::arg("name"))
+      .def("latest_kpis", [](PyEngine& e) {
+        rill::MetricsStore& store = e.store();
+        std::vector<rill::KpiSnapshot> kpis;
+        {
+          nb::gil_scoped_release release;
+          kpis = store.LatestKpis();
+        }
+        nb::dict out;
+        for (const auto& k : kpis) {
+          nb::dict d;
+          d["sql"] = k.query.sql;
+          d["chart_type"] = std::string(rill::ChartTypeName(k.query.chart_type));
+          d["x_col"] = k.query.x_col;
+          d["y_col"] = k.query.y_col;
+          d["value"] = k.value ? nb::cast(*k.value) : nb::none();
+          d["last_run_at"] = k.last_run_at ? nb::cast(*k.last_run_at) : nb::none();
+          d["last_error"] = k.last_error;
+          d["runs"] = k.runs;
+          d["errors"] = k.errors;
+          out[nb::str(k.query.name.c_str())] = d;
+        }
+        return out;
+      });
 }
 
 }  // namespace rills

@@ -59,3 +59,48 @@ def test_dashboard_scheduled_query(engine):
     assert "rill_alerts" in tables
     with pytest.raises(ValueError):
         engine.add_dashboard_scheduled_query(name="bad", sql="SELECT 1", chart_type="pie")
+
+
+def test_alert_rule_fires_on_a_kpi_once_within_its_cooldown(tmp_path):
+    import time
+
+    import pyarrow as pa
+    import pytest
+
+    from rills import MemoryConnector, RillEngine, schema
+
+    engine = RillEngine(trigger_interval_ms=50, metrics_path=str(tmp_path / "rules.db"))
+    try:
+        engine.register_table(
+            "orders",
+            schema=schema([("id", pa.int64()), ("amount", pa.float64())], primary_key="id"),
+        )
+        conn = MemoryConnector(target_table="orders")
+        engine.add_connector(conn)
+        engine.add_dashboard_scheduled_query(
+            "order_count", "SELECT count(*) AS n FROM orders", interval_seconds=0.01, y_col="n"
+        )
+        engine.add_alert_rule("many_orders", "order_count", ">", 2, cooldown_seconds=3600, severity="error")
+        conn.push({"id": [1, 2, 3], "amount": [1.0, 2.0, 3.0]})
+        engine.step()
+        query = "SELECT source, severity, rule, value, threshold FROM rill_alerts WHERE source = 'rule'"
+        assert engine.query_metrics(query).to_pylist() == [
+            {"source": "rule", "severity": "error", "rule": "many_orders", "value": 3.0, "threshold": 2.0}
+        ]
+        assert engine.latest_kpis()["order_count"]["value"] == 3.0
+        conn.push({"id": [4], "amount": [4.0]})
+        engine.step()
+        time.sleep(0.05)
+        # Still above the threshold, but inside the cooldown: no second alert.
+        assert engine.query_metrics(query).num_rows == 1
+        rules = engine.query_metrics("SELECT name, metric, op, threshold FROM rill_alert_rules").to_pylist()
+        assert rules == [{"name": "many_orders", "metric": "order_count", "op": ">", "threshold": 2.0}]
+        engine.remove_alert_rule("many_orders")
+        with pytest.raises(KeyError):
+            engine.remove_alert_rule("many_orders")
+        with pytest.raises(ValueError):
+            engine.add_alert_rule("bad", "order_count", "=>", 1)
+        with pytest.raises(ValueError):
+            engine.add_alert_rule("bad", "order_count", ">", 1, severity="loud")
+    finally:
+        engine.close()
