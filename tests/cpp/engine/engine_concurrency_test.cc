@@ -77,7 +77,7 @@ TEST(EngineConcurrency, EveryPushedRowIsInItsTableOrCountedAsDropped) {
   RILL_ASSERT_OK_AND_ASSIGN(auto keyed, engine->RegisterTable("keyed", Schema(), keyed_options));
   TableOptions log_options;
   log_options.mode = TableMode::kAppend;
-  log_options.retention = RetentionPolicy{.max_rows = int64_t{1} << 40};
+  log_options.retention = test::Retention(int64_t{1} << 40);
   log_options.auto_compact_chunks = 8;
   RILL_ASSERT_OK_AND_ASSIGN(auto log, engine->RegisterTable("log", Schema(), log_options));
 
@@ -164,7 +164,9 @@ TEST(EngineConcurrency, EveryPushedRowIsInItsTableOrCountedAsDropped) {
         if (snapshot_reads % 16 == 0) {
           auto full = version->ToTable();
           EXPECT_TRUE(full.ok());
-          if (full.ok()) EXPECT_EQ((*full)->num_rows(), version->num_rows());
+          if (full.ok()) {
+            EXPECT_EQ((*full)->num_rows(), version->num_rows());
+          }
         }
         if (table == keyed) {
           EXPECT_GE(version->version(), last_version);

@@ -256,7 +256,7 @@ TEST_F(EngineTest, RemovingAConnectorWritesWhatItStillBuffered) {
 TEST_F(EngineTest, AppliesRetentionEveryTick) {
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 5};
+  options.retention = test::Retention(std::nullopt, 5);
   RILL_ASSERT_OK_AND_ASSIGN(auto events, engine_->RegisterTable("events", OrdersSchema(), options));
   auto connector = AddConnector("events");
   RILL_ASSERT_OK(connector->Push(Orders("[1, 1]", R"(["a", "b"])", "[1.0, 2.0]")));

@@ -308,7 +308,7 @@ TEST(AppendTable, AppendsEvenWithAKey) {
   TableOptions options;
   options.mode = TableMode::kAppend;
   options.primary_key = {"id"};
-  options.retention = RetentionPolicy{.max_rows = 100};
+  options.retention = test::Retention(100);
   options.clock = clock.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("events", schema, options));
   EXPECT_FALSE(table->keyed());

@@ -38,13 +38,13 @@ std::string IdList(int from, int to) {
 }
 
 TEST(RetentionPolicyValidation, RejectsNegativeLimitsAndAnEmptyTimeColumn) {
-  RILL_EXPECT_OK((RetentionPolicy{.max_rows = 0}.Validate()));
-  EXPECT_TRUE((RetentionPolicy{.max_rows = -1}.Validate().IsInvalid()));
-  EXPECT_TRUE((RetentionPolicy{.max_age_seconds = -0.5}.Validate().IsInvalid()));
-  EXPECT_TRUE((RetentionPolicy{.max_age_seconds = 1, .time_column = ""}.Validate().IsInvalid()));
+  RILL_EXPECT_OK((test::Retention(0).Validate()));
+  EXPECT_TRUE((test::Retention(-1).Validate().IsInvalid()));
+  EXPECT_TRUE((test::Retention(std::nullopt, -0.5).Validate().IsInvalid()));
+  EXPECT_TRUE((test::Retention(std::nullopt, 1, "").Validate().IsInvalid()));
   EXPECT_FALSE(RetentionPolicy{}.enabled());
-  EXPECT_TRUE((RetentionPolicy{.max_rows = 3}.enabled()));
-  EXPECT_TRUE((RetentionPolicy{.max_age_seconds = 3}.enabled()));
+  EXPECT_TRUE((test::Retention(3).enabled()));
+  EXPECT_TRUE((test::Retention(std::nullopt, 3).enabled()));
 }
 
 TEST(TimeReader, ReadsEveryTimestampUnitWithAndWithoutTimeZone) {
@@ -108,7 +108,7 @@ class MaxRows : public ::testing::Test {
     TableOptions options;
     options.mode = mode;
     options.primary_key = std::move(key);
-    options.retention = RetentionPolicy{.max_rows = max_rows};
+    options.retention = test::Retention(max_rows);
     options.clock = clock_.clock();
     auto result = LiveTable::Make("t", schema_, options);
     EXPECT_TRUE(result.ok()) << result.status().ToString();
@@ -180,7 +180,7 @@ TEST_F(MaxAge, ExpiresRowsByInsertTimeOnApplyRetention) {
   auto schema = SchemaOf({arrow::field("id", arrow::int64())});
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 10};
+  options.retention = test::Retention(std::nullopt, 10);
   options.clock = clock_.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1, 2]"})));
@@ -205,7 +205,7 @@ TEST_F(MaxAge, DoesNotPublishWhenNothingExpired) {
   auto schema = SchemaOf({arrow::field("id", arrow::int64())});
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 10};
+  options.retention = test::Retention(std::nullopt, 10);
   options.clock = clock_.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1]"})));
@@ -221,7 +221,7 @@ TEST_F(MaxAge, MeasuresUpdatedRowsFromTheirFirstInsert) {
   auto schema = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("v", arrow::int64())});
   TableOptions options;
   options.primary_key = {"id"};
-  options.retention = RetentionPolicy{.max_age_seconds = 10};
+  options.retention = test::Retention(std::nullopt, 10);
   options.clock = clock_.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1, 2]", "[0, 0]"})));
@@ -236,7 +236,7 @@ TEST_F(MaxAge, ExpiresOnWriteWithoutATick) {
   auto schema = SchemaOf({arrow::field("id", arrow::int64())});
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 10};
+  options.retention = test::Retention(std::nullopt, 10);
   options.clock = clock_.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1]"})));
@@ -250,7 +250,7 @@ TEST_F(MaxAge, RejectsAMissingOrNonTimeColumn) {
   auto schema = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("s", arrow::utf8())});
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 10, .time_column = "missing"};
+  options.retention = test::Retention(std::nullopt, 10, "missing");
   auto missing = LiveTable::Make("t", schema, options);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing"), std::string::npos)
@@ -290,7 +290,7 @@ TEST_P(MaxAgeOnEventTime, ExpiresRowsOlderThanTheAgeAndKeepsNullTimes) {
   FakeClock clock(kT0);
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_age_seconds = 60, .time_column = "ts"};
+  options.retention = test::Retention(std::nullopt, 60, "ts");
   options.clock = clock.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   // Event times: 2 h old, 61 s old, exactly 60 s old, 1 s old, in the future, null.
@@ -332,7 +332,7 @@ TEST(MaxRowsAndMaxAge, ApplyTogether) {
   FakeClock clock(kT0);
   TableOptions options;
   options.mode = TableMode::kAppend;
-  options.retention = RetentionPolicy{.max_rows = 3, .max_age_seconds = 10};
+  options.retention = test::Retention(3, 10);
   options.clock = clock.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1, 2]"})));
@@ -349,7 +349,7 @@ TEST(SnapshotRetention, AppliesToKeyedTablesToo) {
   FakeClock clock(kT0);
   TableOptions options;
   options.primary_key = {"id"};
-  options.retention = RetentionPolicy{.max_age_seconds = 5, .time_column = "ts"};
+  options.retention = test::Retention(std::nullopt, 5, "ts");
   options.clock = clock.clock();
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("t", schema, options));
   RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[1, 2]", "[1700000000, 1699999990]"})));

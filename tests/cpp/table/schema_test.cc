@@ -169,7 +169,7 @@ TEST(LiveTableSchema, TakesKeyAndModeFromSchemaMetadata) {
 TEST(LiveTableSchema, TakesAppendModeFromSchemaMetadata) {
   auto schema = WithMetadata(OrdersSchema(), {"primary_key", "mode"}, {"a", "append"});
   TableOptions options;
-  options.retention = RetentionPolicy{.max_rows = 10};
+  options.retention = test::Retention(10);
   RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("events", schema, options));
   EXPECT_EQ(table->mode(), TableMode::kAppend);
   EXPECT_FALSE(table->keyed());

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 
 #include "rill/common/clock.h"
 #include "rill/common/status.h"
+#include "rill/table/retention.h"
 
 namespace rill::test {
 
@@ -171,6 +173,17 @@ inline std::vector<std::string> SortedRows(const arrow::Table& table,
 inline std::vector<std::string> ColumnStrings(const arrow::Table& table,
                                               const std::string& column) {
   return RowStrings(table, {column});
+}
+
+/// A retention policy; unset limits stay unset.
+inline RetentionPolicy Retention(std::optional<int64_t> max_rows,
+                                 std::optional<double> max_age_seconds = std::nullopt,
+                                 std::string time_column = "z_insert_ts") {
+  RetentionPolicy policy;
+  policy.max_rows = max_rows;
+  policy.max_age_seconds = max_age_seconds;
+  policy.time_column = std::move(time_column);
+  return policy;
 }
 
 inline std::shared_ptr<arrow::Schema> SchemaOf(arrow::FieldVector fields) {
