@@ -125,7 +125,7 @@ def main():
             ratio = value / base if unit.endswith("/s") else base / value
             rec.update(baseline=BASELINE, baseline_value=fmt(base), ratio=fmt(ratio))
         if name in TARGETS:
-            rec["targets"] = [dict(t, met=(ratio is not None and ratio >= t["value"]))
+            rec["targets"] = [dict(t, met=(None if ratio is None else ratio >= t["value"]))
                               for t in TARGETS[name]]
             if ratio is None:
                 rec["note"] = "no baseline (set RILL_SEED_REPO): target not measured"
