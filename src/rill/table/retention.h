@@ -13,9 +13,10 @@
 
 namespace rill {
 
-/// Rows beyond `max_rows` (the oldest writes go first) or older than
-/// `max_age_seconds` (measured on `time_column`) are removed on every write and
-/// every tick. Rows whose time is null never expire by age.
+/// Rows older than `max_age_seconds` (measured on `time_column`) are removed
+/// on every write and every tick; then, of the rows left, all but the newest
+/// `max_rows` writes (an upsert counts as a write) are removed. Rows whose time
+/// is null never expire by age.
 struct RetentionPolicy {
   std::optional<int64_t> max_rows;
   std::optional<double> max_age_seconds;
