@@ -296,15 +296,30 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
   return arrow::RecordBatch::Make(user_schema_, n, std::move(columns));
 }
 
+Result<std::shared_ptr<arrow::Buffer>> LiveTable::NowBufferLocked(int64_t n, double now) {
+  // Every row written at `now` carries the same value: share one filled buffer
+  // (sliced) between the chunks and columns of a write, and across writes at
+  // the same `now` (all tables of one tick). Published buffers are never modified.
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(double));
+  if (!now_buffer_ || now_value_ != now || now_buffer_->size() < bytes) {
+    const int64_t capacity = std::max<int64_t>(n, now_buffer_ && now_value_ == now
+                                                      ? now_buffer_->size() / 8 * 2
+                                                      : int64_t{1024});
+    RILL_ASSIGN_OR_RAISE(now_buffer_, FilledDoubles(capacity, now));
+    now_value_ = now;
+  }
+  return arrow::SliceBuffer(now_buffer_, 0, bytes);
+}
+
 Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::WithSystemColumnsLocked(
     const std::shared_ptr<arrow::RecordBatch>& user_batch, std::shared_ptr<arrow::Buffer> insert_ts,
-    double now) const {
+    double now) {
   const int64_t n = user_batch->num_rows();
   auto columns = user_batch->columns();
+  RILL_ASSIGN_OR_RAISE(auto update_ts, NowBufferLocked(n, now));
   if (!insert_ts) {
-    RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
+    insert_ts = update_ts;
   }
-  RILL_ASSIGN_OR_RAISE(auto update_ts, FilledDoubles(n, now));
   columns.push_back(std::make_shared<arrow::DoubleArray>(n, std::move(insert_ts)));
   columns.push_back(std::make_shared<arrow::DoubleArray>(n, std::move(update_ts)));
   return arrow::RecordBatch::Make(schema_, n, std::move(columns));
@@ -328,17 +343,37 @@ namespace {
 void ComputeTimeRange(const std::shared_ptr<arrow::Array>& column, bool* has, double* lo,
                       double* hi) {
   *has = false;
-  auto reader = MakeTimeReader(column);
-  if (!reader.ok()) return;
   double mn = std::numeric_limits<double>::infinity();
   double mx = -mn;
-  for (int64_t i = 0; i < column->length(); ++i) {
-    bool valid;
-    double t = (*reader)(i, &valid);
-    if (!valid) continue;
-    mn = std::min(mn, t);
-    mx = std::max(mx, t);
-    *has = true;
+  if (column->type_id() == arrow::Type::DOUBLE) {
+    // The common case (system columns, float unix seconds): a tight loop.
+    const double* v = column->data()->GetValues<double>(1);
+    const int64_t n = column->length();
+    if (column->null_count() == 0) {
+      for (int64_t i = 0; i < n; ++i) {
+        mn = std::min(mn, v[i]);
+        mx = std::max(mx, v[i]);
+      }
+      *has = n > 0;
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        if (column->IsNull(i)) continue;
+        mn = std::min(mn, v[i]);
+        mx = std::max(mx, v[i]);
+        *has = true;
+      }
+    }
+  } else {
+    auto reader = MakeTimeReader(column);
+    if (!reader.ok()) return;
+    for (int64_t i = 0; i < column->length(); ++i) {
+      bool valid;
+      double t = (*reader)(i, &valid);
+      if (!valid) continue;
+      mn = std::min(mn, t);
+      mx = std::max(mx, t);
+      *has = true;
+    }
   }
   *lo = mn;
   *hi = mx;

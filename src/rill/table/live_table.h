@@ -209,7 +209,8 @@ class LiveTable {
   void Notify(const std::shared_ptr<const TableVersion>& version);
   Result<std::shared_ptr<arrow::RecordBatch>> WithSystemColumnsLocked(
       const std::shared_ptr<arrow::RecordBatch>& user_batch,
-      std::shared_ptr<arrow::Buffer> insert_ts, double now) const;
+      std::shared_ptr<arrow::Buffer> insert_ts, double now);
+  Result<std::shared_ptr<arrow::Buffer>> NowBufferLocked(int64_t n, double now);
 
   const std::string name_;
   std::shared_ptr<arrow::Schema> user_schema_;
@@ -229,6 +230,8 @@ class LiveTable {
   int64_t live_rows_ = 0;             // guarded by write_mu_
   uint64_t version_ = 0;              // guarded by write_mu_
   std::vector<uint64_t> prev_scratch_;  // guarded by write_mu_
+  std::shared_ptr<arrow::Buffer> now_buffer_;  // guarded by write_mu_; filled with now_value_
+  double now_value_ = 0;                       // guarded by write_mu_
 
   SnapshotCell<TableVersion> current_;
 
