@@ -611,13 +611,14 @@ void Engine::UpdateMetricsLocked(double now, double latency, int64_t records) {
     values.push_back(std::move(v));
   }
 
-  static thread_local double last_cpu = ProcessCpuSeconds();
-  static thread_local double last_wall = SteadySeconds();
+  // Process CPU % since the previous tick (tick_mu_ guards the two samples).
   const double cpu = ProcessCpuSeconds();
   const double wall = SteadySeconds();
-  const double cpu_usage = wall > last_wall ? 100.0 * (cpu - last_cpu) / (wall - last_wall) : 0;
-  last_cpu = cpu;
-  last_wall = wall;
+  const double cpu_usage = last_cpu_wall_ > 0 && wall > last_cpu_wall_
+                               ? 100.0 * (cpu - last_cpu_s_) / (wall - last_cpu_wall_)
+                               : 0;
+  last_cpu_s_ = cpu;
+  last_cpu_wall_ = wall;
 
   auto* pool = arrow::default_memory_pool();
   const int64_t duckdb_bytes = sql_->MemoryUsage();
@@ -655,36 +656,35 @@ void Engine::UpdateMetricsLocked(double now, double latency, int64_t records) {
     json += v.ok && std::isfinite(v.value) ? fmt::format("{}", v.value) : "null";
   }
   json += "}";
-  arrow::DoubleBuilder d[4];
-  arrow::Int64Builder i[7];
-  arrow::StringBuilder s;
+  // One row; Finish() resets a builder, so one builder per type is reused.
+  arrow::DoubleBuilder f64_builder;
+  arrow::Int64Builder i64_builder;
+  arrow::StringBuilder str_builder;
   std::vector<std::shared_ptr<arrow::Array>> cols;
-  auto f64 = [&](arrow::DoubleBuilder& b, double v) {
+  auto f64 = [&](double v) {
     std::shared_ptr<arrow::Array> a;
-    if (b.Append(v).ok() && b.Finish(&a).ok()) cols.push_back(a);
+    if (f64_builder.Append(v).ok() && f64_builder.Finish(&a).ok()) cols.push_back(a);
   };
-  auto i64 = [&](arrow::Int64Builder& b, int64_t v) {
+  auto i64 = [&](int64_t v) {
     std::shared_ptr<arrow::Array> a;
-    if (b.Append(v).ok() && b.Finish(&a).ok()) cols.push_back(a);
+    if (i64_builder.Append(v).ok() && i64_builder.Finish(&a).ok()) cols.push_back(a);
   };
-  f64(d[0], now);
-  f64(d[1], cpu_usage);
-  i64(i[0], ProcessRssBytes());
-  i64(i[1], m.arrow_allocated_bytes);
-  i64(i[2], m.arrow_max_memory);
-  i64(i[3], m.duckdb_memory_bytes);
-  i64(i[4], m.records_processed);
-  i64(i[5], m.last_batch_records);
-  f64(d[2], m.last_latency_s * 1e3);
-  f64(d[3], m.avg_latency_s * 1e3);
-  {
-    arrow::DoubleBuilder b;
-    f64(b, m.rows_per_second);
-  }
-  i64(i[6], m.ticks);
+  // In the order of MetricsSchema().
+  f64(now);
+  f64(cpu_usage);
+  i64(ProcessRssBytes());
+  i64(m.arrow_allocated_bytes);
+  i64(m.arrow_max_memory);
+  i64(m.duckdb_memory_bytes);
+  i64(m.records_processed);
+  i64(m.last_batch_records);
+  f64(m.last_latency_s * 1e3);
+  f64(m.avg_latency_s * 1e3);
+  f64(m.rows_per_second);
+  i64(m.ticks);
   {
     std::shared_ptr<arrow::Array> a;
-    if (s.Append(json).ok() && s.Finish(&a).ok()) cols.push_back(a);
+    if (str_builder.Append(json).ok() && str_builder.Finish(&a).ok()) cols.push_back(a);
   }
   if (cols.size() == 13) {
     auto batch = arrow::RecordBatch::Make(MetricsSchema(), 1, cols);

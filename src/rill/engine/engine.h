@@ -216,6 +216,8 @@ class Engine {
   std::mutex tick_mu_;  // serializes ticks
   std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
   double last_tick_now_ = 0;                   // guarded by tick_mu_
+  double last_cpu_s_ = 0;                      // guarded by tick_mu_
+  double last_cpu_wall_ = 0;                   // guarded by tick_mu_
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
