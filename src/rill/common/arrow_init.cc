@@ -1,5 +1,7 @@
 #include "rill/common/arrow_init.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include <arrow/compute/initialize.h>
@@ -11,6 +13,27 @@ Status InitializeArrowCompute() {
   static Status status;
   std::call_once(once, [] { status = arrow::compute::Initialize(); });
   return status;
+}
+
+arrow::MemoryPool* TableMemoryPool() {
+  static arrow::MemoryPool* pool = [] {
+    const char* choice = std::getenv("RILL_TABLE_MEMORY_POOL");
+    if (choice && std::strcmp(choice, "default") == 0) return arrow::default_memory_pool();
+    return arrow::system_memory_pool();
+  }();
+  return pool;
+}
+
+int64_t ArrowAllocatedBytes() {
+  auto* def = arrow::default_memory_pool();
+  auto* table = TableMemoryPool();
+  return def->bytes_allocated() + (table != def ? table->bytes_allocated() : 0);
+}
+
+int64_t ArrowPeakBytes() {
+  auto* def = arrow::default_memory_pool();
+  auto* table = TableMemoryPool();
+  return def->max_memory() + (table != def ? table->max_memory() : 0);
 }
 
 }  // namespace rill

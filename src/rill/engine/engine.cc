@@ -620,7 +620,6 @@ void Engine::UpdateMetricsLocked(double now, double latency, int64_t records) {
   last_cpu_s_ = cpu;
   last_cpu_wall_ = wall;
 
-  auto* pool = arrow::default_memory_pool();
   const int64_t duckdb_bytes = sql_->MemoryUsage();
   EngineMetrics m;
   {
@@ -642,8 +641,8 @@ void Engine::UpdateMetricsLocked(double now, double latency, int64_t records) {
     const double span = std::max(wall - rate_window_.front().first,
                                  options_.trigger_interval_ms / 1000.0);
     metrics_.rows_per_second = window_records / span;
-    metrics_.arrow_allocated_bytes = pool->bytes_allocated();
-    metrics_.arrow_max_memory = pool->max_memory();
+    metrics_.arrow_allocated_bytes = ArrowAllocatedBytes();
+    metrics_.arrow_max_memory = ArrowPeakBytes();
     metrics_.duckdb_memory_bytes = duckdb_bytes;
     metrics_.business_metrics = std::move(values);
     m = metrics_;
@@ -796,7 +795,7 @@ EngineMetrics Engine::GetMetrics() const {
 }
 
 int64_t Engine::AllocatedBytes() const {
-  return arrow::default_memory_pool()->bytes_allocated() + sql_->MemoryUsage();
+  return ArrowAllocatedBytes() + sql_->MemoryUsage();
 }
 
 bool Engine::CheckMemoryBudget() { return CheckMemoryBudgetAt(clock_(), /*notify_always=*/true); }

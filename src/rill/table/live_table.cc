@@ -29,14 +29,15 @@ constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(loca
 constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
 
 Result<std::shared_ptr<arrow::Buffer>> FilledDoubles(int64_t n, double value) {
-  RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBuffer(n * sizeof(double)));
+  RILL_ASSIGN_OR_RAISE(auto buffer,
+                       arrow::AllocateBuffer(n * sizeof(double), TableMemoryPool()));
   auto* out = reinterpret_cast<double*>(buffer->mutable_data());
   std::fill(out, out + n, value);
   return std::shared_ptr<arrow::Buffer>(std::move(buffer));
 }
 
 Result<std::shared_ptr<arrow::Buffer>> AllAliveBitmap(int64_t n) {
-  RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBitmap(n));
+  RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBitmap(n, TableMemoryPool()));
   std::memset(buffer->mutable_data(), 0xff, buffer->size());
   return std::shared_ptr<arrow::Buffer>(std::move(buffer));
 }
@@ -85,7 +86,10 @@ Result<std::shared_ptr<arrow::RecordBatch>> TableVersion::LiveBatch(const Versio
     return chunk.batch;
   }
   auto mask = std::make_shared<arrow::BooleanArray>(chunk.batch->num_rows(), chunk.alive);
-  RILL_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(chunk.batch, mask));
+  arrow::compute::ExecContext ctx(TableMemoryPool());
+  RILL_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(chunk.batch, mask,
+                                                             arrow::compute::FilterOptions(),
+                                                             &ctx));
   return filtered.record_batch();
 }
 
@@ -277,11 +281,13 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
                                field->type()->ToString(),
                                ") is missing from the batch and is not nullable");
       }
-      RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(field->type(), n));
+      RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(field->type(), n, TableMemoryPool()));
     } else {
       col = batch->column(matches[0]);
       if (!col->type()->Equals(*field->type())) {
-        auto cast = arrow::compute::Cast(*col, field->type(), arrow::compute::CastOptions::Safe());
+        arrow::compute::ExecContext ctx(TableMemoryPool());
+        auto cast = arrow::compute::Cast(*col, field->type(), arrow::compute::CastOptions::Safe(),
+                                         &ctx);
         if (!cast.ok()) {
           return Status::Invalid("Table '", name_, "': column '", field->name(), "' has type ",
                                  col->type()->ToString(), " but the table expects ",
@@ -388,7 +394,7 @@ void LiveTable::KillRowLocked(uint64_t location) {
   if (!c.alive) {
     c.alive = *AllAliveBitmap(c.batch->num_rows());
   } else if (c.alive.use_count() > 1) {
-    c.alive = *c.alive->CopySlice(0, c.alive->size());
+    c.alive = *c.alive->CopySlice(0, c.alive->size(), TableMemoryPool());
   }
   arrow::bit_util::ClearBit(c.alive->mutable_data(), row);
   --c.live_rows;
@@ -555,7 +561,7 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
   } else if (parts.empty()) {
     return Status::OK();
   } else {
-    RILL_ASSIGN_OR_RAISE(merged, arrow::ConcatenateRecordBatches(parts));
+    RILL_ASSIGN_OR_RAISE(merged, arrow::ConcatenateRecordBatches(parts, TableMemoryPool()));
   }
   // Concatenate may hand back slices of shared buffers; that is fine, batches are immutable.
   const uint32_t slot = AllocateSlotLocked();
