@@ -1,13 +1,12 @@
 // The only file of src/rill/metrics that includes DuckDB. DuckDB throws; every
 // entry point catches and returns a Status carrying DuckDB's message.
 #include "rill/metrics/metrics_db_internal.h"
+#include "rill/sql/duckdb_result_internal.h"
 
 #include <exception>
 
 #include <arrow/api.h>
-#include <arrow/c/bridge.h>
 #include <duckdb.hpp>
-#include <duckdb/common/arrow/result_arrow_wrapper.hpp>
 #include <duckdb/parser/sql_statement.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
 #include <fmt/format.h>
@@ -348,8 +347,7 @@ Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) con
                              statements.size());
     }
     const auto type = statements[0]->type;
-    if (type != duckdb::StatementType::SELECT_STATEMENT &&
-        type != duckdb::StatementType::EXPLAIN_STATEMENT) {
+    if (!sql_internal::IsReadStatement(*statements[0])) {
       return Status::Invalid("query_metrics is read-only: ",
                              duckdb::StatementTypeToString(type),
                              " statements are not allowed");
@@ -362,16 +360,7 @@ Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) con
       con.Query("ROLLBACK");
       return Status::Invalid("query_metrics: ", result->GetError());
     }
-    // The wrapper is freed by the stream's release callback, which the
-    // imported reader owns.
-    auto* wrapper = new duckdb::ResultArrowArrayStreamWrapper(std::move(result),
-                                                              /*batch_size=*/1 << 16);
-    auto reader = arrow::ImportRecordBatchReader(&wrapper->stream);
-    if (!reader.ok()) {
-      con.Query("ROLLBACK");
-      return reader.status();
-    }
-    auto table = (*reader)->ToTable();
+    auto table = sql_internal::ResultToArrowTable(std::move(result), /*batch_rows=*/1 << 16);
     con.Query("ROLLBACK");
     return table;
   } catch (const std::exception& e) {

@@ -19,56 +19,30 @@
 #include <map>
 #include <mutex>
 
-#include <arrow/c/bridge.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 
 #include <duckdb.hpp>
-#include <duckdb/common/arrow/result_arrow_wrapper.hpp>
-#include <duckdb/parser/statement/explain_statement.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
 
 #include "rill/sql/arrow_scan_internal.h"
+#include "rill/sql/duckdb_result_internal.h"
 #include "rill/table/live_table.h"
 
 namespace rill {
 namespace {
 
 using sql_internal::CreateScanView;
+using sql_internal::IsReadStatement;
+using sql_internal::ResultToArrowTable;
 using sql_internal::LiveTableSource;
 
 constexpr size_t kMaxIdleConnections = 8;
-constexpr duckdb::idx_t kResultBatchRows = 128 * 1024;
 
 std::string ErrorMessage(const std::exception& e) { return duckdb::ErrorData(e).Message(); }
 
 Status QueryError(const std::string& message, std::string_view sql) {
   return Status::Invalid(message, " [query: ", sql, "]");
-}
-
-// Only statements that read may run: anything else could drop or replace the
-// views, or change settings, under other users' feet.
-bool IsReadStatement(const duckdb::SQLStatement& statement) {
-  switch (statement.type) {
-    case duckdb::StatementType::SELECT_STATEMENT:
-      return true;
-    case duckdb::StatementType::EXPLAIN_STATEMENT: {
-      // EXPLAIN ANALYZE runs the statement it explains.
-      const auto& explain = statement.Cast<duckdb::ExplainStatement>();
-      return explain.stmt != nullptr && IsReadStatement(*explain.stmt);
-    }
-    default:
-      return false;
-  }
-}
-
-Result<std::shared_ptr<arrow::Table>> ToArrowTable(duckdb::unique_ptr<duckdb::QueryResult> result) {
-  auto wrapper = std::make_unique<duckdb::ResultArrowArrayStreamWrapper>(
-      std::move(result), kResultBatchRows);
-  // The stream's release callback deletes the wrapper, so the stream owns it.
-  ArrowArrayStream* stream = &wrapper.release()->stream;
-  ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ImportRecordBatchReader(stream));
-  return reader->ToTable();
 }
 
 std::string DropTempViewSql(const std::string& name) {
@@ -226,7 +200,7 @@ struct SqlEngine::Impl {
       if (result->HasError()) {
         return QueryError(result->GetError(), sql);
       }
-      auto table = ToArrowTable(std::move(result));
+      auto table = ResultToArrowTable(std::move(result));
       if (!table.ok()) {
         return QueryError(table.status().message(), sql);
       }
