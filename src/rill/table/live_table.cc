@@ -128,11 +128,6 @@ class VersionReader final : public arrow::RecordBatchReader {
   size_t next_ = 0;
 };
 
-/// Shares ownership of a version for readers made from a raw `this`.
-struct NoopDeleter {
-  void operator()(const TableVersion*) const {}
-};
-
 }  // namespace
 
 Result<std::shared_ptr<arrow::RecordBatchReader>> TableVersion::MakeReader() const {
@@ -542,7 +537,7 @@ void LiveTable::DropEmptyChunksLocked() {
   order_.resize(out);
 }
 
-Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
+Status LiveTable::RewriteLocked(size_t begin, size_t end) {
   // Rewrite order_[begin, end) into one chunk of their live rows.
   std::vector<std::shared_ptr<arrow::RecordBatch>> parts;
   int64_t total = 0;
@@ -584,7 +579,6 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end, int64_t max_rows) {
   }
   order_.erase(order_.begin() + begin + 1, order_.begin() + end);
   order_[begin] = slot;
-  (void)max_rows;
   return Status::OK();
 }
 
@@ -594,7 +588,7 @@ Status LiveTable::CompactLocked(bool full) {
   if (full) {
     // Rewrite everything into one batch, then cut it into chunks of `target`.
     if (order_.empty()) return Status::OK();
-    RILL_RETURN_NOT_OK(RewriteLocked(0, order_.size(), target));
+    RILL_RETURN_NOT_OK(RewriteLocked(0, order_.size()));
     const uint32_t whole = order_[0];
     std::shared_ptr<arrow::RecordBatch> all = slots_[whole].batch;
     if (all->num_rows() <= target) return Status::OK();
@@ -649,7 +643,7 @@ Status LiveTable::CompactLocked(bool full) {
       ++i;
       continue;
     }
-    RILL_RETURN_NOT_OK(RewriteLocked(i, j, target));
+    RILL_RETURN_NOT_OK(RewriteLocked(i, j));
     ++i;
   }
   return Status::OK();
@@ -817,14 +811,11 @@ Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
 }
 
 Status LiveTable::Compact(bool full) {
-  std::shared_ptr<const TableVersion> published;
-  {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    RILL_RETURN_NOT_OK(CompactLocked(full));
-    // Compaction changes no rows; publish so readers drop the old chunks.
-    PublishLocked(clock_());
-    published = current_.Load();
-  }
+  std::lock_guard<std::mutex> lock(write_mu_);
+  RILL_RETURN_NOT_OK(CompactLocked(full));
+  // Compaction changes no rows (so no subscriber call); publish so that
+  // readers drop the old chunks.
+  PublishLocked(clock_());
   return Status::OK();
 }
 

@@ -200,7 +200,7 @@ class LiveTable {
                         WriteStats* stats);
   Status ApplyRetentionLocked(double now, int64_t* expired);
   Status CompactLocked(bool full);
-  Status RewriteLocked(size_t begin, size_t end, int64_t max_rows);
+  Status RewriteLocked(size_t begin, size_t end);
   void KillRowLocked(uint64_t location);
   void EraseKeyLocked(uint32_t slot, int64_t row);
   void DropEmptyChunksLocked();
