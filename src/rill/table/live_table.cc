@@ -16,6 +16,7 @@
 
 #include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
+#include "rill/table/gather_internal.h"
 #include "rill/table/key_index.h"
 
 namespace rill {
@@ -85,12 +86,9 @@ Result<std::shared_ptr<arrow::RecordBatch>> TableVersion::LiveBatch(const Versio
   if (!chunk.alive || chunk.live_rows == chunk.batch->num_rows()) {
     return chunk.batch;
   }
-  auto mask = std::make_shared<arrow::BooleanArray>(chunk.batch->num_rows(), chunk.alive);
-  arrow::compute::ExecContext ctx(TableMemoryPool());
-  RILL_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(chunk.batch, mask,
-                                                             arrow::compute::FilterOptions(),
-                                                             &ctx));
-  return filtered.record_batch();
+  return table_internal::GatherLiveRows(chunk.batch->schema(),
+                                        {{chunk.batch, chunk.alive, chunk.live_rows}},
+                                        TableMemoryPool());
 }
 
 Result<std::shared_ptr<arrow::Table>> TableVersion::ToTable() const {
@@ -539,26 +537,19 @@ void LiveTable::DropEmptyChunksLocked() {
 
 Status LiveTable::RewriteLocked(size_t begin, size_t end) {
   // Rewrite order_[begin, end) into one chunk of their live rows.
-  std::vector<std::shared_ptr<arrow::RecordBatch>> parts;
+  std::vector<table_internal::GatherPart> parts;
   int64_t total = 0;
   for (size_t i = begin; i < end; ++i) {
     const Chunk& c = slots_[order_[i]];
-    VersionChunk vc{c.batch, c.alive, c.live_rows};
-    RILL_ASSIGN_OR_RAISE(auto live, TableVersion::LiveBatch(vc));
-    total += live->num_rows();
-    parts.push_back(std::move(live));
+    parts.push_back({c.batch, c.alive, c.live_rows});
+    total += c.live_rows;
   }
-  std::shared_ptr<arrow::RecordBatch> merged;
-  if (parts.size() == 1) {
-    // A filtered single chunk is already a fresh copy.
-    merged = parts[0];
-    if (merged.get() == slots_[order_[begin]].batch.get()) return Status::OK();
-  } else if (parts.empty()) {
-    return Status::OK();
-  } else {
-    RILL_ASSIGN_OR_RAISE(merged, arrow::ConcatenateRecordBatches(parts, TableMemoryPool()));
+  if (parts.empty() ||
+      (parts.size() == 1 && parts[0].live_rows == parts[0].batch->num_rows())) {
+    return Status::OK();  // nothing to drop, nothing to merge
   }
-  // Concatenate may hand back slices of shared buffers; that is fine, batches are immutable.
+  RILL_ASSIGN_OR_RAISE(auto merged,
+                       table_internal::GatherLiveRows(schema_, parts, TableMemoryPool()));
   const uint32_t slot = AllocateSlotLocked();
   if (index_) {
     RILL_RETURN_NOT_OK(index_->Bind(*merged));
