@@ -5,7 +5,7 @@
 namespace rill {
 
 void IntLocationMap::Rehash(size_t capacity) {
-  std::vector<Slot> old = std::move(slots_);
+  auto old = std::move(slots_);
   slots_.assign(capacity, Slot{0, kNone});
   mask_ = capacity - 1;
   shift_ = 64 - arrow::bit_util::Log2(capacity);
@@ -17,22 +17,7 @@ void IntLocationMap::Rehash(size_t capacity) {
 
 uint64_t IntLocationMap::Upsert(int64_t key, uint64_t location) {
   Reserve(1);
-  size_t i = Home(key);
-  while (true) {
-    Slot& s = slots_[i];
-    if (s.location == kNone) {
-      s.key = key;
-      s.location = location;
-      ++size_;
-      return kNone;
-    }
-    if (s.key == key) {
-      uint64_t prev = s.location;
-      s.location = location;
-      return prev;
-    }
-    i = (i + 1) & mask_;
-  }
+  return UpsertOne(key, location);
 }
 
 void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, uint64_t* prev,
@@ -48,24 +33,7 @@ void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, 
       prev[i] = kNone;
       continue;
     }
-    const int64_t key = keys[i];
-    size_t j = Home(key);
-    while (true) {
-      Slot& s = slots_[j];
-      if (s.location == kNone) {
-        s.key = key;
-        s.location = base + static_cast<uint64_t>(i);
-        ++size_;
-        prev[i] = kNone;
-        break;
-      }
-      if (s.key == key) {
-        prev[i] = s.location;
-        s.location = base + static_cast<uint64_t>(i);
-        break;
-      }
-      j = (j + 1) & mask_;
-    }
+    prev[i] = UpsertOne(keys[i], base + static_cast<uint64_t>(i));
   }
 }
 

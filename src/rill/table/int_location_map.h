@@ -12,9 +12,45 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace rill {
+
+/// Allocator for large probe arrays: blocks of 2 MiB and more are aligned to
+/// 2 MiB and marked for transparent huge pages, so random probes over a
+/// multi-megabyte table miss the TLB far less often.
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHugePage) {
+      return static_cast<T*>(::operator new(bytes));
+    }
+    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = std::aligned_alloc(kHugePage, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    ::madvise(p, rounded, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) {
+    if (n * sizeof(T) < kHugePage) {
+      ::operator delete(p);
+    } else {
+      std::free(p);
+    }
+  }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const { return true; }
+};
 
 class IntLocationMap {
  public:
@@ -40,10 +76,32 @@ class IntLocationMap {
     int64_t key;
     uint64_t location;  // kNone = empty
   };
+  static constexpr uint64_t kFibonacci = 0x9E3779B97F4A7C15ull;
+
   size_t Home(int64_t key) const {
     // Fibonacci hashing: multiply, keep the high bits.
-    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+    return static_cast<size_t>((static_cast<uint64_t>(key) * kFibonacci) >> shift_);
   }
+  // Map `key` to `location` (capacity already reserved); return the previous location.
+  uint64_t UpsertOne(int64_t key, uint64_t location) {
+    size_t j = Home(key);
+    while (true) {
+      Slot& s = slots_[j];
+      if (s.location == kNone) {
+        s.key = key;
+        s.location = location;
+        ++size_;
+        return kNone;
+      }
+      if (s.key == key) {
+        const uint64_t prev = s.location;
+        s.location = location;
+        return prev;
+      }
+      j = (j + 1) & mask_;
+    }
+  }
+
   void Rehash(size_t capacity);
   void Reserve(size_t more) {
     if ((size_ + more) * 2 > slots_.size()) {
@@ -53,7 +111,7 @@ class IntLocationMap {
     }
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;
   int shift_ = 64;
   size_t size_ = 0;
