@@ -62,8 +62,9 @@ class RillEngine:
             on_memory_warning: callback(allocated_bytes, budget_bytes).
             quack_address, quack_token: address and token of the network server
                 (not available yet: passing them logs a warning).
-            auto_compact_chunks: tables with more chunks than this are compacted
-                on write (0 disables).
+            auto_compact_chunks: tables with more chunks than this (and more
+                than one chunk per 8192 rows) merge small chunks on write
+                (0 disables).
             metrics_path: the metrics database (alerts, telemetry, KPI history),
                 opened by start() or on the first use of the alerts/metrics
                 API (push_alert, alert, warn, error, query_metrics,

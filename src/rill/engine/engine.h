@@ -50,7 +50,7 @@ struct EngineOptions {
   int64_t memory_budget_bytes = 0;
   /// Called (on the tick thread) when allocated bytes cross the budget.
   std::function<void(int64_t allocated, int64_t budget)> on_memory_warning;
-  /// Default auto_compact_chunks for tables created by the engine.
+  /// Default auto_compact_chunks for tables created by the engine (see TableOptions).
   int64_t auto_compact_chunks = 32;
   /// Rows kept in `rill_rejects`.
   int64_t max_reject_rows = 100000;

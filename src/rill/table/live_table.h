@@ -89,8 +89,8 @@ struct TableOptions {
   /// Mode; when unset, the schema's "mode" metadata, else snapshot.
   std::optional<TableMode> mode;
   std::optional<RetentionPolicy> retention;
-  /// When a table has more chunks than this, adjacent small chunks are merged.
-  /// 0 disables merging.
+  /// When a table has more chunks than this, and more than one per 8192 live
+  /// rows, adjacent small chunks are merged. 0 disables merging.
   int64_t auto_compact_chunks = 32;
   /// A chunk whose dead rows exceed this fraction is rewritten.
   double compact_dead_fraction = 0.5;
