@@ -424,7 +424,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
     prev_scratch_.resize(n);
     uint64_t* prev_of = prev_scratch_.data();
     index_->UpsertAll(n, Location(slot, 0), prev_of);
-    constexpr int64_t kAhead = 8;
+    constexpr int64_t kAhead = 32;
     for (int64_t i = 0; i < n; ++i) {
       if (i + kAhead < n) {
         const uint64_t p = prev_of[i + kAhead];
