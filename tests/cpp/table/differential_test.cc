@@ -15,7 +15,7 @@
 //   max_rows = then DELETE rows whose seq is not among the newest N, i.e. the
 //              table keeps the newest N writes among the rows not expired.
 //
-// RILL_DIFF_ITERATIONS sets the number of sequences (default 1000, and 100 for
+// RILL_DIFF_ITERATIONS sets the number of sequences (default 2000, and 100 for
 // the ordered comparison), RILL_DIFF_STEPS the steps per sequence (default:
 // each sequence draws 5 to 15), RILL_DIFF_SEED the first seed (sequence i
 // uses seed + i), RILL_DIFF_PROFILE=1 prints where the time went. A failure
@@ -397,7 +397,7 @@ std::shared_ptr<arrow::RecordBatch> MakeBatch(const Config& config, const std::v
 }
 
 struct Options {
-  int sequences = 1000;
+  int sequences = 2000;
   int steps = 0;  // 0: each sequence draws its length from [5, 15]
   uint64_t seed = 20260101;
   bool check_order = false;
