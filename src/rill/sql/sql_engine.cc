@@ -93,6 +93,11 @@ std::string QuoteIdentifier(std::string_view name) {
 
 struct SqlEngine::Impl {
   std::unique_ptr<duckdb::DuckDB> db;  // declared first: destroyed last
+  // Column summaries and dictionary encodings of the chunks of all registered
+  // tables, shared by every connection's sources (the chunks are the same
+  // whichever connection scans them).
+  const std::shared_ptr<sql_internal::ChunkCache> chunk_cache =
+      std::make_shared<sql_internal::ChunkCache>();
 
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<LiveTable>> tables;  // guarded by mu
@@ -129,7 +134,7 @@ struct SqlEngine::Impl {
         if (it != pc.views.end() && it->second->table() == table) {
           continue;
         }
-        auto source = std::make_shared<LiveTableSource>(table);
+        auto source = std::make_shared<LiveTableSource>(table, chunk_cache);
         CreateScanView(*pc.conn, name, *source, /*temporary=*/true);
         pc.views[name] = std::move(source);
       }
@@ -259,7 +264,7 @@ Status SqlEngine::RegisterTable(std::shared_ptr<LiveTable> table) {
   // Create the view on one connection first, so that a schema DuckDB cannot
   // read fails here rather than in every later query.
   RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
-  auto source = std::make_shared<LiveTableSource>(table);
+  auto source = std::make_shared<LiveTableSource>(table, impl_->chunk_cache);
   try {
     CreateScanView(*pc->conn, name, *source, /*temporary=*/true);
   } catch (const std::exception& e) {
@@ -288,6 +293,8 @@ Status SqlEngine::UnregisterTable(const std::string& name) {
     ++impl_->generation;
   }
   impl_->SyncIdle();
+  // Free what the cache holds for chunks that are gone now.
+  impl_->chunk_cache->Prune();
   return Status::OK();
 }
 

@@ -4,6 +4,10 @@
 // stream factory: every scan loads the table's current published version and
 // streams its chunks to DuckDB without copying them (chunks with dead rows are
 // filtered first). A query therefore sees one consistent version of each table.
+// As for its own tables, DuckDB gets the row count and column statistics of
+// that version, and low-cardinality string columns as dictionaries; the engine
+// computes both once per chunk and keeps them while the chunk lives (the
+// encodings, 2 bytes per row of each such column, count as Arrow memory).
 //
 // Query and QueryWith run only read statements (SELECT, EXPLAIN): they cannot
 // drop or replace the registered views or change DuckDB's settings.
