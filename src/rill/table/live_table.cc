@@ -382,6 +382,27 @@ void ComputeTimeRange(const std::shared_ptr<arrow::Array>& column, bool* has, do
 
 }  // namespace
 
+void LiveTable::SetChunkLocked(uint32_t slot, std::shared_ptr<arrow::RecordBatch> batch,
+                               std::shared_ptr<arrow::Buffer> alive, int64_t live_rows) {
+  Chunk& c = slots_[slot];
+  c.batch = std::move(batch);
+  c.alive = std::move(alive);
+  c.live_rows = live_rows;
+  c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
+  if (time_column_ >= 0) {
+    ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min, &c.time_max);
+  }
+}
+
+Status LiveTable::IndexChunkLocked(uint32_t slot) {
+  if (!index_) return Status::OK();
+  const arrow::RecordBatch& batch = *slots_[slot].batch;
+  RILL_RETURN_NOT_OK(index_->Bind(batch));
+  prev_scratch_.resize(batch.num_rows());
+  index_->UpsertAll(batch.num_rows(), Location(slot, 0), prev_scratch_.data());
+  return Status::OK();
+}
+
 void LiveTable::KillRowLocked(uint64_t location) {
   Chunk& c = slots_[SlotOf(location)];
   const int64_t row = RowOf(location);
@@ -455,14 +476,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
     stats->inserted += n;
   }
   RILL_ASSIGN_OR_RAISE(auto full, WithSystemColumnsLocked(batch, std::move(insert_ts), now));
-  Chunk& c = slots_[slot];
-  c.batch = std::move(full);
-  c.alive = std::move(alive);
-  c.live_rows = live;
-  c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
-  if (time_column_ >= 0) {
-    ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min, &c.time_max);
-  }
+  SetChunkLocked(slot, std::move(full), std::move(alive), live);
   order_.push_back(slot);
   live_rows_ += live;
   return Status::OK();
@@ -553,18 +567,8 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end) {
   RILL_ASSIGN_OR_RAISE(auto merged,
                        table_internal::GatherLiveRows(schema_, parts, TableMemoryPool()));
   const uint32_t slot = AllocateSlotLocked();
-  if (index_) {
-    RILL_RETURN_NOT_OK(index_->Bind(*merged));
-    prev_scratch_.resize(merged->num_rows());
-    index_->UpsertAll(merged->num_rows(), Location(slot, 0), prev_scratch_.data());
-  }
-  Chunk& c = slots_[slot];
-  c.batch = std::move(merged);
-  c.live_rows = total;
-  c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
-  if (time_column_ >= 0) {
-    ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min, &c.time_max);
-  }
+  SetChunkLocked(slot, std::move(merged), nullptr, total);
+  RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
   for (size_t i = begin; i < end; ++i) {
     uint32_t old = order_[i];
     slots_[old] = Chunk{};
@@ -591,19 +595,9 @@ Status LiveTable::CompactLocked(bool full) {
     for (int64_t start = 0; start < all->num_rows(); start += target) {
       auto piece = all->Slice(start, std::min(target, all->num_rows() - start));
       const uint32_t slot = AllocateSlotLocked();
-      if (index_) {
-        RILL_RETURN_NOT_OK(index_->Bind(*piece));
-        prev_scratch_.resize(piece->num_rows());
-        index_->UpsertAll(piece->num_rows(), Location(slot, 0), prev_scratch_.data());
-      }
-      Chunk& c = slots_[slot];
-      c.batch = std::move(piece);
-      c.live_rows = c.batch->num_rows();
-      c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
-      if (time_column_ >= 0) {
-        ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min,
-                         &c.time_max);
-      }
+      const int64_t rows = piece->num_rows();
+      SetChunkLocked(slot, std::move(piece), nullptr, rows);
+      RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
       order_.push_back(slot);
     }
     return Status::OK();
@@ -769,12 +763,9 @@ Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& 
         }
         columns[dst] = col;
       }
-      c.batch = arrow::RecordBatch::Make(schema_, c.batch->num_rows(), std::move(columns));
-      c.insert_ts = c.batch->column(insert_ts_column_)->data()->GetValues<double>(1);
-      if (time_column_ >= 0) {
-        ComputeTimeRange(c.batch->column(time_column_), &c.has_time_range, &c.time_min,
-                         &c.time_max);
-      }
+      SetChunkLocked(order_.back(),
+                     arrow::RecordBatch::Make(schema_, c.batch->num_rows(), std::move(columns)),
+                     c.alive, c.live_rows);
     }
     for (uint32_t slot : old_order) {
       Chunk& c = slots_[slot];

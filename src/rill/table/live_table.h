@@ -201,6 +201,12 @@ class LiveTable {
   Status ApplyRetentionLocked(double now, int64_t* expired);
   Status CompactLocked(bool full);
   Status RewriteLocked(size_t begin, size_t end);
+  /// Make slots_[slot] hold `batch` and derive its insert-time pointer and
+  /// retention time range.
+  void SetChunkLocked(uint32_t slot, std::shared_ptr<arrow::RecordBatch> batch,
+                      std::shared_ptr<arrow::Buffer> alive, int64_t live_rows);
+  /// Point the key index (if any) at every row of slots_[slot].
+  Status IndexChunkLocked(uint32_t slot);
   void KillRowLocked(uint64_t location);
   void EraseKeyLocked(uint32_t slot, int64_t row);
   void DropEmptyChunksLocked();
