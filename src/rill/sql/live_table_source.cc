@@ -8,7 +8,7 @@
 
 #include "rill/common/arrow_init.h"
 #include "rill/sql/arrow_scan_internal.h"
-#include "rill/sql/string_dictionary_internal.h"
+#include "rill/sql/string_dictionary_internal.h"  // EncodedStringType
 #include "rill/table/live_table.h"
 
 namespace rill::sql_internal {
@@ -37,15 +37,7 @@ class LiveScanReader final : public arrow::RecordBatchReader {
         columns_(std::move(columns)),
         encoded_(std::move(encoded)),
         schema_(std::move(schema)),
-        cache_(std::move(cache)) {
-    arrow::FieldVector plain_fields;
-    for (size_t i = 0; i < columns_.size(); ++i) {
-      if (!encoded_[i]) {
-        plain_fields.push_back(schema_->field(static_cast<int>(i)));
-      }
-    }
-    plain_schema_ = arrow::schema(std::move(plain_fields));
-  }
+        cache_(std::move(cache)) {}
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
@@ -58,41 +50,23 @@ class LiveScanReader final : public arrow::RecordBatchReader {
       return arrow::Status::OK();
     }
     const VersionChunk& chunk = chunks_[next_++];
-    const int64_t rows = chunk.batch->num_rows();
-    const bool all_alive = chunk.alive == nullptr || chunk.live_rows == rows;
     std::vector<std::shared_ptr<arrow::Array>> arrays(columns_.size());
-    std::vector<std::shared_ptr<arrow::Array>> plain;
     for (size_t i = 0; i < columns_.size(); ++i) {
       if (!encoded_[i]) {
-        plain.push_back(chunk.batch->column(columns_[i]));
+        arrays[i] = chunk.batch->column(columns_[i]);
         continue;
       }
-      auto dictionary = cache_->Dictionary(chunk.batch, columns_[i]);
-      if (dictionary == nullptr) {
+      arrays[i] = cache_->Dictionary(chunk.batch, columns_[i]);
+      if (arrays[i] == nullptr) {
         return arrow::Status::Invalid("no cached dictionary for column ", columns_[i]);
       }
-      if (all_alive) {
-        arrays[i] = std::move(dictionary);
-      } else {
-        RILL_ASSIGN_OR_RAISE(arrays[i], FilterEncodedRows(*dictionary, chunk.alive->data(),
-                                                          chunk.live_rows, TableMemoryPool()));
-      }
     }
-    if (!all_alive && !plain.empty()) {
-      // The table's own gather, on the projected columns only.
-      VersionChunk projected{arrow::RecordBatch::Make(plain_schema_, rows, std::move(plain)),
-                             chunk.alive, chunk.live_rows};
-      RILL_ASSIGN_OR_RAISE(auto live, TableVersion::LiveBatch(projected));
-      plain = live->columns();
-    }
-    for (size_t i = 0, p = 0; i < columns_.size(); ++i) {
-      if (!encoded_[i]) {
-        arrays[i] = std::move(plain[p++]);
-      }
-    }
-    *out = arrow::RecordBatch::Make(schema_, all_alive ? rows : chunk.live_rows,
-                                    std::move(arrays));
-    return arrow::Status::OK();
+    // The table's own gather drops dead rows, on the projected columns only;
+    // encoded columns keep the cache's dictionary object.
+    VersionChunk projected{
+        arrow::RecordBatch::Make(schema_, chunk.batch->num_rows(), std::move(arrays)),
+        chunk.alive, chunk.live_rows};
+    return TableVersion::LiveBatch(projected).Value(out);
   }
 
  private:
@@ -101,7 +75,6 @@ class LiveScanReader final : public arrow::RecordBatchReader {
   std::vector<int> columns_;                 // schema indices
   std::vector<bool> encoded_;                // per entry of columns_
   std::shared_ptr<arrow::Schema> schema_;    // output
-  std::shared_ptr<arrow::Schema> plain_schema_;
   std::shared_ptr<ChunkCache> cache_;
   size_t next_ = 0;
 };

@@ -220,52 +220,5 @@ Result<std::shared_ptr<arrow::Array>> EncodeStringDictionary(const arrow::Array&
   }
 }
 
-Result<std::shared_ptr<arrow::Array>> FilterEncodedRows(const arrow::Array& encoded,
-                                                        const uint8_t* alive,
-                                                        int64_t live_rows,
-                                                        arrow::MemoryPool* pool) {
-  const auto& dict = static_cast<const arrow::DictionaryArray&>(encoded);
-  const arrow::ArrayData& in = *dict.indices()->data();
-  const int16_t* in_values = in.GetValues<int16_t>(1);
-  const uint8_t* in_validity = in.null_count > 0 ? in.buffers[0]->data() : nullptr;
-  RILL_ASSIGN_OR_RAISE(
-      auto values_buffer,
-      arrow::AllocateBuffer(live_rows * static_cast<int64_t>(sizeof(int16_t)), pool));
-  auto* out_values = reinterpret_cast<int16_t*>(values_buffer->mutable_data());
-  std::shared_ptr<arrow::Buffer> validity;
-  uint8_t* out_validity = nullptr;
-  if (in_validity != nullptr) {
-    RILL_ASSIGN_OR_RAISE(validity, arrow::AllocateEmptyBitmap(live_rows, pool));
-    out_validity = validity->mutable_data();
-  }
-  int64_t pos = 0;
-  int64_t nulls = 0;
-  for (int64_t i = 0; i < in.length; ++i) {
-    if (!arrow::bit_util::GetBit(alive, i)) {
-      continue;
-    }
-    if (pos == live_rows) {
-      return Status::Invalid("alive bitmap has more than ", live_rows, " rows set");
-    }
-    out_values[pos] = in_values[i];
-    if (out_validity != nullptr) {
-      const bool valid = arrow::bit_util::GetBit(in_validity, in.offset + i);
-      arrow::bit_util::SetBitTo(out_validity, pos, valid);
-      nulls += valid ? 0 : 1;
-    }
-    ++pos;
-  }
-  if (pos != live_rows) {
-    return Status::Invalid("alive bitmap has ", pos, " rows set, expected ", live_rows);
-  }
-  auto index_data = arrow::ArrayData::Make(
-      arrow::int16(), live_rows, {out_validity ? std::move(validity) : nullptr,
-                                  std::move(values_buffer)},
-      nulls);
-  // The same dictionary object: the scan tells DuckDB that equal dictionary
-  // buffers mean equal dictionaries.
-  return std::make_shared<arrow::DictionaryArray>(encoded.type(), arrow::MakeArray(index_data),
-                                                  dict.dictionary());
-}
 
 }  // namespace rill::sql_internal

@@ -36,12 +36,8 @@ std::shared_ptr<arrow::DataType> EncodedStringType(
 /// distinct values as rows. Invalid for other types. Buffers come from `pool`.
 Result<std::shared_ptr<arrow::Array>> EncodeStringDictionary(const arrow::Array& strings,
                                                              arrow::MemoryPool* pool);
+// The live rows of an encoded column come from the table's GatherLiveRows,
+// which keeps the dictionary object (table/gather_internal.h).
 
-/// Return the rows of `encoded` (an EncodeStringDictionary result) whose bit is
-/// set in `alive` (`live_rows` of them), sharing `encoded`'s dictionary object.
-Result<std::shared_ptr<arrow::Array>> FilterEncodedRows(const arrow::Array& encoded,
-                                                        const uint8_t* alive,
-                                                        int64_t live_rows,
-                                                        arrow::MemoryPool* pool);
 
 }  // namespace rill::sql_internal

@@ -24,10 +24,10 @@ struct Selection {
   int64_t count() const { return all ? length : static_cast<int64_t>(rows.size()); }
 };
 
-Selection Select(const GatherPart& part) {
+Result<Selection> Select(const GatherPart& part) {
   Selection sel;
   sel.length = part.batch->num_rows();
-  if (!part.alive || part.live_rows == sel.length) return sel;
+  if (!part.alive) return sel;
   sel.all = false;
   sel.rows.reserve(static_cast<size_t>(part.live_rows));
   const uint8_t* bits = part.alive->data();
@@ -43,6 +43,14 @@ Selection Select(const GatherPart& part) {
   for (int64_t i = words * 64; i < sel.length; ++i) {
     if (arrow::bit_util::GetBit(bits, i)) sel.rows.push_back(static_cast<uint32_t>(i));
   }
+  if (static_cast<int64_t>(sel.rows.size()) != part.live_rows) {
+    return Status::Invalid("alive bitmap has ", sel.rows.size(), " rows set, expected ",
+                           part.live_rows);
+  }
+  if (part.live_rows == sel.length) {
+    sel.all = true;
+    sel.rows.clear();
+  }
   return sel;
 }
 
@@ -50,6 +58,10 @@ Selection Select(const GatherPart& part) {
 enum class Kind { kFixed, kBoolean, kBinary32, kBinary64, kFallback };
 
 Kind KindOf(const arrow::DataType& type, int* byte_width) {
+  if (type.id() == arrow::Type::DICTIONARY) {
+    // The indices; the caller checks that every part shares one dictionary.
+    return KindOf(*static_cast<const arrow::DictionaryType&>(type).index_type(), byte_width);
+  }
   switch (type.id()) {
     case arrow::Type::BOOL:
       return Kind::kBoolean;
@@ -59,7 +71,6 @@ Kind KindOf(const arrow::DataType& type, int* byte_width) {
     case arrow::Type::LARGE_STRING:
     case arrow::Type::LARGE_BINARY:
       return Kind::kBinary64;
-    case arrow::Type::DICTIONARY:  // chunks may carry different dictionaries
     case arrow::Type::EXTENSION:
     case arrow::Type::NA:
       return Kind::kFallback;
@@ -202,7 +213,8 @@ Result<std::shared_ptr<arrow::RecordBatch>> GatherLiveRows(
   sels.reserve(parts.size());
   int64_t total = 0;
   for (const auto& part : parts) {
-    sels.push_back(Select(part));
+    RILL_ASSIGN_OR_RAISE(auto sel, Select(part));
+    sels.push_back(std::move(sel));
     total += sels.back().count();
   }
   if (total == 0) {
@@ -214,7 +226,17 @@ Result<std::shared_ptr<arrow::RecordBatch>> GatherLiveRows(
   for (int c = 0; c < schema->num_fields(); ++c) {
     const auto& type = schema->field(c)->type();
     int width = 0;
-    const Kind kind = KindOf(*type, &width);
+    Kind kind = KindOf(*type, &width);
+    // Dictionary indices are gathered like integers when every part shares
+    // one dictionary object; parts with different dictionaries need Arrow's
+    // Concatenate, which unifies them.
+    std::shared_ptr<arrow::ArrayData> dictionary;
+    if (type->id() == arrow::Type::DICTIONARY) {
+      dictionary = parts[0].batch->column_data(c)->dictionary;
+      for (const auto& part : parts) {
+        if (part.batch->column_data(c)->dictionary != dictionary) kind = Kind::kFallback;
+      }
+    }
     if (kind == Kind::kFallback) {
       RILL_ASSIGN_OR_RAISE(auto array, GatherFallback(parts, c, pool));
       columns.push_back(std::move(array));
@@ -271,8 +293,9 @@ Result<std::shared_ptr<arrow::RecordBatch>> GatherLiveRows(
       if (!out.ok()) return out.status();
       for (auto& b : *out) buffers.push_back(std::move(b));
     }
-    columns.push_back(
-        arrow::MakeArray(arrow::ArrayData::Make(type, total, std::move(buffers), null_count)));
+    auto data = arrow::ArrayData::Make(type, total, std::move(buffers), null_count);
+    data->dictionary = std::move(dictionary);
+    columns.push_back(arrow::MakeArray(std::move(data)));
   }
   return arrow::RecordBatch::Make(schema, total, std::move(columns));
 }

@@ -5,9 +5,11 @@
 // twice and walks the alive bitmap once per column. GatherLiveRows turns each
 // chunk's bitmap into row indices once, then writes every column straight into
 // its final buffer: fixed-width values (integers, floats, temporal, decimal),
-// booleans, and strings/binaries with 32- or 64-bit offsets, with or without
-// nulls, from sliced inputs too. Columns of any other type (dictionaries,
-// nested, views) fall back to Filter + Concatenate, column by column.
+// booleans, strings/binaries with 32- or 64-bit offsets, and dictionary
+// columns whose parts share one dictionary object (the indices are gathered,
+// the dictionary kept), with or without nulls, from sliced inputs too. Columns
+// of any other type (nested, views, dictionaries that differ between parts)
+// fall back to Filter + Concatenate, column by column.
 //
 // Threads: a pure function; any thread.
 #pragma once
@@ -32,7 +34,8 @@ struct GatherPart {
 };
 
 /// Return one batch with the live rows of `parts` in order, allocated from
-/// `pool`. Every part's batch must have `schema`'s columns and types.
+/// `pool`. Every part's batch must have `schema`'s columns and types. Invalid
+/// when a part's `alive` bitmap does not have `live_rows` bits set.
 Result<std::shared_ptr<arrow::RecordBatch>> GatherLiveRows(
     const std::shared_ptr<arrow::Schema>& schema, const std::vector<GatherPart>& parts,
     arrow::MemoryPool* pool);

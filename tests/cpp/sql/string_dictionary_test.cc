@@ -7,6 +7,7 @@
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
 
+#include "rill/table/gather_internal.h"
 #include "sql/sql_test_util.h"
 
 namespace rill::sql_internal {
@@ -83,21 +84,27 @@ TEST(EncodeStringDictionary, RefusesWhenThereAreTooManyDistinctValues) {
                    .ok());
 }
 
-TEST(FilterEncodedRows, KeepsTheLiveRowsAndTheSameDictionary) {
+// The scan drops the dead rows of encoded columns with the table's gather.
+TEST(LiveRowsOfEncodedColumns, KeepTheLiveRowsAndTheSameDictionary) {
   auto strings = JsonArray(arrow::utf8(), R"(["a", null, "b", "a", "c", null])");
   auto encoded = Encode(strings);
   ASSERT_NE(encoded, nullptr);
-  const uint8_t alive = 0b101110;  // rows 1, 2, 3, 5
-  ASSERT_OK_AND_ASSIGN(auto live, FilterEncodedRows(*encoded, &alive, /*live_rows=*/4,
-                                                    arrow::default_memory_pool()));
+  auto alive = arrow::AllocateEmptyBitmap(6).ValueOrDie();
+  alive->mutable_data()[0] = 0b101110;  // rows 1, 2, 3, 5
+  auto batch = arrow::RecordBatch::Make(
+      arrow::schema({arrow::field("s", encoded->type())}), 6, {encoded});
+  auto filter = [&](int64_t live_rows) {
+    return table_internal::GatherLiveRows(batch->schema(), {{batch, alive, live_rows}},
+                                          arrow::default_memory_pool());
+  };
+  ASSERT_OK_AND_ASSIGN(auto live_batch, filter(/*live_rows=*/4));
+  auto live = live_batch->column(0);
   EXPECT_TRUE(Decode(live, arrow::utf8())
                   ->Equals(*JsonArray(arrow::utf8(), R"([null, "b", "a", null])")));
   EXPECT_EQ(live->null_count(), 0);
   EXPECT_EQ(static_cast<const arrow::DictionaryArray&>(*live).dictionary()->data(),
             static_cast<const arrow::DictionaryArray&>(*encoded).dictionary()->data());
-  EXPECT_FALSE(FilterEncodedRows(*encoded, &alive, /*live_rows=*/3,
-                                 arrow::default_memory_pool())
-                   .ok());
+  EXPECT_FALSE(filter(/*live_rows=*/3).ok());
 }
 
 }  // namespace

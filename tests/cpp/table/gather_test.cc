@@ -174,6 +174,48 @@ TEST(GatherLiveRows, MatchesFilterThenConcatenateOnRandomBatches) {
   }
 }
 
+TEST(GatherLiveRows, DictionaryColumnsSharingOneDictionaryKeepIt) {
+  auto type = arrow::dictionary(arrow::int16(), arrow::utf8());
+  auto schema = arrow::schema({arrow::field("d", type)});
+  auto dict = test::ArrayOf(arrow::utf8(), R"(["x", "y", "z"])");
+  auto indices = test::ArrayOf(arrow::int16(), "[0, 1, 2, null, 1, 0]");
+  auto column = std::make_shared<arrow::DictionaryArray>(type, indices, dict);
+  auto batch = arrow::RecordBatch::Make(schema, 6, {column});
+  auto alive = arrow::AllocateEmptyBitmap(6).ValueOrDie();
+  alive->mutable_data()[0] = 0b011010;  // rows 1, 3, 4
+  // Two parts over the same dictionary object: indices gathered, dictionary kept.
+  auto out = GatherLiveRows(schema, {{batch, alive, 3}, {batch->Slice(4), nullptr, 2}},
+                            arrow::default_memory_pool());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const auto& gathered = static_cast<const arrow::DictionaryArray&>(*(*out)->column(0));
+  EXPECT_EQ(gathered.dictionary()->data(), column->dictionary()->data());
+  EXPECT_TRUE(gathered.indices()->Equals(*test::ArrayOf(arrow::int16(),
+                                                               "[1, null, 1, 1, 0]")))
+      << gathered.indices()->ToString();
+  // A part with another dictionary: Arrow's Concatenate unifies them.
+  auto other = std::make_shared<arrow::DictionaryArray>(
+      type, test::ArrayOf(arrow::int16(), "[0]"),
+      test::ArrayOf(arrow::utf8(), R"(["w"])"));
+  auto mixed = GatherLiveRows(
+      schema, {{batch, alive, 3}, {arrow::RecordBatch::Make(schema, 1, {other}), nullptr, 1}},
+      arrow::default_memory_pool());
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  ASSERT_TRUE((*mixed)->ValidateFull().ok());
+  auto decoded = arrow::compute::Cast(*(*mixed)->column(0), arrow::utf8()).ValueOrDie();
+  EXPECT_TRUE(decoded->Equals(*test::ArrayOf(arrow::utf8(), R"(["y", null, "y", "w"])")))
+      << decoded->ToString();
+}
+
+TEST(GatherLiveRows, AliveBitsThatDisagreeWithLiveRowsAreAnError) {
+  RandomBatches gen(3);
+  auto batch = gen.Make(10, 0.0);
+  auto alive = arrow::AllocateEmptyBitmap(10).ValueOrDie();
+  alive->mutable_data()[0] = 0b111;
+  EXPECT_FALSE(GatherLiveRows(AllKindsSchema(), {{batch, alive, 2}},
+                              arrow::default_memory_pool())
+                   .ok());
+}
+
 TEST(GatherLiveRows, AllDeadGivesAnEmptyBatchOfTheSchema) {
   const auto schema = AllKindsSchema();
   RandomBatches gen(7);
