@@ -130,10 +130,14 @@ inline std::string CellString(const arrow::Array& array, int64_t i) {
   }
 }
 
+/// How a cell is written by RowStrings.
+using CellFormatter = std::string (*)(const arrow::Array& array, int64_t i);
+
 /// Return each row of `table` as "c0|c1|...", in table order. With `columns`,
-/// only those columns, in that order.
+/// only those columns, in that order; cells written by `cell`.
 inline std::vector<std::string> RowStrings(const arrow::Table& table,
-                                           const std::vector<std::string>& columns = {}) {
+                                           const std::vector<std::string>& columns = {},
+                                           CellFormatter cell = &CellString) {
   std::vector<std::shared_ptr<arrow::ChunkedArray>> cols;
   if (columns.empty()) {
     cols = table.columns();
@@ -155,7 +159,7 @@ inline std::vector<std::string> RowStrings(const arrow::Table& table,
         if (c > 0) {
           rows[row] += "|";
         }
-        rows[row] += CellString(*chunk, i);
+        rows[row] += cell(*chunk, i);
       }
     }
   }
@@ -163,8 +167,9 @@ inline std::vector<std::string> RowStrings(const arrow::Table& table,
 }
 
 inline std::vector<std::string> SortedRows(const arrow::Table& table,
-                                           const std::vector<std::string>& columns = {}) {
-  auto rows = RowStrings(table, columns);
+                                           const std::vector<std::string>& columns = {},
+                                           CellFormatter cell = &CellString) {
+  auto rows = RowStrings(table, columns, cell);
   std::sort(rows.begin(), rows.end());
   return rows;
 }
