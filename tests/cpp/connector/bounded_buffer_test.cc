@@ -9,36 +9,10 @@
 namespace rill {
 namespace {
 
-using test::SchemaOf;
-
-std::shared_ptr<arrow::Schema> Schema() { return SchemaOf({arrow::field("id", arrow::int64())}); }
-
-/// A batch of ids [from, to).
-std::shared_ptr<arrow::RecordBatch> Ids(int64_t from, int64_t to) {
-  arrow::Int64Builder builder;
-  for (int64_t i = from; i < to; ++i) {
-    EXPECT_TRUE(builder.Append(i).ok());
-  }
-  return arrow::RecordBatch::Make(Schema(), to - from, {builder.Finish().ValueOrDie()});
-}
-
-/// The ids of `batches`, in order.
-std::vector<int64_t> Values(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
-  std::vector<int64_t> out;
-  for (const auto& batch : batches) {
-    const auto& ids = static_cast<const arrow::Int64Array&>(*batch->column(0));
-    for (int64_t i = 0; i < ids.length(); ++i) {
-      out.push_back(ids.Value(i));
-    }
-  }
-  return out;
-}
-
-std::vector<int64_t> Range(int64_t from, int64_t to) {
-  std::vector<int64_t> out;
-  for (int64_t i = from; i < to; ++i) out.push_back(i);
-  return out;
-}
+using test::IdBatch;
+using test::IdRange;
+using test::IdSchema;
+using test::IdValues;
 
 BufferLimits Records(int64_t max_records, OverflowPolicy policy) {
   BufferLimits limits;
@@ -66,12 +40,12 @@ TEST(OverflowPolicyParsing, AcceptsTheThreeStrategies) {
 
 TEST(BoundedBuffer, DrainsEverythingOldestFirst) {
   BoundedBuffer buffer(Records(100, OverflowPolicy::kDropOldest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 3)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(3, 5), Ids(5, 6)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(3, 5), IdBatch(5, 6)}));
   EXPECT_EQ(buffer.stats().buffered_records, 6);
   EXPECT_EQ(buffer.stats().pushed_records, 6);
   EXPECT_GT(buffer.stats().buffered_bytes, 0);
-  EXPECT_EQ(Values(buffer.Drain()), Range(0, 6));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 6));
   EXPECT_TRUE(buffer.Drain().empty());
   auto stats = buffer.stats();
   EXPECT_EQ(stats.buffered_records, 0);
@@ -82,10 +56,10 @@ TEST(BoundedBuffer, DrainsEverythingOldestFirst) {
 
 TEST(BoundedBuffer, IgnoresEmptyBatches) {
   BoundedBuffer buffer(Records(2, OverflowPolicy::kError));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 0)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 2), Ids(0, 0)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 0)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 2), IdBatch(0, 0)}));
   auto drained = buffer.Drain();
-  EXPECT_EQ(Values(drained), Range(0, 2));
+  EXPECT_EQ(IdValues(drained), IdRange(0, 2));
   for (const auto& batch : drained) {
     EXPECT_GT(batch->num_rows(), 0);
   }
@@ -93,68 +67,68 @@ TEST(BoundedBuffer, IgnoresEmptyBatches) {
 
 TEST(DropOldest, SlicesTheOldestBatchExactly) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kDropOldest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 3)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(3, 7)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(3, 7)}));
   auto stats = buffer.stats();
   EXPECT_EQ(stats.buffered_records, 5);
   EXPECT_EQ(stats.dropped_records, 2);
-  EXPECT_EQ(Values(buffer.Drain()), Range(2, 7));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(2, 7));
   ExpectConserved(buffer.stats(), 7);
 }
 
 TEST(DropOldest, DropsWholeBatchesThenSlicesAcrossTheirBoundary) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kDropOldest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 2)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(2, 4)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(4, 7)}));  // 7 rows: 0 and 1 go, exactly one whole batch
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 2)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(2, 4)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(4, 7)}));  // 7 rows: 0 and 1 go, exactly one whole batch
   EXPECT_EQ(buffer.stats().dropped_records, 2);
-  RILL_ASSERT_OK(buffer.Push({Ids(7, 10)}));  // 8 rows: 2, 3 and 4 go, through two batches
+  RILL_ASSERT_OK(buffer.Push({IdBatch(7, 10)}));  // 8 rows: 2, 3 and 4 go, through two batches
   EXPECT_EQ(buffer.stats().dropped_records, 5);
   EXPECT_EQ(buffer.stats().buffered_records, 5);
-  EXPECT_EQ(Values(buffer.Drain()), Range(5, 10));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(5, 10));
   ExpectConserved(buffer.stats(), 10);
 }
 
 TEST(DropOldest, KeepsOnlyTheNewestRowsOfAPushLargerThanTheBuffer) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kDropOldest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 3)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(3, 6), Ids(6, 12)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(3, 6), IdBatch(6, 12)}));
   auto stats = buffer.stats();
   EXPECT_EQ(stats.buffered_records, 5);
   EXPECT_EQ(stats.dropped_records, 7);
-  EXPECT_EQ(Values(buffer.Drain()), Range(7, 12));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(7, 12));
   ExpectConserved(buffer.stats(), 12);
 }
 
 TEST(DropNewest, TakesOnlyThePartOfAPushThatFits) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kDropNewest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 3)}));
-  RILL_ASSERT_OK(buffer.Push({Ids(3, 7)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(3, 7)}));
   EXPECT_EQ(buffer.stats().dropped_records, 2);
-  RILL_ASSERT_OK(buffer.Push({Ids(7, 8)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(7, 8)}));
   auto stats = buffer.stats();
   EXPECT_EQ(stats.dropped_records, 3);
   EXPECT_EQ(stats.buffered_records, 5);
   EXPECT_EQ(stats.pushed_records, 5);
-  EXPECT_EQ(Values(buffer.Drain()), Range(0, 5));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 5));
   ExpectConserved(buffer.stats(), 8);
 }
 
 TEST(DropNewest, SlicesAMultiBatchPushAtTheExactRow) {
   BoundedBuffer buffer(Records(6, OverflowPolicy::kDropNewest));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 2), Ids(2, 4), Ids(4, 9)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 2), IdBatch(2, 4), IdBatch(4, 9)}));
   EXPECT_EQ(buffer.stats().dropped_records, 3);
-  EXPECT_EQ(Values(buffer.Drain()), Range(0, 6));
-  RILL_ASSERT_OK(buffer.Push({Ids(9, 20)}));
-  EXPECT_EQ(Values(buffer.Drain()), Range(9, 15));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 6));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(9, 20)}));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(9, 15));
   EXPECT_EQ(buffer.stats().dropped_records, 8);
   ExpectConserved(buffer.stats(), 20);
 }
 
 TEST(ErrorOverflow, RefusesThePushWithCapacityErrorAndKeepsWhatWasBuffered) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kError));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 3)}));
-  Status status = buffer.Push({Ids(3, 6)});
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3)}));
+  Status status = buffer.Push({IdBatch(3, 6)});
   ASSERT_FALSE(status.ok());
   EXPECT_TRUE(status.IsCapacityError()) << status.ToString();
   EXPECT_NE(status.message().find('3'), std::string::npos) << "rows offered: " << status.message();
@@ -163,30 +137,30 @@ TEST(ErrorOverflow, RefusesThePushWithCapacityErrorAndKeepsWhatWasBuffered) {
   EXPECT_EQ(stats.buffered_records, 3);
   EXPECT_EQ(stats.refused_records, 3);
   EXPECT_EQ(stats.dropped_records, 0);
-  RILL_ASSERT_OK(buffer.Push({Ids(3, 5)}));  // exactly fills the buffer
-  EXPECT_EQ(Values(buffer.Drain()), Range(0, 5));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(3, 5)}));  // exactly fills the buffer
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 5));
   ExpectConserved(buffer.stats(), 8);
 }
 
 TEST(ErrorOverflow, RefusesAMultiBatchPushAsAWhole) {
   BoundedBuffer buffer(Records(5, OverflowPolicy::kError));
-  Status status = buffer.Push({Ids(0, 2), Ids(2, 6)});
+  Status status = buffer.Push({IdBatch(0, 2), IdBatch(2, 6)});
   EXPECT_TRUE(status.IsCapacityError()) << status.ToString();
   EXPECT_EQ(buffer.stats().buffered_records, 0);
   EXPECT_EQ(buffer.stats().refused_records, 6);
   EXPECT_TRUE(buffer.Drain().empty());
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 2), Ids(2, 5)}));
-  EXPECT_EQ(Values(buffer.Drain()), Range(0, 5));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 2), IdBatch(2, 5)}));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 5));
 }
 
 TEST(BoundedBuffer, HasRoomAgainAfterADrain) {
   for (auto policy : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kError}) {
     SCOPED_TRACE(OverflowPolicyName(policy));
     BoundedBuffer buffer(Records(4, policy));
-    RILL_ASSERT_OK(buffer.Push({Ids(0, 4)}));
-    EXPECT_EQ(Values(buffer.Drain()), Range(0, 4));
-    RILL_ASSERT_OK(buffer.Push({Ids(4, 8)}));
-    EXPECT_EQ(Values(buffer.Drain()), Range(4, 8));
+    RILL_ASSERT_OK(buffer.Push({IdBatch(0, 4)}));
+    EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 4));
+    RILL_ASSERT_OK(buffer.Push({IdBatch(4, 8)}));
+    EXPECT_EQ(IdValues(buffer.Drain()), IdRange(4, 8));
     EXPECT_EQ(buffer.stats().dropped_records, 0);
     EXPECT_EQ(buffer.stats().drained_records, 8);
   }
@@ -194,25 +168,25 @@ TEST(BoundedBuffer, HasRoomAgainAfterADrain) {
 
 TEST(BoundedBuffer, IsUnlimitedWhenBothLimitsAreZero) {
   BoundedBuffer buffer(Records(0, OverflowPolicy::kError));
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 100000)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 100000)}));
   EXPECT_EQ(buffer.stats().buffered_records, 100000);
 }
 
 TEST(ByteLimit, DropsOldestRowsUntilTheBytesFit) {
-  const int64_t batch_bytes = EstimateBatchBytes(*Ids(0, 100));
+  const int64_t batch_bytes = EstimateBatchBytes(*IdBatch(0, 100));
   ASSERT_GE(batch_bytes, 800) << "100 int64 values";
   BufferLimits limits;
   limits.max_records = 0;
   limits.max_bytes = batch_bytes / 2;
   limits.on_overflow = OverflowPolicy::kDropOldest;
   BoundedBuffer buffer(limits);
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 100)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 100)}));
   auto stats = buffer.stats();
   EXPECT_LE(stats.buffered_bytes, limits.max_bytes);
   EXPECT_GE(stats.buffered_records, 40);
   EXPECT_LE(stats.buffered_records, 50);
   ExpectConserved(stats, 100);
-  auto values = Values(buffer.Drain());
+  auto values = IdValues(buffer.Drain());
   ASSERT_FALSE(values.empty());
   EXPECT_EQ(values.back(), 99) << "the newest rows are kept";
   EXPECT_EQ(static_cast<int64_t>(values.size()), stats.buffered_records);
@@ -221,16 +195,16 @@ TEST(ByteLimit, DropsOldestRowsUntilTheBytesFit) {
 TEST(ByteLimit, RefusesWithErrorWhenTheBytesDoNotFit) {
   BufferLimits limits;
   limits.max_records = 0;
-  limits.max_bytes = EstimateBatchBytes(*Ids(0, 10));
+  limits.max_bytes = EstimateBatchBytes(*IdBatch(0, 10));
   limits.on_overflow = OverflowPolicy::kError;
   BoundedBuffer buffer(limits);
-  RILL_ASSERT_OK(buffer.Push({Ids(0, 10)}));
-  EXPECT_TRUE(buffer.Push({Ids(10, 11)}).IsCapacityError());
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 10)}));
+  EXPECT_TRUE(buffer.Push({IdBatch(10, 11)}).IsCapacityError());
   EXPECT_EQ(buffer.stats().buffered_records, 10);
 }
 
 TEST(EstimateBatchBytes, ProRatesSlices) {
-  auto batch = Ids(0, 1000);
+  auto batch = IdBatch(0, 1000);
   const int64_t whole = EstimateBatchBytes(*batch);
   const int64_t half = EstimateBatchBytes(*batch->Slice(0, 500));
   EXPECT_GE(whole, 8000);

@@ -57,6 +57,38 @@ const arrow::Status& StatusOf(const arrow::Result<T>& r) {
 #define RILL_ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
   RILL_ASSERT_OK_AND_ASSIGN_IMPL(RILL_CONCAT(_rill_result_, __LINE__), lhs, rexpr)
 
+/// Schema of a single int64 column "id" (the connector tests' rows).
+inline std::shared_ptr<arrow::Schema> IdSchema() {
+  return arrow::schema({arrow::field("id", arrow::int64())});
+}
+
+/// A batch of IdSchema() holding the ids [from, to).
+inline std::shared_ptr<arrow::RecordBatch> IdBatch(int64_t from, int64_t to) {
+  arrow::Int64Builder builder;
+  for (int64_t i = from; i < to; ++i) {
+    EXPECT_TRUE(builder.Append(i).ok());
+  }
+  return arrow::RecordBatch::Make(IdSchema(), to - from, {builder.Finish().ValueOrDie()});
+}
+
+/// The ids of `batches` (first column, int64), in order.
+inline std::vector<int64_t> IdValues(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+  std::vector<int64_t> out;
+  for (const auto& batch : batches) {
+    const auto& ids = static_cast<const arrow::Int64Array&>(*batch->column(0));
+    for (int64_t i = 0; i < ids.length(); ++i) out.push_back(ids.Value(i));
+  }
+  return out;
+}
+
+/// The ids [from, to).
+inline std::vector<int64_t> IdRange(int64_t from, int64_t to) {
+  std::vector<int64_t> out;
+  for (int64_t i = from; i < to; ++i) out.push_back(i);
+  return out;
+}
+
 /// A settable clock; copies share the same time. Thread-safe.
 class FakeClock {
  public:
