@@ -171,34 +171,7 @@ Engine::~Engine() {
 Result<std::shared_ptr<LiveTable>> Engine::RegisterTable(const std::string& name,
                                                          std::shared_ptr<arrow::Schema> schema,
                                                          TableOptions options) {
-  if (name.rfind("rill_", 0) == 0) {
-    return Status::Invalid("Table name '", name, "' is reserved: names starting with 'rill_' ",
-                           "belong to the engine");
-  }
-  if (!options.clock) options.clock = clock_;
-  if (options.auto_compact_chunks == TableOptions{}.auto_compact_chunks) {
-    options.auto_compact_chunks = options_.auto_compact_chunks;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tables_.count(name)) {
-      return Status::Invalid("Table '", name, "' is already registered");
-    }
-  }
-  RILL_ASSIGN_OR_RAISE(auto table, LiveTable::Make(name, std::move(schema), std::move(options)));
-  table->SetErrorHandler([this](const std::string& t, const std::string& what) {
-    RecordEvent(EngineEvent{0, Severity::kError, "engine", "subscriber:" + t,
-                            "Subscriber of table '" + t + "' failed", what, ""});
-  });
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tables_.count(name)) {
-      return Status::Invalid("Table '", name, "' is already registered");
-    }
-    tables_[name] = table;
-  }
-  RILL_RETURN_NOT_OK(sql_->RegisterTable(table));
-  return table;
+  return CreateTable(name, std::move(schema), std::move(options), /*from_declaration=*/false);
 }
 
 std::shared_ptr<LiveTable> Engine::FindTable(const std::string& name) const {
@@ -217,7 +190,9 @@ Result<std::shared_ptr<LiveTable>> Engine::GetOrCreateTable(const std::string& n
                                                             std::shared_ptr<arrow::Schema> schema,
                                                             TableOptions options) {
   if (auto t = FindTable(name)) return t;
-  auto created = RegisterTable(name, std::move(schema), std::move(options));
+  // A declared table is created with its declared options.
+  auto created = CreateTable(name, std::move(schema), std::move(options),
+                             /*from_declaration=*/true);
   if (!created.ok()) {
     // Lost a race with another creator: return theirs.
     if (auto t = FindTable(name)) return t;
@@ -240,6 +215,7 @@ Status Engine::DropTable(const std::string& name) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (declared_.erase(name)) return Status::OK();  // never had a schema nor a view
     if (!tables_.erase(name)) return Status::KeyError("Unknown table '", name, "'");
   }
   return sql_->UnregisterTable(name);
@@ -279,16 +255,16 @@ Status Engine::RemoveConnector(const std::string& name) {
   auto batches = connector->Poll();
   if (batches.ok() && !batches->empty()) {
     std::lock_guard<std::mutex> tick(tick_mu_);
-    auto table = FindTable(connector->target_table());
     double now = clock_();
     for (const auto& b : *batches) {
-      if (!table) {
-        RejectBatch(connector->target_table(), name, b,
-                    Status::KeyError("Unknown table '", connector->target_table(), "'"), now);
+      // As a tick would: a declared or unknown target is created from the batch.
+      auto table = GetOrCreateTable(connector->target_table(), b->schema());
+      if (!table.ok()) {
+        RejectBatch(connector->target_table(), name, b, table.status(), now);
         continue;
       }
-      auto written = table->Write(b, now);
-      if (!written.ok()) RejectBatch(table->name(), name, b, written.status(), now);
+      auto written = (*table)->Write(b, now);
+      if (!written.ok()) RejectBatch((*table)->name(), name, b, written.status(), now);
     }
   }
   return Status::OK();
@@ -363,11 +339,13 @@ std::map<std::string, TaskStats> Engine::TaskStatistics() const {
 
 Result<LiveTable::SubscriptionId> Engine::Subscribe(const std::string& table,
                                                     LiveTable::Subscriber callback) {
-  RILL_ASSIGN_OR_RAISE(auto t, GetTable(table));
-  return t->Subscribe(std::move(callback));
+  if (auto t = FindTable(table)) return t->Subscribe(std::move(callback));
+  return SubscribeDeclared(table, std::move(callback));
 }
 
 Status Engine::Unsubscribe(const std::string& table, LiveTable::SubscriptionId id) {
+  id = ResolveSubscription(table, id);
+  if (id == 0) return Status::OK();  // it was waiting for a declared table
   RILL_ASSIGN_OR_RAISE(auto t, GetTable(table));
   if (!t->Unsubscribe(id)) {
     return Status::KeyError("No subscription ", id, " on table '", table, "'");
@@ -445,7 +423,9 @@ std::vector<EngineEvent> Engine::RecentEvents() const {
 // SQL ---------------------------------------------------------------------------
 
 Result<std::shared_ptr<arrow::Table>> Engine::Query(std::string_view sql) {
-  return sql_->Query(sql);
+  auto result = sql_->Query(sql);
+  if (!result.ok()) return ExplainDeclaredTables(result.status());
+  return result;
 }
 
 // Tick ----------------------------------------------------------------------------

@@ -114,10 +114,37 @@ class Engine {
   Result<std::shared_ptr<LiveTable>> GetOrCreateTable(const std::string& name,
                                                       std::shared_ptr<arrow::Schema> schema,
                                                       TableOptions options = {});
-  /// Names of user tables (not the rill_* system tables), sorted.
+  /// Names of user tables (not the rill_* system tables), sorted. Declared
+  /// tables that have no schema yet are not included (see DeclaredTableNames).
   std::vector<std::string> TableNames() const;
-  /// Drop a table and its view. KeyError if unknown.
+  /// Drop a table and its view, or a declared table. KeyError if unknown.
   Status DropTable(const std::string& name);
+
+  // Declared tables (engine_declared.cc) --------------------------------------
+  /// Declare a table whose schema is not known yet, e.g. one fed by a
+  /// connector. The first batch written to it (by a connector, a task, or
+  /// TableForWrite / GetOrCreateTable) creates the LiveTable with that batch's
+  /// schema and these `options` (the declared options win over any passed
+  /// there). Until then:
+  ///   - the name is taken (RegisterTable and DeclareTable fail), it is listed
+  ///     by DeclaredTableNames() and TableDeclaration(), not by TableNames(),
+  ///     and GetTable() returns KeyError;
+  ///   - SQL does not see it: a query naming it fails, and Query() says the
+  ///     table has no schema yet;
+  ///   - Subscribe() works: the subscriber is called from the first version on.
+  /// Invalid if the name is taken or reserved, for an invalid retention
+  /// policy, and for an append table without one (CheckAppendRetention). A
+  /// mode left unset is decided by the first batch's schema metadata
+  /// (snapshot without it).
+  Status DeclareTable(const std::string& name, TableOptions options = {});
+  /// The options of a declared table that has no schema yet; nullopt otherwise.
+  std::optional<TableOptions> TableDeclaration(const std::string& name) const;
+  /// Names of the declared tables that have no schema yet, sorted.
+  std::vector<std::string> DeclaredTableNames() const;
+  /// Return the table `name`, creating a declared table from `schema` first.
+  /// KeyError if the name is neither a table nor declared.
+  Result<std::shared_ptr<LiveTable>> TableForWrite(const std::string& name,
+                                                   std::shared_ptr<arrow::Schema> schema);
 
   // Connectors -------------------------------------------------------------
   /// Add and start a connector. Invalid if its name is taken.
@@ -133,9 +160,12 @@ class Engine {
   Status RemoveJoinTask(const std::string& name);
   /// A copy of each task's counters, by task name.
   std::map<std::string, TaskStats> TaskStatistics() const;
+  /// The SQL and join tasks, ordered by name (engine_declared.cc).
+  std::vector<std::shared_ptr<Task>> Tasks() const;
 
   // Observers ------------------------------------------------------------
-  /// Call `callback` with each new version of `table`. KeyError if unknown.
+  /// Call `callback` with each new version of `table` (a declared table's
+  /// from its first version on). KeyError if unknown.
   Result<LiveTable::SubscriptionId> Subscribe(const std::string& table,
                                               LiveTable::Subscriber callback);
   Status Unsubscribe(const std::string& table, LiveTable::SubscriptionId id);
@@ -190,6 +220,20 @@ class Engine {
   void Loop();
   bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
+  // engine_declared.cc
+  /// Create, register and publish a table. With `from_declaration`, a
+  /// declaration of `name` is consumed (its options and subscribers are
+  /// used); otherwise a declared name is taken.
+  Result<std::shared_ptr<LiveTable>> CreateTable(const std::string& name,
+                                                 std::shared_ptr<arrow::Schema> schema,
+                                                 TableOptions options, bool from_declaration);
+  Result<LiveTable::SubscriptionId> SubscribeDeclared(const std::string& table,
+                                                      LiveTable::Subscriber callback);
+  /// Map a subscription id handed out for a declared table to the table's own.
+  LiveTable::SubscriptionId ResolveSubscription(const std::string& table,
+                                                LiveTable::SubscriptionId id);
+  /// `status` of a failed query, saying which declared tables it may miss.
+  Status ExplainDeclaredTables(const Status& status) const;
 
   EngineOptions options_;
   Clock clock_;
@@ -198,6 +242,18 @@ class Engine {
   // Registry: guarded by mu_. Never held while calling callbacks or running a tick.
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<LiveTable>> tables_;
+  /// A table declared without a schema (DeclareTable), and the subscribers
+  /// waiting for its first version (by the ids Subscribe handed out).
+  struct Declaration {
+    TableOptions options;
+    std::map<LiveTable::SubscriptionId, LiveTable::Subscriber> subscribers;
+  };
+  std::map<std::string, Declaration> declared_;
+  /// (table, id handed out while declared) -> the table's own subscription id.
+  std::map<std::pair<std::string, LiveTable::SubscriptionId>, LiveTable::SubscriptionId>
+      subscription_aliases_;
+  /// Ids handed out for declared tables; far above any table's own ids.
+  LiveTable::SubscriptionId next_declared_subscription_ = uint64_t{1} << 48;
   std::map<std::string, std::shared_ptr<Connector>> connectors_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // SQL and join tasks
   std::map<std::string, std::string> task_kinds_;       // name -> "sql" | "join"

@@ -186,11 +186,7 @@ Result<std::shared_ptr<LiveTable>> LiveTable::Make(std::string name,
   if (options.retention) {
     RILL_RETURN_NOT_OK(options.retention->Validate());
   }
-  if (mode == TableMode::kAppend && (!options.retention || !options.retention->enabled())) {
-    return Status::Invalid(
-        "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
-        "append-only tables: table '", name, "' is in append mode without one");
-  }
+  RILL_RETURN_NOT_OK(CheckAppendRetention(name, mode, options.retention));
   // Record key and mode in the schema metadata so readers see them.
   RILL_ASSIGN_OR_RAISE(user_schema, WithTableMetadata(user_schema, key, mode));
   options.primary_key = key;

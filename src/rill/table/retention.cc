@@ -82,4 +82,14 @@ Result<TimeReader> MakeTimeReader(const std::shared_ptr<arrow::Array>& array) {
   }
 }
 
+Status CheckAppendRetention(const std::string& name, TableMode mode,
+                            const std::optional<RetentionPolicy>& retention) {
+  if (mode == TableMode::kAppend && (!retention || !retention->enabled())) {
+    return Status::Invalid(
+        "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
+        "append-only tables: table '", name, "' is in append mode without one");
+  }
+  return Status::OK();
+}
+
 }  // namespace rill

@@ -10,6 +10,7 @@
 #include <arrow/type_fwd.h>
 
 #include "rill/common/status.h"
+#include "rill/table/schema.h"
 
 namespace rill {
 
@@ -27,6 +28,13 @@ struct RetentionPolicy {
   /// Invalid for negative limits or an empty time column name.
   Status Validate() const;
 };
+
+/// The rule that an append table needs a retention policy enabling max_rows or
+/// max_age_seconds (else it grows without bound). OK for snapshot tables;
+/// Invalid, naming the table, otherwise. LiveTable::Make and
+/// Engine::DeclareTable check it here, and nowhere else.
+Status CheckAppendRetention(const std::string& name, TableMode mode,
+                            const std::optional<RetentionPolicy>& retention);
 
 /// Read a column as unix seconds: float and integer columns are seconds already;
 /// timestamp columns of any unit and time zone, date32 and date64 are converted.
