@@ -11,10 +11,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import pyarrow as pa
 
 from . import _arrow, _core
-from .connectors import BaseConnector, MemoryConnector
+from ._sequence import EngineList
+from .connectors.base import BaseConnector, connector_of
 from .metrics import MetricsRegistry
 from .retention import RetentionPolicy
-from .table import RillTable
+from .schema import normalize_mode
+from .table import RillTable, _check_table_args
 from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
 
 __all__ = ["RillEngine"]
@@ -34,6 +36,11 @@ class RillEngine:
     drains the connectors into their tables (upsert or append), applies
     retention, runs the due SQL and join tasks, evaluates business metrics and
     checks the memory budget. step() runs one tick on the calling thread.
+
+    The C++ engine alone holds the tables, connectors and tasks: the tables
+    returned here are views over it by name, and `connectors`, `sql_tasks`
+    and `join_tasks` are live sequences over it (append() adds to the
+    engine, remove()/del remove from it).
 
     Threads: all methods may be called from any thread, including from
     callbacks. The GIL is released while the engine works; Python callbacks
@@ -104,10 +111,8 @@ class RillEngine:
         )
         self._finalizer = weakref.finalize(self, _close_core, self._core)
         self._lock = threading.RLock()
-        self._tables: Dict[str, RillTable] = {}
-        self._connectors: Dict[str, BaseConnector] = {}
-        self._sql_tasks: Dict[str, ScheduledSQLTask] = {}
-        self._join_tasks: Dict[str, TableJoinTask] = {}
+        # Python callables subscribed to tables -> the engine's subscription ids.
+        self._subscriptions: Dict[Tuple[str, Any], int] = {}
         self._last_memory: Optional[Tuple[int, int]] = None
         self.metrics = MetricsRegistry(self)
         self.duckdb = DuckDBBridge(self)
@@ -124,36 +129,32 @@ class RillEngine:
     ) -> RillTable:
         """Create and register a table; return it.
 
-        Key and mode default to the schema's metadata (see rills.schema()); a
-        table without a schema takes the schema of its first rows. ValueError
-        if the name is taken or reserved (rill_*), for an append table without
-        a retention policy, or an unknown key column.
+        Key and mode default to the schema's metadata (see rills.schema()).
+        A table registered without a schema is declared in the engine with its
+        key, mode and retention, and takes the schema of the first batch
+        written to it (from a connector, a task or upsert()); until then it has
+        no rows, `schema` is None and SQL does not see it (a query naming it
+        fails with a ValueError saying so). ValueError if the name is taken or
+        reserved (rill_*), for an append table without a retention policy, or
+        an unknown key column.
         """
-        with self._lock:
-            if name in self._tables or self._core.get_table(name) is not None:
-                raise ValueError(f"Table '{name}' is already registered")
-            table = RillTable._pending(self, name, schema, primary_key, retention_policy, mode)
-            if schema is not None:
-                table._materialize(schema)
-            self._tables[name] = table
-            return table
+        _check_table_args(name, schema, retention_policy)
+        args = dict(
+            primary_key=_arrow.key_list(primary_key),
+            mode=normalize_mode(mode),
+            **(retention_policy._core_args() if retention_policy else {}),
+        )
+        if schema is not None:
+            self._core.register_table(name, schema, **args)
+        else:
+            self._core.declare_table(name, **args)
+        return RillTable._view(self, name)
 
     def get_table(self, name: str) -> Optional[RillTable]:
-        """Return the table named `name`, or None."""
-        with self._lock:
-            table = self._tables.get(name)
-            if table is not None:
-                if table._core is None:
-                    core = self._core.get_table(name)
-                    if core is not None:  # created by the engine meanwhile: adopt it
-                        table._materialize(None)
-                return table
-            core = self._core.get_table(name)
-            if core is None:
-                return None
-            table = RillTable._wrap(self, core)
-            self._tables[name] = table
-            return table
+        """Return the table named `name` (registered, declared or created by the engine), or None."""
+        if self._core.get_table(name) is None and self._core.table_declaration(name) is None:
+            return None
+        return RillTable._view(self, name)
 
     def get_or_create_table(
         self,
@@ -172,21 +173,36 @@ class RillEngine:
 
     @property
     def tables(self) -> Dict[str, RillTable]:
-        """All user tables, by name."""
-        with self._lock:
-            names = set(self._core.table_names()) | set(self._tables)
-            return {name: t for name in sorted(names) if (t := self.get_table(name)) is not None}
+        """All user tables (declared ones included), by name."""
+        return {name: RillTable._view(self, name) for name in self.table_names()}
 
     def table_names(self) -> List[str]:
-        """Names of the user tables, sorted."""
-        return sorted(set(self._core.table_names()) | set(self._tables))
+        """Names of the user tables, declared ones included, sorted."""
+        return sorted(set(self._core.table_names()) | set(self._core.declared_table_names()))
 
-    def _ensure_table(self, name: str, schema: pa.Schema) -> None:
-        # A connector is about to deliver rows of `schema` for `name`: a table
-        # registered without a schema takes this one.
-        table = self._tables.get(name)
-        if table is not None and table._core is None:
-            table._materialize(schema)
+    def drop_table(self, name: str) -> None:
+        """Remove a table (and its SQL view) from the engine. KeyError if unknown."""
+        self._core.drop_table(name)
+        with self._lock:
+            for key in [k for k in self._subscriptions if k[0] == name]:
+                del self._subscriptions[key]
+
+    def _subscribe(self, table: str, callback: Callable[[str, pa.Table], None]) -> None:
+        with self._lock:
+            if (table, callback) in self._subscriptions:
+                return
+            self._subscriptions[(table, callback)] = self._core.subscribe(
+                table, _deliverer(table, callback)
+            )
+
+    def _unsubscribe(self, table: str, callback: Callable[[str, pa.Table], None]) -> None:
+        with self._lock:
+            sub_id = self._subscriptions.pop((table, callback), None)
+            if sub_id is not None:
+                try:
+                    self._core.unsubscribe(table, sub_id)
+                except KeyError:
+                    pass  # the table was dropped meanwhile
 
     # Connectors --------------------------------------------------------------------
 
@@ -199,88 +215,117 @@ class RillEngine:
         if not isinstance(connector, BaseConnector):
             raise TypeError(f"add_connector() takes a BaseConnector, got {type(connector).__name__}")
         with self._lock:
-            if self._connectors.get(connector.name) is connector:
+            if any(c is connector for c in self.connectors):
                 return
-            if connector.name in self._connectors:
-                raise ValueError(f"Connector name '{connector.name}' is already used in this engine")
-            connector._attach(self)
-            if isinstance(connector, MemoryConnector):
-                core = connector._core
-            else:
+            core = connector._core_connector()
+            if core is None:
                 core = _core.PyConnector.make(
                     connector.name, connector.target_table, connector, self._core.reporter
                 )
             try:
                 self._core.add_connector(core)
-            except BaseException:
-                connector._detach()
-                raise
-            self._connectors[connector.name] = connector
+            except ValueError as error:
+                raise ValueError(
+                    f"Connector name '{connector.name}' is already used in this engine"
+                ) from error
 
     def remove_connector(self, connector: Union[BaseConnector, str]) -> None:
-        """Stop and detach a connector (or the connector of that name); what it buffered is written first."""
+        """Stop and detach a connector (or the connector of that name); what it buffered is written first.
+
+        Unknown connectors are ignored.
+        """
         name = connector if isinstance(connector, str) else connector.name
-        with self._lock:
-            attached = self._connectors.pop(name, None)
-            if attached is None:
-                return
+        try:
             self._core.remove_connector(name)
-            attached._detach()
+        except KeyError:
+            pass
 
     @property
-    def connectors(self) -> List[BaseConnector]:
-        """The attached connectors."""
-        with self._lock:
-            return list(self._connectors.values())
+    def connectors(self) -> EngineList[BaseConnector]:
+        """The attached connectors, ordered by name: a live sequence over the engine.
+
+        `engine.connectors.append(c)` is add_connector(c); remove()/del detach.
+        """
+        return EngineList(
+            "connectors",
+            lambda: [connector_of(core) for core in self._core.connectors()],
+            self.add_connector,
+            self.remove_connector,
+        )
 
     # Tasks ---------------------------------------------------------------------------
 
     def add_sql_task(self, task: ScheduledSQLTask) -> None:
-        """Schedule a SQL task. ValueError if a task of that name exists."""
+        """Schedule a SQL task. Adding an equal task again does nothing.
+
+        ValueError if another task of that name exists.
+        """
         if not isinstance(task, ScheduledSQLTask):
             raise TypeError(f"add_sql_task() takes a ScheduledSQLTask, got {type(task).__name__}")
         with self._lock:
-            if self._sql_tasks.get(task.name) is task:
+            if task in self.sql_tasks:
                 return
             self._core.add_sql_task(
                 task.name, task.query, task.output_table, task.interval_seconds,
                 _arrow.key_list(task.primary_key),
             )
-            self._sql_tasks[task.name] = task
 
     def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:
         """Unschedule a SQL task (or the task of that name); unknown tasks are ignored."""
         name = task if isinstance(task, str) else task.name
-        with self._lock:
-            if self._sql_tasks.pop(name, None) is not None:
-                self._core.remove_sql_task(name)
+        try:
+            self._core.remove_sql_task(name)
+        except KeyError:
+            pass
 
     def add_join_task(self, task: TableJoinTask) -> None:
-        """Schedule a join task. ValueError for an unknown join type or aggregate function."""
+        """Schedule a join task. Adding an equal task again does nothing.
+
+        ValueError for an unknown join type or aggregate function, or if
+        another task of that name exists.
+        """
         if not isinstance(task, TableJoinTask):
             raise TypeError(f"add_join_task() takes a TableJoinTask, got {type(task).__name__}")
         with self._lock:
-            if self._join_tasks.get(task.name) is task:
+            if task in self.join_tasks:
                 return
             self._core.add_join_task(**task._core_args())
-            self._join_tasks[task.name] = task
 
     def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
         """Unschedule a join task (or the task of that name); unknown tasks are ignored."""
         name = task if isinstance(task, str) else task.name
-        with self._lock:
-            if self._join_tasks.pop(name, None) is not None:
-                self._core.remove_join_task(name)
+        try:
+            self._core.remove_join_task(name)
+        except KeyError:
+            pass
 
     @property
-    def sql_tasks(self) -> List[ScheduledSQLTask]:
-        """The scheduled SQL tasks."""
-        return list(self._sql_tasks.values())
+    def sql_tasks(self) -> EngineList[ScheduledSQLTask]:
+        """The scheduled SQL tasks, ordered by name: a live sequence over the engine.
+
+        Items are read from the engine (equal, not identical, to the tasks
+        added). `engine.sql_tasks.append(t)` is add_sql_task(t); remove()/del
+        unschedule.
+        """
+        return EngineList(
+            "SQL tasks",
+            lambda: [ScheduledSQLTask._from_core(d) for d in self._core.sql_tasks()],
+            self.add_sql_task,
+            self.remove_sql_task,
+        )
 
     @property
-    def join_tasks(self) -> List[TableJoinTask]:
-        """The scheduled join tasks."""
-        return list(self._join_tasks.values())
+    def join_tasks(self) -> EngineList[TableJoinTask]:
+        """The scheduled join tasks, ordered by name: a live sequence over the engine.
+
+        `engine.join_tasks.append(t)` is add_join_task(t); remove()/del unschedule.
+        """
+        return EngineList(
+            "join tasks",
+            lambda: [TableJoinTask._from_core(d) for d in self._core.join_tasks()],
+            self.add_join_task,
+            self.remove_join_task,
+        )
 
     # Observers -------------------------------------------------------------------------
 
@@ -307,7 +352,6 @@ class RillEngine:
         """
         if not isinstance(sql, str):
             raise TypeError(f"sql must be a str, got {type(sql).__name__}")
-        self._sync_tables()
         return _arrow.table_from_stream(self._core.query(sql))
 
     # Metrics and memory ------------------------------------------------------------------
@@ -476,9 +520,7 @@ class RillEngine:
 
     def step(self) -> float:
         """Run one tick now on the calling thread; return its latency in milliseconds."""
-        latency_ms = self._core.step() * 1000.0
-        self._sync_tables()
-        return latency_ms
+        return self._core.step() * 1000.0
 
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
         """Start the background loop (no-op if running)."""
@@ -512,13 +554,6 @@ class RillEngine:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def _sync_tables(self) -> None:
-        # Attach tables the engine created (task outputs, connector targets) to
-        # pending Python tables of the same name, so their subscribers run.
-        pending = [n for n, t in list(self._tables.items()) if t._core is None]
-        for name in pending:
-            self.get_table(name)
-
     def __repr__(self) -> str:
         return (
             f"<RillEngine(trigger_interval_ms={self.trigger_interval_ms}, "
@@ -531,6 +566,14 @@ def _warn_no_server() -> None:
         "quack_address/quack_token: the network server is not available yet in this "
         "version of rills; the engine runs without serving"
     )
+
+
+def _deliverer(name: str, callback: Callable[[str, pa.Table], None]) -> Callable[[Any], None]:
+    # Holds the table's name, not the table or engine: no reference cycle through C++.
+    def deliver(capsule: Any) -> None:
+        callback(name, _arrow.table_from_stream(capsule))
+
+    return deliver
 
 
 def _memory_hook(engine_ref: "weakref.ReferenceType[RillEngine]") -> Callable[[int, int], None]:

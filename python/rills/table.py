@@ -17,11 +17,11 @@ __all__ = ["RillTable", "upsert_table"]
 Subscriber = Callable[[str, pa.Table], None]
 
 
-def _mandatory_ttl_error(name: str) -> ValueError:
-    return ValueError(
-        "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
-        f"append-only tables: table '{name}' is in append mode without one"
-    )
+def _retention_from_tuple(value: Any) -> Optional[RetentionPolicy]:
+    if value is None:
+        return None
+    max_rows, max_age_seconds, time_column = value
+    return RetentionPolicy(max_rows, max_age_seconds, time_column)
 
 
 class RillTable:
@@ -35,6 +35,11 @@ class RillTable:
     A table made without a schema takes the schema of its first write.
     Reads (to_arrow, num_rows) see the latest published version without
     copying; all methods may be called from any thread.
+
+    The tables of an engine (register_table, get_table, engine.tables) are
+    views: they hold the engine and the table's name, and every property and
+    method asks the C++ engine, which alone owns the table, its options and
+    its subscribers. Two views of one name are equal.
     """
 
     def __init__(
@@ -50,82 +55,72 @@ class RillTable:
         ValueError for an append table without a retention policy, an unknown
         mode or key column; TypeError for arguments of the wrong type.
         """
-        self._setup(name, schema, primary_key, retention_policy, mode, engine=None)
-        if schema is not None:
-            self._materialize(schema)
-
-    # Construction ------------------------------------------------------------
-
-    def _setup(self, name, schema, primary_key, retention_policy, mode, engine) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a table needs a non-empty name, got {name!r}")
-        if schema is not None and not isinstance(schema, pa.Schema):
-            raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        if retention_policy is not None and not isinstance(retention_policy, RetentionPolicy):
-            raise TypeError(
-                f"retention_policy must be a RetentionPolicy, got {type(retention_policy).__name__}"
-            )
+        _check_table_args(name, schema, retention_policy)
         self._name = name
+        self._engine_ref: Optional[weakref.ReferenceType] = None
         self._keys = _arrow.key_list(primary_key)
-        if not self._keys and schema is not None:
-            self._keys = _arrow.key_list(extract_primary_key(schema))
         self._mode = normalize_mode(mode)
-        effective_mode = self._mode or (extract_mode(schema) if schema is not None else "snapshot")
-        if effective_mode == "append" and (retention_policy is None or not retention_policy.enabled):
-            raise _mandatory_ttl_error(name)
         self._retention = retention_policy
         self._declared_schema = schema
-        self._engine_ref = weakref.ref(engine) if engine is not None else None
-        self._reporter = engine._core.reporter if engine is not None else _core.Reporter()
-        self._core: Optional[Any] = None
+        self._standalone: Optional[Any] = None
+        self._reporter = _core.Reporter()
         self._lock = threading.RLock()
         self._subscriptions: Dict[Any, Optional[int]] = {}
+        if schema is not None:
+            self._materialize(schema)
+        else:  # the C++ rule (append needs a retention policy), checked now
+            _core.check_table_options(
+                name, self._mode, **(retention_policy._core_args() if retention_policy else {})
+            )
 
     @classmethod
-    def _pending(cls, engine, name, schema, primary_key, retention_policy, mode) -> "RillTable":
+    def _view(cls, engine: Any, name: str) -> "RillTable":
+        """The table `name` of `engine` (which must exist or be declared)."""
         table = cls.__new__(cls)
-        table._setup(name, schema, primary_key, retention_policy, mode, engine)
+        table._name = name
+        table._engine_ref = weakref.ref(engine)
         return table
 
-    @classmethod
-    def _wrap(cls, engine, core) -> "RillTable":
-        table = cls.__new__(cls)
-        retention = None
-        if core.retention is not None:
-            max_rows, max_age, column = core.retention
-            retention = RetentionPolicy(max_rows, max_age, column)
-        table._name = core.name
-        table._keys = list(core.primary_key)
-        table._mode = core.mode
-        table._retention = retention
-        table._declared_schema = None
-        table._engine_ref = weakref.ref(engine) if engine is not None else None
-        table._reporter = engine._core.reporter if engine is not None else _core.Reporter()
-        table._core = core
-        table._lock = threading.RLock()
-        table._subscriptions = {}
-        return table
+    # Where the state lives ---------------------------------------------------
+
+    def _engine(self) -> Any:
+        engine = self._engine_ref() if self._engine_ref is not None else None
+        if engine is None:
+            raise RuntimeError(f"the engine of table '{self._name}' is gone")
+        return engine
+
+    @property
+    def _core(self) -> Optional[Any]:
+        """The C++ table, or None while it has no schema."""
+        if self._engine_ref is None:
+            return self._standalone
+        return self._engine()._core.get_table(self._name)
+
+    def _declaration(self) -> Optional[Dict[str, Any]]:
+        """Key, mode and retention of a table without a schema yet (engine tables)."""
+        if self._engine_ref is None:
+            return {
+                "primary_key": self._keys,
+                "mode": self._mode,
+                "retention": None,
+            }
+        return self._engine()._core.table_declaration(self._name)
 
     def _materialize(self, schema: pa.Schema) -> Any:
-        """Create the C++ table (once) with `schema` if it does not exist yet."""
+        """Return the C++ table, creating a table without a schema from `schema`."""
+        if self._engine_ref is not None:
+            return self._engine()._core.table_for_write(self._name, schema)
         with self._lock:
-            if self._core is not None:
-                return self._core
-            args = dict(
-                primary_key=self._keys,
-                mode=self._mode,
-                **(self._retention._core_args() if self._retention else {}),
-            )
-            engine = self._engine_ref() if self._engine_ref is not None else None
-            if engine is not None:
-                core = engine._core.register_table(self._name, schema, get_or_create=True, **args)
-            else:
-                core = _core.LiveTable.make(self._name, schema, auto_compact_chunks=None, **args)
+            if self._standalone is not None:
+                return self._standalone
+            args = dict(primary_key=self._keys, mode=self._mode,
+                        **(self._retention._core_args() if self._retention else {}))
+            core = _core.LiveTable.make(self._name, schema, auto_compact_chunks=None, **args)
             for callback in list(self._subscriptions):
                 self._subscriptions[callback] = core.subscribe(
                     _deliverer(self._name, callback), self._reporter
                 )
-            self._core = core
+            self._standalone = core
             return core
 
     # Properties ----------------------------------------------------------------
@@ -138,49 +133,69 @@ class RillTable:
     @property
     def schema(self) -> Optional[pa.Schema]:
         """The full schema (user columns, then z_insert_ts, z_update_ts); None before the first write of a schema-less table."""
-        if self._core is not None:
-            return _arrow.schema_from_capsule(self._core.schema_capsule())
-        return self._declared_schema
+        core = self._core
+        if core is not None:
+            return _arrow.schema_from_capsule(core.schema_capsule())
+        return self._declared_schema if self._engine_ref is None else None
 
     @property
     def primary_key(self) -> Optional[Union[str, List[str]]]:
         """The key: None, a column name, or a list of names for a composite key."""
-        keys = list(self._core.primary_key) if self._core is not None else self._keys
-        return _arrow.key_public(keys)
+        core = self._core
+        if core is not None:
+            return _arrow.key_public(list(core.primary_key))
+        if self._engine_ref is None and not self._keys and self._declared_schema is not None:
+            return extract_primary_key(self._declared_schema)
+        declaration = self._declaration()
+        return _arrow.key_public(list(declaration["primary_key"]) if declaration else [])
 
     @property
     def mode(self) -> str:
         """"snapshot" or "append"."""
-        if self._core is not None:
-            return self._core.mode
-        if self._mode is not None:
-            return self._mode
-        return extract_mode(self._declared_schema)
+        core = self._core
+        if core is not None:
+            return core.mode
+        declaration = self._declaration()
+        if declaration and declaration["mode"] is not None:
+            return declaration["mode"]
+        if self._engine_ref is None and self._declared_schema is not None:
+            return extract_mode(self._declared_schema)
+        return "snapshot"
 
     @property
     def retention_policy(self) -> Optional[RetentionPolicy]:
         """The table's RetentionPolicy, if any."""
-        return self._retention
+        if self._engine_ref is None:
+            return self._retention
+        core = self._core
+        if core is not None:
+            return _retention_from_tuple(core.retention)
+        declaration = self._declaration()
+        return _retention_from_tuple(declaration["retention"]) if declaration else None
 
     @property
     def num_rows(self) -> int:
         """Number of live rows."""
-        return self._core.num_rows if self._core is not None else 0
+        core = self._core
+        return core.num_rows if core is not None else 0
 
     @property
     def num_columns(self) -> int:
         """Number of columns, system columns included (0 before the first write)."""
-        return self._core.num_columns if self._core is not None else 0
+        core = self._core
+        return core.num_columns if core is not None else 0
 
     @property
     def num_chunks(self) -> int:
         """Number of Arrow chunks holding the rows."""
-        return self._core.num_chunks if self._core is not None else 0
+        core = self._core
+        return core.num_chunks if core is not None else 0
 
     @property
     def version(self) -> int:
         """Version number of the published state (+1 per change)."""
-        return self._core.version if self._core is not None else 0
+        core = self._core
+        return core.version if core is not None else 0
 
     # Writes --------------------------------------------------------------------
 
@@ -199,7 +214,7 @@ class RillTable:
         table's new state. ValueError when the rows do not fit the schema
         (the message names the column and types), TypeError for other inputs.
         """
-        data = _arrow.to_table(batch_or_table, self._declared_schema, what="upsert()")
+        data = _arrow.to_table(batch_or_table, self._type_hints(), what="upsert()")
         if data is None:
             return self.to_arrow()
         core = self._materialize(data.schema)
@@ -208,17 +223,22 @@ class RillTable:
 
     def replace_state(self, new_table: Any, current_time: Optional[float] = None) -> pa.Table:
         """Replace all rows with `new_table` (last row per key wins). Returns the new state."""
-        data = _arrow.to_table(new_table, self._declared_schema, what="replace_state()")
+        data = _arrow.to_table(new_table, self._type_hints(), what="replace_state()")
         if data is None:
             data = pa.table({})
         core = self._materialize(data.schema)
         core.replace_state(data, None if current_time is None else float(current_time))
         return self.to_arrow()
 
+    def _type_hints(self) -> Optional[pa.Schema]:
+        # Types for dict and row-list writes: the table's schema once it has one.
+        return self.schema
+
     def apply_retention(self, current_time: Optional[float] = None) -> Optional[pa.Table]:
         """Remove expired rows now (as of `current_time`, default now). Returns the state."""
-        if self._core is not None:
-            self._core.apply_retention(None if current_time is None else float(current_time))
+        core = self._core
+        if core is not None:
+            core.apply_retention(None if current_time is None else float(current_time))
         return self.to_arrow()
 
     def compact(self, max_chunks: int = 32) -> Optional[pa.Table]:
@@ -241,18 +261,21 @@ class RillTable:
 
         None before the first write of a table made without a schema.
         """
-        if self._core is None:
+        core = self._core
+        if core is None:
             return None
-        return _arrow.table_from_stream(self._core.to_stream())
+        return _arrow.table_from_stream(core.to_stream())
 
     def estimate_row_size(self, avg_string_length: int = 32, avg_list_length: int = 5) -> Optional[float]:
         """Return the estimated bytes per row (refined by the data once rows exist); None without a schema."""
-        if self._core is not None:
-            if avg_string_length == 32 or self._core.num_rows > 0:
-                return float(self._core.estimate_row_size())
+        core = self._core
+        if core is not None:
+            if avg_string_length == 32 or core.num_rows > 0:
+                return float(core.estimate_row_size())
             return float(_core.estimate_row_size(self.schema, int(avg_string_length)))
-        if self._declared_schema is not None:
-            return float(_core.estimate_row_size(self._declared_schema, int(avg_string_length)))
+        schema = self.schema
+        if schema is not None:
+            return float(_core.estimate_row_size(schema, int(avg_string_length)))
         return None
 
     def estimate_records_capacity(
@@ -284,25 +307,52 @@ class RillTable:
         """
         if not callable(callback):
             raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        if self._engine_ref is not None:
+            self._engine()._subscribe(self._name, callback)
+            return
         with self._lock:
             if callback in self._subscriptions:
                 return
             sub_id = None
-            if self._core is not None:
-                sub_id = self._core.subscribe(_deliverer(self._name, callback), self._reporter)
+            if self._standalone is not None:
+                sub_id = self._standalone.subscribe(_deliverer(self._name, callback), self._reporter)
             self._subscriptions[callback] = sub_id
 
     def unsubscribe(self, callback: Subscriber) -> None:
         """Stop calling `callback`. Unknown callbacks are ignored."""
+        if self._engine_ref is not None:
+            self._engine()._unsubscribe(self._name, callback)
+            return
         with self._lock:
             sub_id = self._subscriptions.pop(callback, None)
-            if sub_id is not None and self._core is not None:
-                self._core.unsubscribe(sub_id)
+            if sub_id is not None and self._standalone is not None:
+                self._standalone.unsubscribe(sub_id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RillTable):
+            return NotImplemented
+        if self._engine_ref is None or other._engine_ref is None:
+            return self is other
+        return self._name == other._name and self._engine_ref() is other._engine_ref()
+
+    def __hash__(self) -> int:
+        return hash(self._name)
 
     def __repr__(self) -> str:
         return (
             f"<RillTable(name={self._name!r}, mode={self.mode!r}, num_rows={self.num_rows}, "
             f"num_columns={self.num_columns}, primary_key={self.primary_key!r})>"
+        )
+
+
+def _check_table_args(name: Any, schema: Any, retention_policy: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a table needs a non-empty name, got {name!r}")
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if retention_policy is not None and not isinstance(retention_policy, RetentionPolicy):
+        raise TypeError(
+            f"retention_policy must be a RetentionPolicy, got {type(retention_policy).__name__}"
         )
 
 

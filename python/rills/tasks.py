@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -46,6 +46,25 @@ class ScheduledSQLTask:
         self.interval_seconds = float(interval_seconds)
         self.primary_key = primary_key
         _arrow.key_list(primary_key)  # type check
+
+    @classmethod
+    def _from_core(cls, d: Dict[str, Any]) -> "ScheduledSQLTask":
+        """The task as the engine holds it (see RillEngine.sql_tasks)."""
+        return cls(d["name"], d["query"], d["output_table"], d["interval_seconds"],
+                   _arrow.key_public(list(d["primary_key"])))
+
+    def _definition(self) -> tuple:
+        return (self.name, self.query, self.output_table, float(self.interval_seconds),
+                _arrow.key_list(self.primary_key))
+
+    def __eq__(self, other: object) -> bool:
+        """Tasks are equal when they define the same task (the engine returns copies)."""
+        if not isinstance(other, ScheduledSQLTask):
+            return NotImplemented
+        return self._definition() == other._definition()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
 
     def __repr__(self) -> str:
         return (
@@ -142,11 +161,62 @@ class TableJoinTask:
             **retention,
         )
 
+    @classmethod
+    def _from_core(cls, d: Dict[str, Any]) -> "TableJoinTask":
+        """The task as the engine holds it (see RillEngine.join_tasks)."""
+        retention = None
+        if d["retention"] is not None:
+            max_rows, max_age_seconds, time_column = d["retention"]
+            retention = RetentionPolicy(max_rows, max_age_seconds, time_column)
+        return cls(
+            d["name"], d["left_table"], d["right_table"], _arrow.key_public(list(d["keys"])),
+            d["output_table"], join_type=d["join_type"],
+            right_keys=_arrow.key_public(list(d["right_keys"])),
+            group_by=_arrow.key_public(list(d["group_by"])),
+            aggregations=[tuple(a) for a in d["aggregations"]] or None,
+            primary_key=_arrow.key_public(list(d["primary_key"])),
+            incremental=d["incremental"], retention_policy=retention,
+            interval_seconds=d["interval_seconds"],
+        )
+
+    def _definition(self) -> tuple:
+        keys = _arrow.key_list(self.keys)
+        return (
+            self.name, self.left_table, self.right_table, keys, self.output_table,
+            _join_type_name(self.join_type), _arrow.key_list(self.right_keys) or keys,
+            _arrow.key_list(self.group_by),
+            [(c, _AGGREGATE_ALIASES.get(f.lower(), f.lower())) for c, f in self.aggregations or []],
+            _arrow.key_list(self.primary_key), self.incremental, self.retention_policy,
+            float(self.interval_seconds),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Tasks are equal when they define the same task (the engine returns copies)."""
+        if not isinstance(other, TableJoinTask):
+            return NotImplemented
+        return self._definition() == other._definition()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
+
     def __repr__(self) -> str:
         return (
             f"<TableJoinTask(name={self.name!r}, left={self.left_table!r}, "
             f"right={self.right_table!r}, output={self.output_table!r})>"
         )
+
+
+_JOIN_ALIASES = {"left": "left outer", "right": "right outer", "full": "full outer",
+                 "outer": "full outer"}
+_AGGREGATE_ALIASES = {"mean": "avg"}
+
+
+def _join_type_name(join_type: Any) -> Any:
+    # The engine's name of a join type ("left" -> "left outer"), for comparing tasks.
+    if not isinstance(join_type, str):
+        return join_type
+    name = " ".join(join_type.lower().replace("_", " ").split())
+    return _JOIN_ALIASES.get(name, name)
 
 
 class DuckDBBridge:

@@ -9,6 +9,7 @@
 #include <nanobind/nanobind.h>
 
 #include "rill/connector/connector.h"
+#include "py_callback.h"
 #include "rill/table/live_table.h"
 
 namespace rills {
@@ -23,6 +24,14 @@ rill::TableOptions MakeTableOptions(const std::vector<std::string>& primary_key,
                                     std::optional<double> max_age_seconds,
                                     const std::optional<std::string>& time_column,
                                     std::optional<int64_t> auto_compact_chunks);
+
+/// A retention policy as (max_rows, max_age_seconds, time_column), or None.
+nb::object RetentionToTuple(const std::optional<rill::RetentionPolicy>& policy);
+
+/// A table subscriber calling `callback(stream capsule)` with the GIL; its
+/// exceptions go to `reporter` as "subscriber:<table>".
+rill::LiveTable::Subscriber MakeSubscriber(nb::handle callback, ReporterPtr reporter,
+                                           const std::string& table);
 
 /// Return a connector's counters as a dict.
 nb::dict StatsToDict(const rill::ConnectorStats& stats);

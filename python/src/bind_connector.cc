@@ -111,6 +111,12 @@ class PyConnector : public rill::Connector {
 
   PyRef object_;
   ReporterPtr reporter_;
+
+ public:
+  /// The Python BaseConnector this adapts.
+  nb::object object() const { return *object_; }
+
+ private:
   mutable std::mutex mu_;
   rill::ConnectorStats stats_;  // guarded by mu_
 };
@@ -121,7 +127,10 @@ void BindConnector(nb::module_& m) {
   nb::class_<rill::Connector>(m, "Connector", "Base of connectors held by the engine.")
       .def_prop_ro("name", &rill::Connector::name)
       .def_prop_ro("target_table", &rill::Connector::target_table)
-      .def("stats", [](const rill::Connector& c) { return StatsToDict(c.stats()); });
+      .def("stats", [](const rill::Connector& c) { return StatsToDict(c.stats()); })
+      .def_prop_ro(
+          "address", [](const rill::Connector& c) { return reinterpret_cast<uintptr_t>(&c); },
+          "Identity of the C++ connector (to find its Python wrapper).");
 
   nb::class_<rill::MemoryConnector, rill::Connector>(m, "MemoryConnector")
       .def_static(
@@ -153,6 +162,18 @@ void BindConnector(nb::module_& m) {
             ThrowIfError(status);
           },
           nb::arg("data"))
+      .def_prop_ro("limits",
+                   [](const rill::MemoryConnector& c) {
+                     const auto& l = c.buffer().limits();
+                     return nb::make_tuple(l.max_records, l.max_bytes,
+                                           std::string(rill::OverflowPolicyName(l.on_overflow)));
+                   },
+                   "(max_records, max_bytes, on_overflow); 0 means unlimited.")
+      .def("schema_capsule",
+           [](const rill::MemoryConnector& c) -> nb::object {
+             if (!c.schema()) return nb::none();
+             return ExportSchema(*c.schema());
+           })
       .def("poll", [](rill::MemoryConnector& c) -> nb::object {
         rill::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> result;
         {
@@ -175,7 +196,8 @@ void BindConnector(nb::module_& m) {
             return std::make_shared<PyConnector>(name, target_table, MakePyRef(object),
                                                  std::move(reporter));
           },
-          nb::arg("name"), nb::arg("target_table"), nb::arg("connector"), nb::arg("reporter"));
+          nb::arg("name"), nb::arg("target_table"), nb::arg("connector"), nb::arg("reporter"))
+      .def_prop_ro("py_object", &PyConnector::object, "The Python connector it adapts.");
 }
 
 }  // namespace rills

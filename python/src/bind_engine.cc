@@ -217,6 +217,56 @@ nb::dict MetricsToDict(const rill::EngineMetrics& m) {
   return d;
 }
 
+nb::dict DeclarationToDict(const rill::TableOptions& options) {
+  nb::dict d;
+  d["primary_key"] = options.primary_key;
+  d["mode"] = options.mode ? nb::cast(std::string(rill::TableModeName(*options.mode)))
+                           : nb::none();
+  d["retention"] = RetentionToTuple(options.retention);
+  return d;
+}
+
+/// A task's definition as the keyword arguments of its Python class.
+nb::dict TaskToDict(const rill::Task& task) {
+  nb::dict d;
+  d["name"] = task.name();
+  d["output_table"] = task.output_table();
+  d["interval_seconds"] = task.interval_seconds();
+  d["primary_key"] = task.primary_key();
+  if (auto* sql = dynamic_cast<const rill::ScheduledSqlTask*>(&task)) {
+    d["kind"] = "sql";
+    d["query"] = sql->query();
+    return d;
+  }
+  const auto& o = static_cast<const rill::TableJoinTask&>(task).options();
+  d["kind"] = "join";
+  d["left_table"] = o.left_table;
+  d["right_table"] = o.right_table;
+  d["keys"] = o.keys;
+  d["right_keys"] = o.right_keys;
+  d["join_type"] = std::string(rill::JoinTypeName(o.join_type));
+  d["group_by"] = o.group_by;
+  nb::list aggregations;
+  for (const auto& [column, fn] : o.aggregations) {
+    aggregations.append(nb::make_tuple(column, std::string(rill::AggregateFunctionName(fn))));
+  }
+  d["aggregations"] = aggregations;
+  d["incremental"] = o.incremental;
+  d["retention"] = RetentionToTuple(o.retention);
+  return d;
+}
+
+nb::list TasksOfKind(Engine& engine, const char* kind) {
+  nb::list out;
+  for (const auto& task : engine.Tasks()) {
+    nb::dict d = TaskToDict(*task);
+    if (nb::cast<std::string>(d["kind"]) == kind) {
+      out.append(d);
+    }
+  }
+  return out;
+}
+
 nb::dict TaskStatsToDict(const rill::TaskStats& s) {
   nb::dict d;
   d["runs"] = s.runs;
@@ -275,6 +325,51 @@ void BindEngine(nb::module_& m) {
           nb::arg("name"))
       .def("table_names", [](PyEngine& e) { return e.engine().TableNames(); })
       .def(
+          "declare_table",
+          [](PyEngine& e, const std::string& name, const std::vector<std::string>& primary_key,
+             std::optional<std::string> mode, std::optional<int64_t> max_rows,
+             std::optional<double> max_age_seconds, std::optional<std::string> time_column) {
+            auto options = MakeTableOptions(primary_key, mode, max_rows, max_age_seconds,
+                                            time_column, std::nullopt);
+            options.auto_compact_chunks = e.engine().options().auto_compact_chunks;
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.DeclareTable(name, options); });
+          },
+          nb::arg("name"), nb::arg("primary_key"), nb::arg("mode").none() = nb::none(),
+          nb::arg("max_rows").none() = nb::none(), nb::arg("max_age_seconds").none() = nb::none(),
+          nb::arg("time_column").none() = nb::none())
+      .def(
+          "table_declaration",
+          [](PyEngine& e, const std::string& name) -> nb::object {
+            auto declared = e.engine().TableDeclaration(name);
+            return declared ? nb::object(DeclarationToDict(*declared)) : nb::none();
+          },
+          nb::arg("name"))
+      .def("declared_table_names", [](PyEngine& e) { return e.engine().DeclaredTableNames(); })
+      .def(
+          "table_for_write",
+          [](PyEngine& e, const std::string& name, nb::handle schema) {
+            auto arrow_schema = SchemaOrNull(schema);
+            Engine& engine = e.engine();
+            return WithoutGil([&] { return engine.TableForWrite(name, arrow_schema); });
+          },
+          nb::arg("name"), nb::arg("schema").none())
+      .def(
+          "subscribe",
+          [](PyEngine& e, const std::string& table, nb::handle callback) {
+            auto subscriber = MakeSubscriber(callback, e.reporter(), table);
+            Engine& engine = e.engine();
+            return WithoutGil([&] { return engine.Subscribe(table, std::move(subscriber)); });
+          },
+          nb::arg("table"), nb::arg("callback"))
+      .def(
+          "unsubscribe",
+          [](PyEngine& e, const std::string& table, uint64_t id) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.Unsubscribe(table, id); });
+          },
+          nb::arg("table"), nb::arg("id"))
+      .def(
           "drop_table",
           [](PyEngine& e, const std::string& name) {
             Engine& engine = e.engine();
@@ -296,6 +391,7 @@ void BindEngine(nb::module_& m) {
             WithoutGil([&] { return engine.RemoveConnector(name); });
           },
           nb::arg("name"))
+      .def("connectors", [](PyEngine& e) { return e.engine().Connectors(); })
       .def("connector_stats",
            [](PyEngine& e) {
              nb::dict d;
@@ -368,6 +464,8 @@ void BindEngine(nb::module_& m) {
             WithoutGil([&] { return engine.RemoveJoinTask(name); });
           },
           nb::arg("name"))
+      .def("sql_tasks", [](PyEngine& e) { return TasksOfKind(e.engine(), "sql"); })
+      .def("join_tasks", [](PyEngine& e) { return TasksOfKind(e.engine(), "join"); })
       .def("task_stats",
            [](PyEngine& e) {
              nb::dict d;

@@ -49,6 +49,24 @@ rill::TableOptions MakeTableOptions(const std::vector<std::string>& primary_key,
   return options;
 }
 
+nb::object RetentionToTuple(const std::optional<rill::RetentionPolicy>& policy) {
+  if (!policy.has_value()) {
+    return nb::none();
+  }
+  return nb::make_tuple(policy->max_rows, policy->max_age_seconds, policy->time_column);
+}
+
+rill::LiveTable::Subscriber MakeSubscriber(nb::handle callback, ReporterPtr reporter,
+                                           const std::string& table) {
+  PyRef cb = MakePyRef(callback);
+  std::string component = "subscriber:" + table;
+  return [cb, reporter, component](const std::shared_ptr<const rill::TableVersion>& v) {
+    CallPython(reporter, component, "table subscriber raised", [&] {
+      (*cb)(ExportReader(ValueOrRaise(v->MakeReader())));
+    });
+  };
+}
+
 namespace {
 
 nb::dict WriteStatsToDict(const rill::WriteStats& stats) {
@@ -60,12 +78,6 @@ nb::dict WriteStatsToDict(const rill::WriteStats& stats) {
   return d;
 }
 
-nb::object RetentionToTuple(const std::optional<rill::RetentionPolicy>& policy) {
-  if (!policy.has_value()) {
-    return nb::none();
-  }
-  return nb::make_tuple(policy->max_rows, policy->max_age_seconds, policy->time_column);
-}
 
 std::shared_ptr<arrow::Schema> SchemaOrNull(nb::handle schema) {
   if (schema.is_none()) {
@@ -162,14 +174,7 @@ void BindTable(nb::module_& m) {
       .def(
           "subscribe",
           [](LiveTable& t, nb::handle callback, std::shared_ptr<Reporter> reporter) {
-            PyRef cb = MakePyRef(callback);
-            std::string component = "subscriber:" + t.name();
-            return t.Subscribe(
-                [cb, reporter, component](const std::shared_ptr<const rill::TableVersion>& v) {
-                  CallPython(reporter, component, "table subscriber raised", [&] {
-                    (*cb)(ExportReader(ValueOrRaise(v->MakeReader())));
-                  });
-                });
+            return t.Subscribe(MakeSubscriber(callback, std::move(reporter), t.name()));
           },
           nb::arg("callback"), nb::arg("reporter"))
       .def("unsubscribe", &LiveTable::Unsubscribe, nb::arg("id"))
@@ -177,6 +182,18 @@ void BindTable(nb::module_& m) {
       .def("estimate_records_capacity", &LiveTable::EstimateRecordsCapacity,
            nb::arg("memory_bytes"));
 
+  m.def(
+      "check_table_options",
+      [](const std::string& name, std::optional<std::string> mode, std::optional<int64_t> max_rows,
+         std::optional<double> max_age_seconds, std::optional<std::string> time_column) {
+        auto options = MakeTableOptions({}, mode, max_rows, max_age_seconds, time_column,
+                                        std::nullopt);
+        ThrowIfError(rill::CheckAppendRetention(
+            name, options.mode.value_or(rill::TableMode::kSnapshot), options.retention));
+      },
+      nb::arg("name"), nb::arg("mode").none() = nb::none(), nb::arg("max_rows").none() = nb::none(),
+      nb::arg("max_age_seconds").none() = nb::none(), nb::arg("time_column").none() = nb::none(),
+      "Check the options of a table whose schema is not known yet (ValueError).");
   m.def(
       "upsert_table",
       [](nb::handle old_rows, nb::handle new_rows, const std::vector<std::string>& key) {
