@@ -13,6 +13,40 @@ def engine():
     eng.close()
 
 
+@pytest.fixture
+def make_engine():
+    """make_engine(**kwargs) builds a RillEngine; every engine it built is stopped
+    and closed after the test, also when the test fails, so no loop thread outlives it."""
+    engines = []
+
+    def make(**kwargs):
+        eng = rills.RillEngine(**kwargs)
+        engines.append(eng)
+        return eng
+
+    yield make
+    for eng in engines:
+        eng.close()  # stops the loop first; closing twice is fine
+
+
+@pytest.fixture
+def running_engine(make_engine):
+    """A started engine (10 ms ticks), stopped and closed after the test."""
+    eng = make_engine(trigger_interval_ms=10, metrics_path=None)
+    eng.start()
+    return eng
+
+
+def wait_until(predicate, timeout=10.0, what="condition"):
+    """Poll `predicate` until it is true; fail the test after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
 def rows_by(table, key):
     """Return {row[key]: row} of a pyarrow Table."""
     return {row[key]: row for row in table.to_pylist()}

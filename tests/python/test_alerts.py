@@ -61,7 +61,7 @@ def test_dashboard_scheduled_query(engine):
         engine.add_dashboard_scheduled_query(name="bad", sql="SELECT 1", chart_type="pie")
 
 
-def test_alert_rule_fires_on_a_kpi_once_within_its_cooldown(tmp_path):
+def test_alert_rule_fires_on_a_kpi_once_within_its_cooldown(tmp_path, make_engine):
     import time
 
     import pyarrow as pa
@@ -69,7 +69,7 @@ def test_alert_rule_fires_on_a_kpi_once_within_its_cooldown(tmp_path):
 
     from rills import MemoryConnector, RillEngine, schema
 
-    engine = RillEngine(trigger_interval_ms=50, metrics_path=str(tmp_path / "rules.db"))
+    engine = make_engine(trigger_interval_ms=50, metrics_path=str(tmp_path / "rules.db"))
     try:
         engine.register_table(
             "orders",

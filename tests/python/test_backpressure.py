@@ -32,12 +32,53 @@ def test_error_refuses_whole_push():
     assert c.stats()["refused_records"] == 1
 
 
-def test_byte_limit():
-    c = MemoryConnector("target", max_buffer_bytes=8 * 100, on_overflow="drop_oldest")
+def _int64_bytes(rows):
+    # The buffer counts the Arrow buffers a batch references: an int64 column
+    # without nulls has no validity bitmap, only 8 bytes of data per row.
+    batch = pa.record_batch({"v": pa.array(range(rows), pa.int64())})
+    assert batch.column(0).buffers()[0] is None
+    return 8 * rows
+
+
+@pytest.mark.parametrize(
+    "on_overflow, expected",
+    [
+        # 1600 bytes pushed into 1200: the oldest 400 bytes (50 rows) are dropped.
+        ("drop_oldest", list(range(50, 200))),
+        # 800 buffered, 400 bytes of room: the first 50 rows of the second push fit.
+        ("drop_newest", list(range(0, 150))),
+    ],
+)
+def test_byte_limit_keeps_exactly_what_fits(on_overflow, expected):
+    limit = _int64_bytes(150)
+    c = MemoryConnector("target", max_buffer_bytes=limit, on_overflow=on_overflow)
+    c.push({"v": pa.array(range(100), pa.int64())})
+    assert c.stats()["buffered_bytes"] == _int64_bytes(100)
+    c.push({"v": pa.array(range(100, 200), pa.int64())})
+    stats = c.stats()
+    assert stats["buffered_records"] == 150
+    assert stats["buffered_bytes"] == limit
+    assert stats["dropped_records"] == 50
+    assert c.read_batch().column("v").to_pylist() == expected
+    assert c.stats()["buffered_bytes"] == 0
+
+
+def test_byte_limit_drops_whole_batches_when_they_exactly_fit():
+    c = MemoryConnector("target", max_buffer_bytes=_int64_bytes(100), on_overflow="drop_oldest")
     c.push({"v": list(range(100))})
     c.push({"v": list(range(100, 200))})
-    kept = c.read_batch().column("v").to_pylist()
-    assert kept[-1] == 199 and len(kept) <= 100
+    assert c.read_batch().column("v").to_pylist() == list(range(100, 200))
+    assert c.stats()["dropped_records"] == 100
+
+
+def test_byte_limit_error_refuses_what_does_not_fit():
+    c = MemoryConnector("target", max_buffer_bytes=_int64_bytes(150), on_overflow="error")
+    c.push({"v": list(range(100))})
+    with pytest.raises(BufferError, match="max_buffer_bytes=1200"):
+        c.push({"v": list(range(100, 151))})  # 51 rows: 8 bytes too many
+    c.push({"v": list(range(100, 150))})  # 50 rows: exactly full
+    assert c.read_batch().column("v").to_pylist() == list(range(150))
+    assert c.stats()["refused_records"] == 51
 
 
 def test_unbounded_by_default_and_bad_arguments():

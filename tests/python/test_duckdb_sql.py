@@ -68,8 +68,8 @@ def test_failing_task_is_recorded_and_loop_goes_on(engine):
     assert engine.get_metrics()["tasks"]["broken"]["errors"] >= 1
 
 
-def test_sql_sees_connector_data_live():
-    engine = RillEngine(trigger_interval_ms=20)
+def test_sql_sees_connector_data_live(make_engine):
+    engine = make_engine(trigger_interval_ms=20)
     c = MemoryConnector("raw_metrics")
     engine.add_connector(c)
     engine.add_sql_task(ScheduledSQLTask(

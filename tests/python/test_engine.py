@@ -31,8 +31,8 @@ def test_step_and_callbacks(engine):
     assert len(seen) == 2
 
 
-def test_start_stop_loop():
-    engine = RillEngine(trigger_interval_ms=50)
+def test_start_stop_loop(make_engine):
+    engine = make_engine(trigger_interval_ms=50)
     c = MemoryConnector(target_table="live_tbl")
     engine.add_connector(c)
     engine.start()
@@ -105,8 +105,8 @@ def test_python_connector_errors_do_not_stop_the_loop(engine):
     assert conn.stopped
 
 
-def test_stop_from_callback_does_not_deadlock():
-    engine = RillEngine(trigger_interval_ms=10)
+def test_stop_from_callback_does_not_deadlock(make_engine):
+    engine = make_engine(trigger_interval_ms=10)
     stopped = threading.Event()
 
     def stop_me(name, table):
@@ -126,8 +126,8 @@ def test_stop_from_callback_does_not_deadlock():
     engine.close()
 
 
-def test_stop_while_callback_runs_does_not_deadlock():
-    engine = RillEngine(trigger_interval_ms=10)
+def test_stop_while_callback_runs_does_not_deadlock(make_engine):
+    engine = make_engine(trigger_interval_ms=10)
     entered = threading.Event()
 
     def slow(name, table):
@@ -162,9 +162,9 @@ def test_registration_errors(engine):
     assert engine.get_table("nope") is None
 
 
-def test_quack_arguments_warn(caplog):
+def test_quack_arguments_warn(caplog, make_engine):
     with caplog.at_level("WARNING", logger="rills"):
-        RillEngine(quack_address="quack:127.0.0.1:9494", quack_token="t").close()
+        make_engine(quack_address="quack:127.0.0.1:9494", quack_token="t").close()
     assert "not available yet" in caplog.text
 
 

@@ -8,9 +8,9 @@ import pytest
 from rills import MemoryConnector, RillEngine
 
 
-def test_check_memory_budget_warns_and_calls_back():
+def test_check_memory_budget_warns_and_calls_back(make_engine):
     calls = []
-    engine = RillEngine(memory_budget_bytes=10, on_memory_warning=lambda a, b: calls.append((a, b)))
+    engine = make_engine(memory_budget_bytes=10, on_memory_warning=lambda a, b: calls.append((a, b)))
     tbl = engine.register_table("heavy_table")
     tbl.upsert(pa.table({"col": list(range(10))}))
     with pytest.warns(ResourceWarning, match="RillEngine memory budget exceeded!") as record:
@@ -21,9 +21,9 @@ def test_check_memory_budget_warns_and_calls_back():
     engine.close()
 
 
-def test_step_warns_when_over_budget():
+def test_step_warns_when_over_budget(make_engine):
     calls = []
-    engine = RillEngine(memory_budget_mb=0.000001, on_memory_warning=lambda a, b: calls.append(b))
+    engine = make_engine(memory_budget_mb=0.000001, on_memory_warning=lambda a, b: calls.append(b))
     c = MemoryConnector("t")
     engine.add_connector(c)
     c.push({"v": list(range(1000))})
@@ -34,21 +34,21 @@ def test_step_warns_when_over_budget():
     engine.close()
 
 
-def test_within_budget_is_silent():
-    engine = RillEngine(memory_budget_bytes=1 << 40)
+def test_within_budget_is_silent(make_engine):
+    engine = make_engine(memory_budget_bytes=1 << 40)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         allocated, budget, exceeded = engine.check_memory_budget()
     assert exceeded is False and budget == 1 << 40
-    no_budget = RillEngine()
+    no_budget = make_engine()
     assert no_budget.check_memory_budget()[1:] == (None, False)
 
 
-def test_callback_error_is_recorded_not_raised():
+def test_callback_error_is_recorded_not_raised(make_engine):
     def bad(allocated, budget):
         raise RuntimeError("callback failed on purpose")
 
-    engine = RillEngine(memory_budget_bytes=1, on_memory_warning=bad)
+    engine = make_engine(memory_budget_bytes=1, on_memory_warning=bad)
     engine.register_table("t").upsert({"v": [1, 2, 3]})
     with pytest.warns(ResourceWarning):
         engine.check_memory_budget()
@@ -56,8 +56,8 @@ def test_callback_error_is_recorded_not_raised():
     assert events and "Traceback" in events[0]["detail"]
 
 
-def test_bad_budget_arguments():
+def test_bad_budget_arguments(make_engine):
     with pytest.raises(ValueError):
-        RillEngine(memory_budget_bytes=-1)
+        make_engine(memory_budget_bytes=-1)
     with pytest.raises(ValueError):
-        RillEngine(trigger_interval_ms=0)
+        make_engine(trigger_interval_ms=0)

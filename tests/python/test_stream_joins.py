@@ -66,8 +66,8 @@ def test_join_follows_updates(engine):
     assert got == {"US": 50.0, "EU": 251.0}
 
 
-def test_incremental_join_appends_new_rows():
-    engine = RillEngine(trigger_interval_ms=10)
+def test_incremental_join_appends_new_rows(make_engine):
+    engine = make_engine(trigger_interval_ms=10)
     engine.register_table("orders", mode="append", retention_policy=RetentionPolicy(max_rows=1000))
     engine.register_table("profiles", mode="snapshot", primary_key="user_id")
     orders, profiles = MemoryConnector("orders"), MemoryConnector("profiles")

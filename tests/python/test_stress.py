@@ -5,11 +5,11 @@ import time
 
 import pyarrow as pa
 
-from rills import MemoryConnector, RetentionPolicy, RillEngine, ScheduledSQLTask, schema
+from rills import MemoryConnector, RetentionPolicy, ScheduledSQLTask, schema
 
 
-def test_concurrent_pushes_queries_and_subscribers_lose_nothing():
-    engine = RillEngine(trigger_interval_ms=5)
+def test_concurrent_pushes_queries_and_subscribers_lose_nothing(make_engine):
+    engine = make_engine(trigger_interval_ms=5)
     engine.register_table("orders", schema=schema(
         [("order_id", pa.int64()), ("producer", pa.int64()), ("amount", pa.float64())],
         primary_key="order_id"))
@@ -55,18 +55,21 @@ def test_concurrent_pushes_queries_and_subscribers_lose_nothing():
 
     threads = [threading.Thread(target=produce, args=(p,)) for p in range(producers)]
     readers = [threading.Thread(target=read, args=(r,)) for r in reads_by_reader]
-    for t in threads + readers:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    expected = producers * batches * rows
-    deadline = time.time() + 30
-    while engine.get_table("orders").num_rows < expected or engine.get_table("log").num_rows < expected:
-        assert time.time() < deadline, (engine.get_table("orders").num_rows, engine.get_table("log").num_rows)
-        time.sleep(0.01)
-    stop_reading.set()
-    for t in readers:
-        t.join(timeout=30)
+    try:
+        for t in threads + readers:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        expected = producers * batches * rows
+        deadline = time.time() + 30
+        while engine.get_table("orders").num_rows < expected or engine.get_table("log").num_rows < expected:
+            assert time.time() < deadline, (engine.get_table("orders").num_rows, engine.get_table("log").num_rows)
+            time.sleep(0.01)
+    finally:  # never leave reader threads querying after a failure
+        stop_reading.set()
+        for t in readers:
+            if t.is_alive():
+                t.join(timeout=30)
     engine.stop()
 
     assert not errors, errors
@@ -80,4 +83,3 @@ def test_concurrent_pushes_queries_and_subscribers_lose_nothing():
         assert reads and all(0 <= n <= expected for n in reads)
         assert reads == sorted(reads)  # each query sees one version; versions only grow
     assert updates and updates[-1] == expected
-    engine.close()
