@@ -4,6 +4,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
+from ._sequence import EngineList
 from .connectors import BaseConnector
 from .metrics import MetricsRegistry
 from .retention import RetentionPolicy
@@ -57,6 +58,8 @@ class RillEngine:
     @property
     def tables(self) -> Dict[str, RillTable]:
         """All user tables by name."""
+    def drop_table(self, name: str) -> None:
+        """Remove a table (and its SQL view); KeyError if unknown."""
     def table_names(self) -> List[str]:
         """Names of the user tables."""
     def add_connector(self, connector: BaseConnector) -> None:
@@ -64,8 +67,8 @@ class RillEngine:
     def remove_connector(self, connector: Union[BaseConnector, str]) -> None:
         """Stop and detach a connector."""
     @property
-    def connectors(self) -> List[BaseConnector]:
-        """The attached connectors."""
+    def connectors(self) -> EngineList[BaseConnector]:
+        """The attached connectors, by name: a live sequence (append() adds, remove()/del detach)."""
     def add_sql_task(self, task: ScheduledSQLTask) -> None:
         """Schedule a SQL task."""
     def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:
@@ -75,10 +78,10 @@ class RillEngine:
     def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
         """Unschedule a join task."""
     @property
-    def sql_tasks(self) -> List[ScheduledSQLTask]:
+    def sql_tasks(self) -> EngineList[ScheduledSQLTask]:
         """Scheduled SQL tasks."""
     @property
-    def join_tasks(self) -> List[TableJoinTask]:
+    def join_tasks(self) -> EngineList[TableJoinTask]:
         """Scheduled join tasks."""
     def subscribe(self, table_name: str, callback: Callable[[str, pa.Table], None]) -> None:
         """Call callback(table_name, table) on every change of the table."""

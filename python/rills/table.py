@@ -214,7 +214,7 @@ class RillTable:
         table's new state. ValueError when the rows do not fit the schema
         (the message names the column and types), TypeError for other inputs.
         """
-        data = _arrow.to_table(batch_or_table, self._type_hints(), what="upsert()")
+        data = _arrow.to_table(batch_or_table, self._type_hints(batch_or_table), what="upsert()")
         if data is None:
             return self.to_arrow()
         core = self._materialize(data.schema)
@@ -223,15 +223,17 @@ class RillTable:
 
     def replace_state(self, new_table: Any, current_time: Optional[float] = None) -> pa.Table:
         """Replace all rows with `new_table` (last row per key wins). Returns the new state."""
-        data = _arrow.to_table(new_table, self._type_hints(), what="replace_state()")
+        data = _arrow.to_table(new_table, self._type_hints(new_table), what="replace_state()")
         if data is None:
             data = pa.table({})
         core = self._materialize(data.schema)
         core.replace_state(data, None if current_time is None else float(current_time))
         return self.to_arrow()
 
-    def _type_hints(self) -> Optional[pa.Schema]:
+    def _type_hints(self, data: Any) -> Optional[pa.Schema]:
         # Types for dict and row-list writes: the table's schema once it has one.
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return None
         return self.schema
 
     def apply_retention(self, current_time: Optional[float] = None) -> Optional[pa.Table]:
