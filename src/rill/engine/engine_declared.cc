@@ -42,19 +42,27 @@ Result<std::shared_ptr<LiveTable>> Engine::CreateTable(const std::string& name,
                                                        std::shared_ptr<arrow::Schema> schema,
                                                        TableOptions options,
                                                        bool from_declaration) {
-  if (IsReserved(name)) return ReservedName(name);
+  if (IsReserved(name)) {
+    return ReservedName(name);
+  }
   if (from_declaration) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = declared_.find(name);
-    if (it != declared_.end()) options = it->second.options;
+    if (it != declared_.end()) {
+      options = it->second.options;
+    }
   }
-  if (!options.clock) options.clock = clock_;
+  if (!options.clock) {
+    options.clock = clock_;
+  }
   if (options.auto_compact_chunks == TableOptions{}.auto_compact_chunks) {
     options.auto_compact_chunks = options_.auto_compact_chunks;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (tables_.count(name) || (!from_declaration && declared_.count(name))) return Taken(name);
+    if (tables_.count(name) || (!from_declaration && declared_.count(name))) {
+      return Taken(name);
+    }
   }
   RILL_ASSIGN_OR_RAISE(auto table, LiveTable::Make(name, std::move(schema), std::move(options)));
   table->SetErrorHandler([this](const std::string& t, const std::string& what) {
@@ -63,7 +71,9 @@ Result<std::shared_ptr<LiveTable>> Engine::CreateTable(const std::string& name,
   });
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (tables_.count(name) || (!from_declaration && declared_.count(name))) return Taken(name);
+    if (tables_.count(name) || (!from_declaration && declared_.count(name))) {
+      return Taken(name);
+    }
     auto it = declared_.find(name);
     if (it != declared_.end()) {
       // The subscribers that waited see the first version, under their old ids.
@@ -79,13 +89,21 @@ Result<std::shared_ptr<LiveTable>> Engine::CreateTable(const std::string& name,
 }
 
 Status Engine::DeclareTable(const std::string& name, TableOptions options) {
-  if (name.empty()) return Status::Invalid("A table needs a name");
-  if (IsReserved(name)) return ReservedName(name);
-  if (options.retention) RILL_RETURN_NOT_OK(options.retention->Validate());
+  if (name.empty()) {
+    return Status::Invalid("A table needs a name");
+  }
+  if (IsReserved(name)) {
+    return ReservedName(name);
+  }
+  if (options.retention) {
+    RILL_RETURN_NOT_OK(options.retention->Validate());
+  }
   RILL_RETURN_NOT_OK(
       CheckAppendRetention(name, options.mode.value_or(TableMode::kSnapshot), options.retention));
   std::lock_guard<std::mutex> lock(mu_);
-  if (tables_.count(name) || declared_.count(name)) return Taken(name);
+  if (tables_.count(name) || declared_.count(name)) {
+    return Taken(name);
+  }
   declared_[name].options = std::move(options);
   return Status::OK();
 }
@@ -93,24 +111,34 @@ Status Engine::DeclareTable(const std::string& name, TableOptions options) {
 std::optional<TableOptions> Engine::TableDeclaration(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = declared_.find(name);
-  if (it == declared_.end()) return std::nullopt;
+  if (it == declared_.end()) {
+    return std::nullopt;
+  }
   return it->second.options;
 }
 
 std::vector<std::string> Engine::DeclaredTableNames() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> names;
-  for (const auto& [name, declaration] : declared_) names.push_back(name);
+  for (const auto& [name, declaration] : declared_) {
+    names.push_back(name);
+  }
   return names;
 }
 
 Result<std::shared_ptr<LiveTable>> Engine::TableForWrite(const std::string& name,
                                                          std::shared_ptr<arrow::Schema> schema) {
-  if (auto t = FindTable(name)) return t;
-  if (!TableDeclaration(name)) return Status::KeyError("Unknown table '", name, "'");
+  if (auto t = FindTable(name)) {
+    return t;
+  }
+  if (!TableDeclaration(name)) {
+    return Status::KeyError("Unknown table '", name, "'");
+  }
   auto created = CreateTable(name, std::move(schema), {}, /*from_declaration=*/true);
   if (!created.ok()) {
-    if (auto t = FindTable(name)) return t;  // another writer created it first
+    if (auto t = FindTable(name)) {  // another writer created it first
+      return t;
+    }
   }
   return created;
 }
@@ -118,7 +146,9 @@ Result<std::shared_ptr<LiveTable>> Engine::TableForWrite(const std::string& name
 std::vector<std::shared_ptr<Task>> Engine::Tasks() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Task>> out;
-  for (const auto& [name, task] : tasks_) out.push_back(task);
+  for (const auto& [name, task] : tasks_) {
+    out.push_back(task);
+  }
   return out;
 }
 
@@ -134,7 +164,9 @@ Result<LiveTable::SubscriptionId> Engine::SubscribeDeclared(const std::string& t
       return id;
     }
     auto t = tables_.find(table);
-    if (t == tables_.end()) return Status::KeyError("Unknown table '", table, "'");
+    if (t == tables_.end()) {
+      return Status::KeyError("Unknown table '", table, "'");
+    }
     created = t->second;  // created since the caller looked
   }
   return created->Subscribe(std::move(callback));
@@ -144,9 +176,13 @@ LiveTable::SubscriptionId Engine::ResolveSubscription(const std::string& table,
                                                       LiveTable::SubscriptionId id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto declared = declared_.find(table);
-  if (declared != declared_.end() && declared->second.subscribers.erase(id)) return 0;
+  if (declared != declared_.end() && declared->second.subscribers.erase(id)) {
+    return 0;
+  }
   auto alias = subscription_aliases_.find({table, id});
-  if (alias == subscription_aliases_.end()) return id;
+  if (alias == subscription_aliases_.end()) {
+    return id;
+  }
   LiveTable::SubscriptionId own = alias->second;
   subscription_aliases_.erase(alias);
   return own;
@@ -160,9 +196,13 @@ Status Engine::ExplainDeclaredTables(const Status& status) const {
       missing.push_back(name);
     }
   }
-  if (missing.empty()) return status;
+  if (missing.empty()) {
+    return status;
+  }
   std::string names;
-  for (const auto& n : missing) names += (names.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : missing) {
+    names += (names.empty() ? "'" : ", '") + n + "'";
+  }
   return status.WithMessage(status.message(), "\n(", names,
                             missing.size() == 1 ? " is" : " are",
                             " registered without a schema and has no rows yet: SQL sees a "
