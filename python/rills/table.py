@@ -39,7 +39,8 @@ class RillTable:
     The tables of an engine (register_table, get_table, engine.tables) are
     views: they hold the engine and the table's name, and every property and
     method asks the C++ engine, which alone owns the table, its options and
-    its subscribers. Two views of one name are equal.
+    its subscribers. Two views of one name are equal. A view reads the
+    engine: after engine.close() its methods raise RuntimeError.
     """
 
     def __init__(

@@ -243,3 +243,36 @@ def test_connectors_read_back_from_the_engine_when_the_wrapper_is_gone(engine):
     engine.step()
     assert engine.get_table("orders").num_rows == 7
     assert engine.connectors[0] is view
+
+
+def test_unsubscribe_before_a_declared_table_has_a_schema(engine):
+    kept, dropped = [], []
+    engine.subscribe("orders", lambda name, table: kept.append(table.num_rows))  # declares "orders"
+    dropped_cb = lambda name, table: dropped.append(table.num_rows)  # noqa: E731
+    engine.subscribe("orders", dropped_cb)
+    engine.subscribe("orders", dropped_cb)  # the same callback twice: one subscription
+    engine.get_table("orders").unsubscribe(dropped_cb)
+    assert engine.get_table("orders").schema is None
+    engine.get_table("orders").upsert({"order_id": [1, 2]})
+    engine.get_table("orders").upsert({"order_id": [3]})
+    assert kept == [2, 3] and dropped == []
+
+
+def test_removing_a_connector_writes_its_buffer_into_a_declared_table(engine):
+    engine.register_table("orders", primary_key="order_id")
+    feed = MemoryConnector("orders")
+    engine.connectors.append(feed)
+    feed.push({"order_id": [1, 1, 2], "amount": [1.0, 2.0, 3.0]})
+    engine.connectors.remove(feed)  # no tick ran: removal writes what was buffered
+    orders = engine.get_table("orders")
+    assert orders.primary_key == "order_id"
+    rows = orders.to_arrow().select(["order_id", "amount"]).to_pylist()
+    assert sorted((r["order_id"], r["amount"]) for r in rows) == [(1, 2.0), (2, 3.0)]
+
+
+def test_views_of_a_closed_engine_raise(make_engine):
+    engine = make_engine(trigger_interval_ms=10)
+    table = engine.register_table("t", primary_key="k")
+    engine.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        table.num_rows
