@@ -280,37 +280,35 @@ Result<WebhookResponse> WebhookSender::Send(const std::string& url, WebhookForma
   return Post(url, body);
 }
 
-Result<WebhookResponse> WebhookSender::Post(const std::string& url, std::string_view body) {
-  auto checked = CheckWebhookUrl(url, options_.allow_private, options_.resolver);
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!checked.ok() && checked.status().IsInvalid()) {
-      ++impl_->stats.refused;
-    } else if (checked.ok()) {
-      ++impl_->stats.attempts;
-    }
-  }
-  RILL_RETURN_NOT_OK(checked.status());
-  const IpAddress pinned = checked->addresses.front();
+namespace {
 
+/// POST `body` to `url`, connecting only to `pinned` (an address of `checked`).
+/// `*connect_failed` is set when no connection could be made at all.
+Result<WebhookResponse> PostPinned(const WebhookOptions& options, const CheckedUrl& checked,
+                                   const IpAddress& pinned, std::string_view body,
+                                   bool* connect_failed) {
   CurlRequest request;
   if (request.easy == nullptr) {
     return Status::OutOfMemory("curl_easy_init failed");
   }
   CURL* h = request.easy;
-  const std::string ip = pinned.v6 ? "[" + pinned.ToString() + "]" : pinned.ToString();
+  std::string ip = pinned.ToString();
+  if (pinned.v6) {
+    ip.insert(ip.begin(), '[');
+    ip.push_back(']');
+  }
   // "::IP:PORT": whatever host and port curl derives from the URL, it connects
   // to the checked address; OpenPinnedSocket enforces the same.
-  const std::string connect_to = "::" + ip + ":" + std::to_string(checked->port);
+  const std::string connect_to = "::" + ip + ":" + std::to_string(checked.port);
   request.connect_to = curl_slist_append(nullptr, connect_to.c_str());
   request.headers = curl_slist_append(nullptr, "Content-Type: application/json");
   request.headers = curl_slist_append(request.headers, "Expect:");
   ResponseSink sink;
-  sink.limit = static_cast<size_t>(options_.max_response_bytes);
+  sink.limit = static_cast<size_t>(options.max_response_bytes);
   char error[CURL_ERROR_SIZE] = {};
-  const auto timeout_ms = static_cast<long>(options_.timeout_seconds * 1000);
+  const auto timeout_ms = static_cast<long>(options.timeout_seconds * 1000);
 
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, checked.url.c_str());
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -332,13 +330,40 @@ Result<WebhookResponse> WebhookSender::Post(const std::string& url, std::string_
 
   const CURLcode rc = curl_easy_perform(h);
   if (rc != CURLE_OK) {
-    return Status::IOError("webhook POST to ", checked->host, " (", pinned.ToString(), ":",
-                           checked->port, ") failed: ",
+    *connect_failed = rc == CURLE_COULDNT_CONNECT;
+    return Status::IOError("webhook POST to ", checked.host, " (", pinned.ToString(), ":",
+                           checked.port, ") failed: ",
                            error[0] != '\0' ? error : curl_easy_strerror(rc));
   }
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   return WebhookResponse{static_cast<int>(status), std::move(sink.body)};
+}
+
+}  // namespace
+
+Result<WebhookResponse> WebhookSender::Post(const std::string& url, std::string_view body) {
+  auto checked = CheckWebhookUrl(url, options_.allow_private, options_.resolver);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!checked.ok() && checked.status().IsInvalid()) {
+      ++impl_->stats.refused;
+    } else if (checked.ok()) {
+      ++impl_->stats.attempts;
+    }
+  }
+  RILL_RETURN_NOT_OK(checked.status());
+  // Every address passed the guard; try them in resolver order until one
+  // accepts a connection (e.g. "localhost" resolving to ::1 and 127.0.0.1).
+  Result<WebhookResponse> result = Status::IOError("no address");
+  for (const IpAddress& address : checked->addresses) {
+    bool connect_failed = false;
+    result = PostPinned(options_, *checked, address, body, &connect_failed);
+    if (!connect_failed) {
+      break;
+    }
+  }
+  return result;
 }
 
 Status WebhookSender::Enqueue(WebhookDelivery delivery) {

@@ -256,5 +256,19 @@ TEST(SsrfGuard, ConnectionIsPinnedToTheCheckedAddress) {
             "receiver.test:" + std::to_string(receiver.port()));
 }
 
+TEST(SsrfGuard, TriesTheNextCheckedAddressWhenOneRefusesTheConnection) {
+  // Nothing listens on [::1]:port (the receiver binds 127.0.0.1 only).
+  TestReceiver receiver;
+  WebhookOptions options;
+  options.allow_private = true;
+  options.resolver = FakeResolver({{"dual.test", {"::1", "127.0.0.1"}}});
+  auto sender = WebhookSender::Make(options).ValueOrDie();
+  const std::string url = "http://dual.test:" + std::to_string(receiver.port()) + "/";
+  auto response = sender->Send(url, WebhookFormat::kCustom, "{}");
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(receiver.connections(), 1);
+}
+
 }  // namespace
 }  // namespace rill::server
