@@ -150,6 +150,49 @@ connectors:
   engine->Stop();
 }
 
+TEST(ApplyPipeline, JoinTaskFromTheFileMatchesTheSameJoinInSql) {
+  auto parsed = ParsePipeline(R"(tables:
+  - {name: customers, columns: {customer_id: int64, tier: string}, primary_key: customer_id}
+  - {name: orders, columns: {order_id: int64, customer_id: int64, amount: float64},
+     primary_key: order_id}
+connectors:
+  - {type: generator, table: customers, rows_per_second: 500, interval_ms: 10, seed: 3,
+     columns: {customer_id: {random_int: [1, 20]}, tier: {choice: [gold, silver, bronze]}}}
+  - {type: generator, table: orders, rows_per_second: 2000, interval_ms: 10, seed: 4,
+     columns: {order_id: {sequence: 1}, customer_id: {random_int: [1, 30]},
+               amount: {random_float: [1, 100]}}}
+tasks:
+  - name: revenue_by_tier
+    type: join
+    left: orders
+    right: customers
+    keys: customer_id
+    join_type: left
+    group_by: tier
+    aggregations: [{column: amount, function: sum}, {column: order_id, function: count}]
+    primary_key: tier
+)",
+                              "j.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto engine = Engine::Make().ValueOrDie();
+  ASSERT_TRUE(ApplyPipeline(*parsed, *engine, nullptr).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(engine->Step().ok());
+  auto diff = engine->Query(R"(
+      WITH expected AS (
+        SELECT c.tier, sum(o.amount) AS s, count(o.order_id) AS n
+        FROM orders o LEFT JOIN customers c ON o.customer_id = c.customer_id GROUP BY c.tier)
+      SELECT count(*) FROM expected e FULL JOIN revenue_by_tier r
+        ON e.tier IS NOT DISTINCT FROM r.tier
+      WHERE r.tier IS NULL AND e.tier IS NOT NULL OR abs(e.s - r.amount_sum) > 1e-6
+         OR e.n <> r.order_id_count OR e.n IS NULL)")
+                  .ValueOrDie();
+  EXPECT_EQ((*diff->column(0)->GetScalar(0))->ToString(), "0");
+  auto out = engine->Query("SELECT count(*) FROM revenue_by_tier").ValueOrDie();
+  EXPECT_GE(std::stoi((*out->column(0)->GetScalar(0))->ToString()), 3);
+  engine->Stop();
+}
+
 TEST(LoadPipeline, MissingFileIsAnIOError) {
   auto parsed = LoadPipeline("/nonexistent/pipeline.yaml");
   ASSERT_TRUE(parsed.status().IsIOError());
