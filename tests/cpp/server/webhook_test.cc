@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -262,6 +263,42 @@ TEST(HandleWebhookSend, ReceiverAuthFailureDoesNotLookLikeOurs) {
       HandleWebhookSend(R"({"url":")" + receiver.url() + R"("})", *sender);
   EXPECT_EQ(reply.status, 502);
   EXPECT_EQ(reply.json, R"({"ok":false,"status":401,"body":"who?"})");
+}
+
+TEST(HandleWebhookSend, AnswersEveryMalformedBodyWithAnError) {
+  // No name resolves and no connection is possible: every reply is an error.
+  WebhookOptions options;
+  options.resolver = [](const std::string& host) -> Result<std::vector<IpAddress>> {
+    return Status::IOError("no DNS in this test: ", host);
+  };
+  auto sender = WebhookSender::Make(options).ValueOrDie();
+  const std::string valid =
+      R"({"url":"https://hooks.example/x","format":"google_chat","payload":{"text":"a\u00e9","n":[1,2.5e3,null,true]}})";
+  std::mt19937 rng(1234);
+  std::vector<std::string> bodies;
+  for (size_t cut = 0; cut < valid.size(); ++cut) {
+    bodies.push_back(valid.substr(0, cut));  // every truncation
+  }
+  for (int i = 0; i < 400; ++i) {  // random byte flips, inserts and deletes
+    std::string b = valid;
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) {
+      const size_t at = rng() % b.size();
+      switch (rng() % 3) {
+        case 0: b[at] = static_cast<char>(rng() % 256); break;
+        case 1: b.insert(b.begin() + at, static_cast<char>(rng() % 256)); break;
+        default: b.erase(at, 1);
+      }
+    }
+    bodies.push_back(b);
+  }
+  bodies.push_back(std::string(1 << 20, '['));  // deep nesting
+  bodies.push_back(R"({"url":"https://hooks.example/x","url":"http://127.0.0.1/"})");
+  for (const std::string& body : bodies) {
+    WebhookHttpReply reply = HandleWebhookSend(body, *sender);
+    EXPECT_TRUE(reply.status == 400 || reply.status == 502) << reply.status << " for " << body;
+    EXPECT_EQ(reply.json.rfind("{\"code\":", 0), 0u) << reply.json;
+  }
+  EXPECT_EQ(sender->stats().attempts, 0);
 }
 
 }  // namespace
