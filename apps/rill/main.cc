@@ -1,30 +1,21 @@
 // The `rill` binary: command-line wiring only; the work happens in librill.
 //
 //   rill demo [--duration S] [--rate N] [--interval-ms MS]   console demo
-//   rill serve PIPELINE.yaml                                  (not available yet)
-//   rill query SQL                                            (not available yet)
+//   rill serve [--listen ADDR] [--token T] [--metrics PATH] [PIPELINE.yaml]
+//   rill query [--server ADDR] [--token T] [--format table|csv|json] SQL
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "demo.h"
+#include "query.h"
+#include "serve.h"
 
 #ifndef RILL_VERSION
 #define RILL_VERSION "unknown"
 #endif
-
-namespace {
-
-// Exit code of commands that exist in the CLI but not yet in the engine.
-constexpr int kNotAvailable = 2;
-
-int NotAvailable(const char* command) {
-  std::fprintf(stderr, "rill %s: not available yet (network server issue)\n", command);
-  return kNotAvailable;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Rill: a single-node streaming analytics engine over live Arrow tables "
@@ -56,18 +47,45 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   demo->add_option("--seed", demo_options.seed, "Random seed (0: random)");
 
-  std::string pipeline;
+  rill::app::ServeOptions serve_options;
   std::string listen;
+  std::string token;
+  std::string metrics_path;
   CLI::App* serve = app.add_subcommand(
       "serve", "Run a declared pipeline with the network server and dashboard");
-  serve->add_option("pipeline", pipeline, "Pipeline YAML file");
-  serve->add_option("--listen", listen, "Address to serve on (HOST:PORT or quack:HOST:PORT)");
+  serve->add_option("pipeline", serve_options.pipeline,
+                    "Pipeline YAML file (tables, connectors, tasks, KPIs, alert rules; see "
+                    "examples/pipelines/orders.yaml)")
+      ->check(CLI::ExistingFile);
+  CLI::Option* listen_opt = serve->add_option(
+      "--listen", listen, "Address to serve on: HOST:PORT or quack:HOST:PORT (port 0 picks "
+                          "one; default: the file's server.listen, else 127.0.0.1:9494)");
+  CLI::Option* token_opt = serve->add_option(
+      "--token", token, "Bearer token clients must send (default: generated and printed; \"\" "
+                        "disables auth, allowed on loopback only)");
+  CLI::Option* metrics_opt = serve->add_option(
+      "--metrics", metrics_path, "Metrics database file (default rill_metrics.db; :memory:)");
+  serve->add_flag("--allow-private-webhooks", serve_options.allow_private_webhooks,
+                  "Let webhooks reach loopback and private addresses (local receivers)");
+  serve->add_option("--duration", serve_options.duration_s,
+                    "Seconds to run (default: until Ctrl-C / SIGTERM)")
+      ->check(CLI::NonNegativeNumber);
 
-  std::string sql;
-  std::string server;
+  rill::app::QueryOptions query_options;
   CLI::App* query = app.add_subcommand("query", "Run SQL against a running rill server");
-  query->add_option("sql", sql, "SQL text");
-  query->add_option("--server", server, "Server address (HOST:PORT)");
+  query->add_option("sql", query_options.sql, "SQL text")->required();
+  query->add_option("--server", query_options.server, "Server address (HOST:PORT)")
+      ->capture_default_str();
+  CLI::Option* query_token = query->add_option(
+      "--token", query_options.token, "Bearer token (default: the RILL_TOKEN environment variable)");
+  query->add_option("--format", query_options.format, "Output: table, csv or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  query->add_option("--timeout", query_options.timeout_seconds, "Seconds to wait for the result")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  query->footer("Exit status: 0 on success, 1 when the server refused the query (its message "
+                "is printed), 2 when the server could not be reached.");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -75,10 +93,23 @@ int main(int argc, char** argv) {
     return rill::app::RunDemo(demo_options);
   }
   if (serve->parsed()) {
-    return NotAvailable("serve");
+    if (listen_opt->count() > 0) serve_options.listen = listen;
+    if (token_opt->count() > 0) serve_options.token = token;
+    if (metrics_opt->count() > 0) serve_options.metrics_path = metrics_path;
+    return rill::app::RunServe(serve_options);
   }
   if (query->parsed()) {
-    return NotAvailable("query");
+    if (query_token->count() == 0) {
+      if (const char* env = std::getenv("RILL_TOKEN")) query_options.token = env;
+    }
+    std::string out;
+    std::string err;
+    const int rc = rill::app::RunQuery(query_options, &out, &err);
+    std::fputs(out.c_str(), stdout);
+    if (rc != 0) {
+      std::fprintf(stderr, "rill query: %s\n", err.c_str());
+    }
+    return rc;
   }
   return 1;
 }

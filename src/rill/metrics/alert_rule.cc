@@ -68,6 +68,11 @@ Status AlertRule::Validate() const {
                            "': cooldown_seconds must be a non-negative number, got ",
                            cooldown_seconds);
   }
+  if (webhook_format != "slack" && webhook_format != "google_chat" &&
+      webhook_format != "custom") {
+    return Status::Invalid("alert rule '", name, "': unknown webhook format '", webhook_format,
+                           "': expected slack, google_chat or custom");
+  }
   return Status::OK();
 }
 

@@ -43,13 +43,16 @@ struct AlertRule {
   Severity severity = Severity::kWarning;
   /// Optional alert message; default "<metric> <op> <threshold> (value <v>)".
   std::string message;
-  /// Optional URL the alert should be POSTed to. Stored and listed only: the
-  /// delivery of webhooks is not implemented yet.
+  /// Optional URL the alert is POSTed to when the rule fires. The metrics
+  /// layer only stores it; the server delivers it (server/rule_webhooks.h)
+  /// through an alert listener.
   std::optional<std::string> webhook;
+  /// Shape of the webhook message: "slack", "google_chat" or "custom".
+  std::string webhook_format = "custom";
   bool enabled = true;
 
   /// Invalid for an empty name or metric, a negative or non-finite cooldown,
-  /// or a non-finite threshold.
+  /// a non-finite threshold, or an unknown webhook_format.
   Status Validate() const;
 };
 

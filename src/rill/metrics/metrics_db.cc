@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS rill_alert_rules (
   threshold DOUBLE NOT NULL, cooldown_seconds DOUBLE NOT NULL, severity VARCHAR NOT NULL,
   message VARCHAR, webhook VARCHAR, enabled BOOLEAN NOT NULL, created_at DOUBLE,
   last_fired_at DOUBLE, fire_count BIGINT, last_value DOUBLE, last_evaluated_at DOUBLE);
+ALTER TABLE rill_alert_rules ADD COLUMN IF NOT EXISTS webhook_format VARCHAR;
 )sql";
 
 // Tables pruned by telemetry age (all carry a `ts` column).
@@ -303,7 +304,8 @@ Status MetricsDb::WriteConfig(const ConfigSnapshot& config) {
             duckdb::Value::BOOLEAN(r.rule.enabled),
             duckdb::Value::DOUBLE(r.state.created_at), Double(r.state.last_fired_at),
             BigInt(r.state.fire_count), Double(r.state.last_value),
-            duckdb::Value::DOUBLE(r.state.last_evaluated_at));
+            duckdb::Value::DOUBLE(r.state.last_evaluated_at),
+            r.rule.webhook.has_value() ? duckdb::Value(r.rule.webhook_format) : duckdb::Value());
       }
       appender.Close();
     }

@@ -1,0 +1,289 @@
+// Parsing of pipeline files (the YAML described in pipeline.h).
+#include "pipeline.h"
+#include "pipeline_parser_internal.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <arrow/api.h>
+#include <yaml-cpp/yaml.h>
+
+#include "rill/table/schema.h"
+
+namespace rill::app {
+namespace pipeline_internal {
+namespace {
+
+Result<std::shared_ptr<arrow::DataType>> ParseType(std::string text) {
+  for (char& c : text) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  static const std::map<std::string, std::shared_ptr<arrow::DataType>> kTypes = {
+      {"int8", arrow::int8()},       {"int16", arrow::int16()},
+      {"int32", arrow::int32()},     {"int64", arrow::int64()},
+      {"uint8", arrow::uint8()},     {"uint16", arrow::uint16()},
+      {"uint32", arrow::uint32()},   {"uint64", arrow::uint64()},
+      {"float32", arrow::float32()}, {"float", arrow::float32()},
+      {"float64", arrow::float64()}, {"double", arrow::float64()},
+      {"bool", arrow::boolean()},    {"boolean", arrow::boolean()},
+      {"string", arrow::utf8()},     {"utf8", arrow::utf8()},
+      {"str", arrow::utf8()},        {"large_string", arrow::large_utf8()},
+      {"binary", arrow::binary()},   {"date32", arrow::date32()},
+      {"date", arrow::date32()},     {"timestamp", arrow::timestamp(arrow::TimeUnit::MICRO)},
+  };
+  if (auto it = kTypes.find(text); it != kTypes.end()) {
+    return it->second;
+  }
+  // timestamp[UNIT] or timestamp[UNIT, TZ]
+  if (text.rfind("timestamp[", 0) == 0 && text.back() == ']') {
+    std::string inner = text.substr(10, text.size() - 11);
+    std::string unit = inner.substr(0, inner.find(','));
+    std::string tz = inner.find(',') == std::string::npos ? "" : inner.substr(inner.find(',') + 1);
+    tz.erase(0, tz.find_first_not_of(' '));
+    static const std::map<std::string, arrow::TimeUnit::type> kUnits = {
+        {"s", arrow::TimeUnit::SECOND},
+        {"ms", arrow::TimeUnit::MILLI},
+        {"us", arrow::TimeUnit::MICRO},
+        {"ns", arrow::TimeUnit::NANO}};
+    if (auto it = kUnits.find(unit); it != kUnits.end()) {
+      if (tz == "utc") tz = "UTC";
+      return arrow::timestamp(it->second, tz);
+    }
+  }
+  return Status::Invalid("unknown type '", text,
+                         "' (expected int8..int64, uint8..uint64, float32, float64, bool, "
+                         "string, large_string, binary, date32, timestamp[s|ms|us|ns])");
+}
+
+}  // namespace
+
+Status Parser::ParseEngine(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"trigger_interval_ms", "memory_budget_mb", "max_reject_rows"}));
+  if (Has(at, "trigger_interval_ms")) {
+    At v = Child(at, "trigger_interval_ms");
+    RILL_ASSIGN_OR_RAISE(p->engine.trigger_interval_ms, Int(v));
+    if (p->engine.trigger_interval_ms < 1) return Error(v, "must be at least 1");
+  }
+  if (Has(at, "memory_budget_mb")) {
+    At v = Child(at, "memory_budget_mb");
+    RILL_ASSIGN_OR_RAISE(double mb, Num(v));
+    if (mb < 0) return Error(v, "must not be negative");
+    p->engine.memory_budget_bytes = static_cast<int64_t>(mb * 1024 * 1024);
+  }
+  if (Has(at, "max_reject_rows")) {
+    RILL_ASSIGN_OR_RAISE(p->engine.max_reject_rows, Int(Child(at, "max_reject_rows")));
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseMetrics(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"path", "flush_interval_seconds", "telemetry_retention_seconds",
+                               "alert_retention_seconds"}));
+  if (Has(at, "path")) {
+    RILL_ASSIGN_OR_RAISE(p->metrics.path, Str(Child(at, "path")));
+    p->metrics_path_given = true;
+  }
+  struct {
+    const char* key;
+    double* value;
+  } numbers[] = {{"flush_interval_seconds", &p->metrics.flush_interval_seconds},
+                 {"telemetry_retention_seconds", &p->metrics.telemetry_retention_seconds},
+                 {"alert_retention_seconds", &p->metrics.alert_retention_seconds}};
+  for (auto& n : numbers) {
+    if (Has(at, n.key)) {
+      At v = Child(at, n.key);
+      RILL_ASSIGN_OR_RAISE(*n.value, Num(v));
+      if (*n.value <= 0) return Error(v, "must be positive");
+    }
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseServer(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"listen", "token", "allow_private_webhooks"}));
+  if (Has(at, "listen")) {
+    RILL_ASSIGN_OR_RAISE(p->server.listen, Str(Child(at, "listen")));
+  }
+  if (at.node["token"].IsDefined()) {  // "" is meaningful: no auth (loopback only)
+    At v = Child(at, "token");
+    p->server.token = v.node.IsNull() ? "" : v.node.Scalar();
+  }
+  if (Has(at, "allow_private_webhooks")) {
+    RILL_ASSIGN_OR_RAISE(p->server.allow_private_webhooks,
+                         Bool(Child(at, "allow_private_webhooks")));
+  }
+  return Status::OK();
+}
+
+Result<std::shared_ptr<arrow::Schema>> Parser::ParseColumns(const At& at) const {
+  arrow::FieldVector fields;
+  std::set<std::string> seen;
+  auto add = [&](const At& where, const std::string& name, const std::string& type_text,
+                 bool nullable) -> Status {
+    if (name.empty()) return Error(where, "column name must not be empty");
+    if (IsSystemColumn(name)) return Error(where, "'", name, "' is a system column");
+    if (!seen.insert(name).second) return Error(where, "duplicate column '", name, "'");
+    auto type = ParseType(type_text);
+    if (!type.ok()) return Ref(where).Wrap(type.status());
+    fields.push_back(arrow::field(name, *type, nullable));
+    return Status::OK();
+  };
+  if (at.node.IsMap()) {
+    for (const auto& kv : at.node) {
+      At where{kv.second, at.path + "." + kv.first.Scalar()};
+      RILL_ASSIGN_OR_RAISE(std::string type, Str(where));
+      RILL_RETURN_NOT_OK(add(where, kv.first.Scalar(), type, true));
+    }
+  } else if (at.node.IsSequence()) {
+    for (size_t i = 0; i < at.node.size(); ++i) {
+      At item = Item(at, i);
+      RILL_RETURN_NOT_OK(Keys(item, {"name", "type", "nullable"}));
+      RILL_ASSIGN_OR_RAISE(std::string name, RequiredStr(item, "name"));
+      RILL_ASSIGN_OR_RAISE(std::string type, RequiredStr(item, "type"));
+      bool nullable = true;
+      if (Has(item, "nullable")) {
+        RILL_ASSIGN_OR_RAISE(nullable, Bool(Child(item, "nullable")));
+      }
+      RILL_RETURN_NOT_OK(add(Child(item, "type"), name, type, nullable));
+    }
+  } else {
+    return Error(at, "expected a list of {name, type} or a mapping of name: type");
+  }
+  if (fields.empty()) {
+    return Error(at, "a table needs at least one column");
+  }
+  return arrow::schema(std::move(fields));
+}
+
+Result<std::optional<RetentionPolicy>> Parser::ParseRetention(const At& at) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"max_rows", "max_age_seconds", "time_column"}));
+  RetentionPolicy policy;
+  if (Has(at, "max_rows")) {
+    RILL_ASSIGN_OR_RAISE(policy.max_rows, Int(Child(at, "max_rows")));
+  }
+  if (Has(at, "max_age_seconds")) {
+    RILL_ASSIGN_OR_RAISE(policy.max_age_seconds, Num(Child(at, "max_age_seconds")));
+  }
+  if (Has(at, "time_column")) {
+    RILL_ASSIGN_OR_RAISE(policy.time_column, Str(Child(at, "time_column")));
+  }
+  if (Status st = policy.Validate(); !st.ok()) {
+    return Ref(at).Wrap(st);
+  }
+  return std::optional<RetentionPolicy>(policy);
+}
+
+Status Parser::ParseTable(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"name", "columns", "schema", "primary_key", "mode", "retention"}));
+  TableSpec spec;
+  spec.where = Ref(at);
+  RILL_ASSIGN_OR_RAISE(spec.name, RequiredStr(at, "name"));
+  for (const TableSpec& other : p->tables) {
+    if (other.name == spec.name) {
+      return Error(Child(at, "name"), "table '", spec.name, "' is declared twice (first at line ",
+                   other.where.line, ")");
+    }
+  }
+  const char* columns_key = Has(at, "columns") ? "columns" : "schema";
+  if (!Has(at, columns_key)) {
+    return Error(at, "missing required key 'columns'");
+  }
+  RILL_ASSIGN_OR_RAISE(spec.schema, ParseColumns(Child(at, columns_key)));
+  if (Has(at, "primary_key")) {
+    At key = Child(at, "primary_key");
+    RILL_ASSIGN_OR_RAISE(spec.options.primary_key, Names(key));
+    for (const std::string& column : spec.options.primary_key) {
+      if (spec.schema->GetFieldIndex(column) < 0) {
+        return Error(key, "unknown column '", column, "'");
+      }
+    }
+  }
+  if (Has(at, "mode")) {
+    At mode = Child(at, "mode");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(mode));
+    auto parsed = ParseTableMode(text);
+    if (!parsed.ok()) return Ref(mode).Wrap(parsed.status());
+    spec.options.mode = *parsed;
+  }
+  if (Has(at, "retention")) {
+    RILL_ASSIGN_OR_RAISE(spec.options.retention, ParseRetention(Child(at, "retention")));
+  }
+  if (spec.options.mode == TableMode::kAppend &&
+      !(spec.options.retention && spec.options.retention->enabled())) {
+    return Error(at, "an append table needs retention with max_rows or max_age_seconds");
+  }
+  p->tables.push_back(std::move(spec));
+  return Status::OK();
+}
+
+}  // namespace pipeline_internal
+
+using pipeline_internal::At;
+using pipeline_internal::Parser;
+
+std::string SourceRef::ToString() const {
+  return file + ":" + std::to_string(line) + ": " + key;
+}
+
+Status SourceRef::Wrap(const Status& status) const {
+  if (status.ok()) {
+    return status;
+  }
+  return status.WithMessage(ToString(), ": ", status.message());
+}
+
+Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(file, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
+  }
+  Pipeline p;
+  p.file = file;
+  Parser parser(file);
+  At top{root, ""};
+  if (root.IsNull() || !root.IsDefined()) {
+    return p;  // an empty file is an empty pipeline
+  }
+  try {
+    RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "tables", "connectors",
+                                         "tasks", "kpis", "alert_rules"}));
+    if (parser.Has(top, "engine")) {
+      RILL_RETURN_NOT_OK(parser.ParseEngine(parser.Child(top, "engine"), &p));
+    }
+    if (parser.Has(top, "metrics")) {
+      RILL_RETURN_NOT_OK(parser.ParseMetrics(parser.Child(top, "metrics"), &p));
+    }
+    if (parser.Has(top, "server")) {
+      RILL_RETURN_NOT_OK(parser.ParseServer(parser.Child(top, "server"), &p));
+    }
+    RILL_RETURN_NOT_OK(
+        parser.ForEach(top, "tables", [&](const At& at) { return parser.ParseTable(at, &p); }));
+    RILL_RETURN_NOT_OK(parser.ForEach(
+        top, "connectors", [&](const At& at) { return parser.ParseConnector(at, &p); }));
+    RILL_RETURN_NOT_OK(
+        parser.ForEach(top, "tasks", [&](const At& at) { return parser.ParseTask(at, &p); }));
+    RILL_RETURN_NOT_OK(
+        parser.ForEach(top, "kpis", [&](const At& at) { return parser.ParseKpi(at, &p); }));
+    RILL_RETURN_NOT_OK(parser.ForEach(top, "alert_rules",
+                                      [&](const At& at) { return parser.ParseRule(at, &p); }));
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(file, ":", e.mark.line + 1, ": ", e.msg);
+  }
+  return p;
+}
+
+Result<Pipeline> LoadPipeline(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Status::IOError("cannot read pipeline file '", path, "'");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParsePipeline(text.str(), path);
+}
+
+}  // namespace rill::app

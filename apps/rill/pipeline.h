@@ -1,0 +1,145 @@
+// Pipeline files: the YAML that `rill serve pipeline.yaml` runs.
+//
+// A pipeline file declares, at the top level (every key optional):
+//
+//   engine:      trigger_interval_ms, memory_budget_mb, max_reject_rows
+//   metrics:     path, flush_interval_seconds, telemetry_retention_seconds,
+//                alert_retention_seconds
+//   server:      listen, token, allow_private_webhooks   (flags override)
+//   tables:      - name, columns (a list of {name, type, nullable} or a map
+//                  name: type), primary_key ("a" / "a,b" / [a, b]),
+//                  mode (snapshot | append), retention {max_rows,
+//                  max_age_seconds, time_column}
+//   connectors:  - name, type (memory | generator), table, max_records,
+//                  max_bytes, on_overflow (drop_oldest | drop_newest | error);
+//                  a generator also has rows_per_second, interval_ms, seed
+//                  and columns: {column: spec} (see generator.h)
+//   tasks:       - name, type (sql | join), interval_seconds, output,
+//                  primary_key; sql: `sql`; join: left, right, keys,
+//                  right_keys, join_type, group_by, aggregations
+//                  ({column: function} or [{column, function}]),
+//                  incremental, retention
+//   kpis:        - name, sql, interval_seconds, chart_type (line | bar |
+//                  scatter), x_col, y_col
+//   alert_rules: - name, metric, op, threshold, cooldown_seconds, severity,
+//                  message, enabled, webhook (a URL, or {url, format:
+//                  slack | google_chat | custom})
+//
+// Types: int8..int64, uint8..uint64, float32 (float), float64 (double),
+// bool, string (utf8), large_string, binary, date32 (date), timestamp
+// (microseconds), timestamp[s|ms|us|ns] and timestamp[UNIT, TZ].
+//
+// Every error names the file, the line and the key, e.g.
+//   orders.yaml:14: tables[0].primary_key: unknown column 'order'
+// Unknown keys are errors too (a typo never silently does nothing).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "generator.h"
+#include "rill/common/status.h"
+#include "rill/connector/bounded_buffer.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/task.h"
+#include "rill/metrics/alert_rule.h"
+#include "rill/metrics/kpi_query.h"
+#include "rill/metrics/metrics_store.h"
+#include "rill/table/live_table.h"
+
+namespace rill::app {
+
+/// Where a declaration came from, for error messages.
+struct SourceRef {
+  std::string file;
+  int line = 0;     ///< 1-based
+  std::string key;  ///< e.g. "tables[0]"
+  /// Return "FILE:LINE: KEY".
+  std::string ToString() const;
+  /// Return `status` with "FILE:LINE: KEY: " in front of its message.
+  Status Wrap(const Status& status) const;
+};
+
+struct TableSpec {
+  SourceRef where;
+  std::string name;
+  std::shared_ptr<arrow::Schema> schema;  ///< user columns
+  TableOptions options;
+};
+
+struct ConnectorSpec {
+  SourceRef where;
+  std::string name;
+  std::string type;  ///< "memory" or "generator"
+  std::string table;
+  BufferLimits limits;
+  GeneratorSpec generator;  ///< for type "generator"
+};
+
+struct SqlTaskSpec {
+  SourceRef where;
+  std::string name;
+  std::string sql;
+  std::string output;
+  double interval_seconds = 1.0;
+  std::vector<std::string> primary_key;
+};
+
+struct JoinTaskSpec {
+  SourceRef where;
+  JoinTaskOptions options;
+};
+
+struct KpiSpec {
+  SourceRef where;
+  KpiQuery query;
+};
+
+struct RuleSpec {
+  SourceRef where;
+  AlertRule rule;
+};
+
+/// Settings of the `server:` section; unset values take the CLI's defaults.
+struct PipelineServerSettings {
+  std::optional<std::string> listen;
+  std::optional<std::string> token;
+  std::optional<bool> allow_private_webhooks;
+};
+
+/// A parsed pipeline file.
+struct Pipeline {
+  std::string file;
+  EngineOptions engine;
+  /// `metrics:` settings; `metrics.path` stays the default unless given.
+  MetricsOptions metrics;
+  bool metrics_path_given = false;
+  PipelineServerSettings server;
+  std::vector<TableSpec> tables;
+  std::vector<ConnectorSpec> connectors;
+  std::vector<SqlTaskSpec> sql_tasks;
+  std::vector<JoinTaskSpec> join_tasks;
+  std::vector<KpiSpec> kpis;
+  std::vector<RuleSpec> rules;
+};
+
+/// Read and check the pipeline file at `path`. IOError when it cannot be
+/// read; Invalid for YAML syntax errors and for every bad key or value, the
+/// message naming the file, line and key.
+Result<Pipeline> LoadPipeline(const std::string& path);
+
+/// Parse pipeline YAML given as text; `file` names it in messages.
+Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file);
+
+/// Create the pipeline's tables, connectors and tasks in `engine`, and its
+/// KPI queries and alert rules in `metrics` (required when the pipeline has
+/// any; may be null otherwise). Stops at the first error, returned with the
+/// file, line and key of the declaration that failed. Call before
+/// Engine::Start; any thread.
+Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* metrics);
+
+}  // namespace rill::app

@@ -1,0 +1,57 @@
+// ApplyPipeline: create what a parsed pipeline declares.
+#include <arrow/api.h>
+
+#include "pipeline.h"
+#include "rill/connector/memory_connector.h"
+
+namespace rill::app {
+
+Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* metrics) {
+  if (metrics == nullptr && (!pipeline.kpis.empty() || !pipeline.rules.empty())) {
+    const SourceRef& where =
+        pipeline.kpis.empty() ? pipeline.rules.front().where : pipeline.kpis.front().where;
+    return where.Wrap(Status::Invalid("KPI queries and alert rules need a metrics store"));
+  }
+  for (const TableSpec& t : pipeline.tables) {
+    TableOptions options = t.options;
+    options.clock = engine.options().clock;
+    RILL_RETURN_NOT_OK(t.where.Wrap(engine.RegisterTable(t.name, t.schema, options).status()));
+  }
+  for (const ConnectorSpec& c : pipeline.connectors) {
+    auto table = engine.GetTable(c.table);
+    RILL_RETURN_NOT_OK(c.where.Wrap(table.status()));
+    std::shared_ptr<Connector> connector;
+    if (c.type == "generator") {
+      Clock clock = engine.options().clock;
+      if (!clock) {
+        clock = [&engine] { return engine.Now(); };
+      }
+      auto made = GeneratorConnector::Make(c.name, c.table, (*table)->user_schema(),
+                                           c.generator, c.limits, clock);
+      RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
+      connector = *made;
+    } else {
+      connector = std::make_shared<MemoryConnector>(c.table, (*table)->user_schema(), c.limits,
+                                                    c.name);
+    }
+    RILL_RETURN_NOT_OK(c.where.Wrap(engine.AddConnector(std::move(connector))));
+  }
+  for (const SqlTaskSpec& t : pipeline.sql_tasks) {
+    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddSqlTask(std::make_shared<ScheduledSqlTask>(
+        t.name, t.sql, t.output, t.interval_seconds, t.primary_key))));
+  }
+  for (const JoinTaskSpec& t : pipeline.join_tasks) {
+    auto task = TableJoinTask::Make(t.options);
+    RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
+    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddJoinTask(*task)));
+  }
+  for (const KpiSpec& k : pipeline.kpis) {
+    RILL_RETURN_NOT_OK(k.where.Wrap(metrics->AddKpiQuery(k.query)));
+  }
+  for (const RuleSpec& r : pipeline.rules) {
+    RILL_RETURN_NOT_OK(r.where.Wrap(metrics->AddAlertRule(r.rule)));
+  }
+  return Status::OK();
+}
+
+}  // namespace rill::app

@@ -1,0 +1,362 @@
+// Parsing of the connectors, tasks, kpis and alert_rules sections of a
+// pipeline file.
+#include <arrow/api.h>
+
+#include "pipeline_parser_internal.h"
+
+namespace rill::app::pipeline_internal {
+
+Status Parser::ParseGeneratorColumn(const At& c, GeneratorColumnSpec* col) const {
+  using Kind = GeneratorColumnSpec::Kind;
+  if (c.node.IsScalar()) {
+    if (c.node.Scalar() != "now" && c.node.Scalar() != "sequence") {
+      return Error(c, "expected now, sequence or a mapping {sequence | random_int | "
+                      "random_float | choice | constant: ...}");
+    }
+    col->kind = c.node.Scalar() == "now" ? Kind::kNow : Kind::kSequence;
+    return Status::OK();
+  }
+  RILL_RETURN_NOT_OK(Keys(c, {"sequence", "random_int", "random_float", "choice", "weights",
+                              "constant", "now"}));
+  auto range = [&](const char* key, Kind kind) -> Status {
+    At r = Child(c, key);
+    if (!r.node.IsSequence() || r.node.size() != 2) return Error(r, "expected [LO, HI]");
+    RILL_ASSIGN_OR_RAISE(col->lo, Num(Item(r, 0)));
+    RILL_ASSIGN_OR_RAISE(col->hi, Num(Item(r, 1)));
+    if (col->hi < col->lo) return Error(r, "HI must not be below LO");
+    col->kind = kind;
+    return Status::OK();
+  };
+  if (Has(c, "sequence")) {
+    col->kind = Kind::kSequence;
+    At s = Child(c, "sequence");
+    if (s.node.IsMap()) {
+      RILL_RETURN_NOT_OK(Keys(s, {"start", "step"}));
+      if (Has(s, "start")) {
+        RILL_ASSIGN_OR_RAISE(col->start, Int(Child(s, "start")));
+      }
+      if (Has(s, "step")) {
+        RILL_ASSIGN_OR_RAISE(col->step, Int(Child(s, "step")));
+      }
+    } else {
+      RILL_ASSIGN_OR_RAISE(col->start, Int(s));
+    }
+  } else if (Has(c, "random_int")) {
+    RILL_RETURN_NOT_OK(range("random_int", Kind::kRandomInt));
+  } else if (Has(c, "random_float")) {
+    RILL_RETURN_NOT_OK(range("random_float", Kind::kRandomFloat));
+  } else if (Has(c, "choice")) {
+    col->kind = Kind::kChoice;
+    At list = Child(c, "choice");
+    if (!list.node.IsSequence() || list.node.size() == 0) {
+      return Error(list, "expected a non-empty list of values");
+    }
+    for (size_t i = 0; i < list.node.size(); ++i) {
+      RILL_ASSIGN_OR_RAISE(std::string v, Str(Item(list, i)));
+      col->choices.push_back(std::move(v));
+    }
+    if (Has(c, "weights")) {
+      At w = Child(c, "weights");
+      if (!w.node.IsSequence() || w.node.size() != col->choices.size()) {
+        return Error(w, "expected one weight per choice (", col->choices.size(), ")");
+      }
+      for (size_t i = 0; i < w.node.size(); ++i) {
+        RILL_ASSIGN_OR_RAISE(double weight, Num(Item(w, i)));
+        if (weight < 0) return Error(Item(w, i), "weights must not be negative");
+        col->weights.push_back(weight);
+      }
+    }
+  } else if (Has(c, "constant")) {
+    col->kind = Kind::kConstant;
+    RILL_ASSIGN_OR_RAISE(std::string v, Str(Child(c, "constant")));
+    col->choices.push_back(std::move(v));
+  } else if (c.node["now"].IsDefined()) {
+    col->kind = Kind::kNow;
+  } else {
+    return Error(c, "expected one of sequence, random_int, random_float, choice, constant");
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseGenerator(const At& at, const TableSpec& table, GeneratorSpec* spec) const {
+  if (Has(at, "rows_per_second")) {
+    At v = Child(at, "rows_per_second");
+    RILL_ASSIGN_OR_RAISE(spec->rows_per_second, Num(v));
+    if (spec->rows_per_second <= 0) return Error(v, "must be positive");
+  }
+  if (Has(at, "interval_ms")) {
+    At v = Child(at, "interval_ms");
+    RILL_ASSIGN_OR_RAISE(spec->interval_ms, Int(v));
+    if (spec->interval_ms < 1) return Error(v, "must be at least 1");
+  }
+  if (Has(at, "seed")) {
+    RILL_ASSIGN_OR_RAISE(int64_t seed, Int(Child(at, "seed")));
+    spec->seed = static_cast<uint64_t>(seed);
+  }
+  if (!Has(at, "columns")) {
+    return Error(at, "a generator needs 'columns' (a spec per column)");
+  }
+  At columns = Child(at, "columns");
+  if (!columns.node.IsMap()) {
+    return Error(columns, "expected a mapping of column: spec");
+  }
+  for (const auto& kv : columns.node) {
+    const std::string name = kv.first.Scalar();
+    At c{kv.second, columns.path + "." + name};
+    if (table.schema->GetFieldIndex(name) < 0) {
+      return Error(c, "unknown column '", name, "' of table '", table.name, "'");
+    }
+    RILL_RETURN_NOT_OK(ParseGeneratorColumn(c, &spec->columns[name]));
+  }
+  for (const auto& field : table.schema->fields()) {
+    if (!field->nullable() && spec->columns.count(field->name()) == 0) {
+      return Error(columns, "no spec for non-nullable column '", field->name(), "'");
+    }
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseConnector(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "table", "max_records", "max_bytes",
+                               "on_overflow", "rows_per_second", "interval_ms", "seed",
+                               "columns"}));
+  ConnectorSpec spec;
+  spec.where = Ref(at);
+  RILL_ASSIGN_OR_RAISE(spec.table, RequiredStr(at, "table"));
+  spec.name = spec.table;
+  if (Has(at, "name")) {
+    RILL_ASSIGN_OR_RAISE(spec.name, Str(Child(at, "name")));
+  }
+  RILL_ASSIGN_OR_RAISE(spec.type, RequiredStr(at, "type"));
+  const TableSpec* table = nullptr;
+  for (const TableSpec& t : p->tables) {
+    if (t.name == spec.table) table = &t;
+  }
+  if (table == nullptr) {
+    return Error(Child(at, "table"), "unknown table '", spec.table,
+                 "' (declare it under 'tables')");
+  }
+  if (Has(at, "max_records")) {
+    RILL_ASSIGN_OR_RAISE(spec.limits.max_records, Int(Child(at, "max_records")));
+  }
+  if (Has(at, "max_bytes")) {
+    RILL_ASSIGN_OR_RAISE(spec.limits.max_bytes, Int(Child(at, "max_bytes")));
+  }
+  if (Has(at, "on_overflow")) {
+    At v = Child(at, "on_overflow");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+    auto policy = ParseOverflowPolicy(text);
+    if (!policy.ok()) return Ref(v).Wrap(policy.status());
+    spec.limits.on_overflow = *policy;
+  }
+  if (spec.type == "generator") {
+    RILL_RETURN_NOT_OK(ParseGenerator(at, *table, &spec.generator));
+  } else if (spec.type == "memory") {
+    for (const char* key : {"rows_per_second", "interval_ms", "seed", "columns"}) {
+      if (at.node[key].IsDefined()) {
+        return Error(Child(at, key), "only a generator connector takes '", key, "'");
+      }
+    }
+  } else {
+    return Error(Child(at, "type"), "unknown connector type '", spec.type,
+                 "' (available: memory, generator)");
+  }
+  for (const ConnectorSpec& other : p->connectors) {
+    if (other.name == spec.name) {
+      return Error(at, "connector '", spec.name, "' is declared twice");
+    }
+  }
+  p->connectors.push_back(std::move(spec));
+  return Status::OK();
+}
+
+Status Parser::ParseJoin(const At& at, JoinTaskSpec* spec) const {
+  JoinTaskOptions& o = spec->options;
+  RILL_ASSIGN_OR_RAISE(o.left_table, RequiredStr(at, "left"));
+  RILL_ASSIGN_OR_RAISE(o.right_table, RequiredStr(at, "right"));
+  if (!Has(at, "keys")) return Error(at, "missing required key 'keys'");
+  RILL_ASSIGN_OR_RAISE(o.keys, Names(Child(at, "keys")));
+  if (Has(at, "right_keys")) {
+    RILL_ASSIGN_OR_RAISE(o.right_keys, Names(Child(at, "right_keys")));
+  }
+  if (Has(at, "join_type")) {
+    At v = Child(at, "join_type");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+    auto type = ParseJoinType(text);
+    if (!type.ok()) return Ref(v).Wrap(type.status());
+    o.join_type = *type;
+  }
+  if (Has(at, "group_by")) {
+    RILL_ASSIGN_OR_RAISE(o.group_by, Names(Child(at, "group_by")));
+  }
+  if (Has(at, "aggregations")) {
+    At aggs = Child(at, "aggregations");
+    auto add = [&](const At& where, const std::string& column, const std::string& fn) -> Status {
+      auto parsed = ParseAggregateFunction(fn);
+      if (!parsed.ok()) return Ref(where).Wrap(parsed.status());
+      o.aggregations.emplace_back(column, *parsed);
+      return Status::OK();
+    };
+    if (aggs.node.IsMap()) {
+      for (const auto& kv : aggs.node) {
+        At where{kv.second, aggs.path + "." + kv.first.Scalar()};
+        RILL_ASSIGN_OR_RAISE(std::string fn, Str(where));
+        RILL_RETURN_NOT_OK(add(where, kv.first.Scalar(), fn));
+      }
+    } else if (aggs.node.IsSequence()) {
+      for (size_t i = 0; i < aggs.node.size(); ++i) {
+        At item = Item(aggs, i);
+        RILL_RETURN_NOT_OK(Keys(item, {"column", "function"}));
+        RILL_ASSIGN_OR_RAISE(std::string column, RequiredStr(item, "column"));
+        RILL_ASSIGN_OR_RAISE(std::string fn, RequiredStr(item, "function"));
+        RILL_RETURN_NOT_OK(add(Child(item, "function"), column, fn));
+      }
+    } else {
+      return Error(aggs, "expected {column: function} or a list of {column, function}");
+    }
+  }
+  if (Has(at, "incremental")) {
+    RILL_ASSIGN_OR_RAISE(o.incremental, Bool(Child(at, "incremental")));
+  }
+  if (Has(at, "retention")) {
+    RILL_ASSIGN_OR_RAISE(o.retention, ParseRetention(Child(at, "retention")));
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseTask(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "sql", "output", "interval_seconds",
+                               "primary_key", "left", "right", "keys", "right_keys",
+                               "join_type", "group_by", "aggregations", "incremental",
+                               "retention"}));
+  RILL_ASSIGN_OR_RAISE(std::string name, RequiredStr(at, "name"));
+  std::string type = Has(at, "sql") ? "sql" : "join";
+  if (Has(at, "type")) {
+    RILL_ASSIGN_OR_RAISE(type, Str(Child(at, "type")));
+  }
+  std::string output = name;
+  if (Has(at, "output")) {
+    RILL_ASSIGN_OR_RAISE(output, Str(Child(at, "output")));
+  }
+  double interval = 1.0;
+  if (Has(at, "interval_seconds")) {
+    At v = Child(at, "interval_seconds");
+    RILL_ASSIGN_OR_RAISE(interval, Num(v));
+    if (interval <= 0) return Error(v, "must be positive");
+  }
+  std::vector<std::string> primary_key;
+  if (Has(at, "primary_key")) {
+    RILL_ASSIGN_OR_RAISE(primary_key, Names(Child(at, "primary_key")));
+  }
+  if (type == "sql") {
+    for (const char* key : {"left", "right", "keys", "right_keys", "join_type", "group_by",
+                            "aggregations", "incremental", "retention"}) {
+      if (at.node[key].IsDefined()) {
+        return Error(Child(at, key), "only a join task takes '", key, "'");
+      }
+    }
+    SqlTaskSpec spec{Ref(at), name, "", output, interval, primary_key};
+    RILL_ASSIGN_OR_RAISE(spec.sql, RequiredStr(at, "sql"));
+    p->sql_tasks.push_back(std::move(spec));
+  } else if (type == "join") {
+    if (at.node["sql"].IsDefined()) return Error(Child(at, "sql"), "a join task takes no 'sql'");
+    JoinTaskSpec spec;
+    spec.where = Ref(at);
+    spec.options.name = name;
+    spec.options.output_table = output;
+    spec.options.interval_seconds = interval;
+    spec.options.primary_key = primary_key;
+    RILL_RETURN_NOT_OK(ParseJoin(at, &spec));
+    p->join_tasks.push_back(std::move(spec));
+  } else {
+    return Error(Child(at, "type"), "unknown task type '", type, "' (expected sql or join)");
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseKpi(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(
+      Keys(at, {"name", "sql", "interval_seconds", "chart_type", "x_col", "y_col"}));
+  KpiSpec spec;
+  spec.where = Ref(at);
+  RILL_ASSIGN_OR_RAISE(spec.query.name, RequiredStr(at, "name"));
+  RILL_ASSIGN_OR_RAISE(spec.query.sql, RequiredStr(at, "sql"));
+  if (Has(at, "interval_seconds")) {
+    RILL_ASSIGN_OR_RAISE(spec.query.interval_seconds, Num(Child(at, "interval_seconds")));
+  }
+  if (Has(at, "chart_type")) {
+    At v = Child(at, "chart_type");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+    auto chart = ParseChartType(text);
+    if (!chart.ok()) return Ref(v).Wrap(chart.status());
+    spec.query.chart_type = *chart;
+  }
+  if (Has(at, "x_col")) {
+    RILL_ASSIGN_OR_RAISE(spec.query.x_col, Str(Child(at, "x_col")));
+  }
+  if (Has(at, "y_col")) {
+    RILL_ASSIGN_OR_RAISE(spec.query.y_col, Str(Child(at, "y_col")));
+  }
+  if (Status st = spec.query.Validate(); !st.ok()) return spec.where.Wrap(st);
+  p->kpis.push_back(std::move(spec));
+  return Status::OK();
+}
+
+Status Parser::ParseRule(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"name", "metric", "op", "threshold", "cooldown_seconds",
+                               "severity", "message", "enabled", "webhook"}));
+  RuleSpec spec;
+  spec.where = Ref(at);
+  AlertRule& r = spec.rule;
+  RILL_ASSIGN_OR_RAISE(r.name, RequiredStr(at, "name"));
+  RILL_ASSIGN_OR_RAISE(r.metric, RequiredStr(at, "metric"));
+  RILL_ASSIGN_OR_RAISE(std::string op, RequiredStr(at, "op"));
+  auto parsed_op = ParseCompareOp(op);
+  if (!parsed_op.ok()) return Ref(Child(at, "op")).Wrap(parsed_op.status());
+  r.op = *parsed_op;
+  if (!Has(at, "threshold")) return Error(at, "missing required key 'threshold'");
+  RILL_ASSIGN_OR_RAISE(r.threshold, Num(Child(at, "threshold")));
+  if (Has(at, "cooldown_seconds")) {
+    RILL_ASSIGN_OR_RAISE(r.cooldown_seconds, Num(Child(at, "cooldown_seconds")));
+  }
+  if (Has(at, "severity")) {
+    At v = Child(at, "severity");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+    auto severity = ParseSeverity(text);
+    if (!severity.ok()) return Ref(v).Wrap(severity.status());
+    r.severity = *severity;
+  }
+  if (Has(at, "message")) {
+    RILL_ASSIGN_OR_RAISE(r.message, Str(Child(at, "message")));
+  }
+  if (Has(at, "enabled")) {
+    RILL_ASSIGN_OR_RAISE(r.enabled, Bool(Child(at, "enabled")));
+  }
+  if (Has(at, "webhook")) {
+    At hook = Child(at, "webhook");
+    std::string url;
+    if (hook.node.IsScalar()) {
+      url = hook.node.Scalar();
+    } else {
+      RILL_RETURN_NOT_OK(Keys(hook, {"url", "format"}));
+      RILL_ASSIGN_OR_RAISE(url, RequiredStr(hook, "url"));
+      if (Has(hook, "format")) {
+        RILL_ASSIGN_OR_RAISE(r.webhook_format, Str(Child(hook, "format")));
+      }
+    }
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      return Error(hook, "webhook url must start with http:// or https://");
+    }
+    r.webhook = url;
+  }
+  if (Status st = r.Validate(); !st.ok()) return spec.where.Wrap(st);
+  for (const RuleSpec& other : p->rules) {
+    if (other.rule.name == r.name) {
+      return Error(Child(at, "name"), "alert rule '", r.name, "' is declared twice");
+    }
+  }
+  p->rules.push_back(std::move(spec));
+  return Status::OK();
+}
+
+}  // namespace rill::app::pipeline_internal

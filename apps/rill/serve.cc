@@ -1,0 +1,174 @@
+#include "serve.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "pipeline.h"
+#include "rill/engine/engine.h"
+#include "rill/metrics/metrics_store.h"
+#include "rill/server/rule_webhooks.h"
+#include "rill/server/webhook.h"
+
+#if __has_include("rill/server/server.h")
+#include "rill/server/server.h"
+#define RILL_HAVE_SERVER 1
+#else
+#define RILL_HAVE_SERVER 0
+#endif
+
+namespace rill::app {
+namespace {
+
+// Set by the signal handler; a lock-free atomic is async-signal-safe.
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnServeSignal(int /*signal*/) { g_stop.store(true); }
+
+/// Installs SIGINT/SIGTERM handlers for its lifetime, restoring the old ones.
+class ServeSignals {
+ public:
+  ServeSignals() {
+    struct sigaction action = {};
+    action.sa_handler = OnServeSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~ServeSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
+
+/// What `rill serve` runs, destroyed in reverse order of construction.
+struct Running {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<MetricsStore> metrics;
+  std::unique_ptr<server::WebhookSender> webhooks;
+  std::unique_ptr<server::RuleWebhookRelay> relay;
+#if RILL_HAVE_SERVER
+  std::unique_ptr<server::Server> server;
+#endif
+
+  void Stop() {
+#if RILL_HAVE_SERVER
+    if (server) server->Stop();
+#endif
+    if (engine) engine->Stop();
+    if (metrics) metrics->Stop();
+    relay.reset();
+    if (webhooks) webhooks->Stop();
+  }
+};
+
+/// Start the network server (the one call that needs server.h) and print
+/// the address, token and dashboard URL.
+Status StartServer(Running* run, const std::string& listen,
+                   const std::optional<std::string>& token, bool allow_private_webhooks) {
+#if RILL_HAVE_SERVER
+  server::ServerOptions options;
+  options.listen = listen;
+  options.token = token;
+  options.allow_private_webhooks = allow_private_webhooks;
+  RILL_ASSIGN_OR_RAISE(run->server,
+                       server::Server::Make(run->engine.get(), run->metrics.get(), options));
+  RILL_RETURN_NOT_OK(run->server->Start());
+  run->relay->set_server_address(run->server->address());
+  std::printf("rill serve: listening on %s\n", run->server->address().c_str());
+  std::printf("  token:     %s\n",
+              run->server->token().empty() ? "(none: authentication disabled on loopback)"
+                                           : run->server->token().c_str());
+  std::printf("  dashboard: %s\n", run->server->dashboard_url().c_str());
+  std::printf("  query:     rill query --server %s --token <token> \"SELECT 1\"\n",
+              run->server->address().c_str());
+#else
+  (void)run;
+  (void)token;
+  (void)allow_private_webhooks;
+  std::printf("rill serve: this build has no network server; running the pipeline only "
+              "(requested address %s)\n",
+              listen.c_str());
+#endif
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+Status Serve(const ServeOptions& options, Running* run) {
+  Pipeline pipeline;
+  if (!options.pipeline.empty()) {
+    RILL_ASSIGN_OR_RAISE(pipeline, LoadPipeline(options.pipeline));
+  }
+  RILL_ASSIGN_OR_RAISE(run->engine, Engine::Make(pipeline.engine));
+  MetricsOptions metrics_options = pipeline.metrics;
+  if (options.metrics_path) {
+    metrics_options.path = *options.metrics_path;
+  }
+  RILL_ASSIGN_OR_RAISE(run->metrics, MetricsStore::Make(run->engine.get(), metrics_options));
+
+  const std::string listen =
+      options.listen.value_or(pipeline.server.listen.value_or("127.0.0.1:9494"));
+  const std::optional<std::string> token = options.token ? options.token : pipeline.server.token;
+  const bool allow_private =
+      options.allow_private_webhooks || pipeline.server.allow_private_webhooks.value_or(false);
+
+  // Alert-rule webhooks (rules from the file and from the API).
+  server::WebhookOptions webhook_options;
+  webhook_options.allow_private = allow_private;
+  RILL_ASSIGN_OR_RAISE(run->webhooks, server::WebhookSender::Make(webhook_options));
+  RILL_ASSIGN_OR_RAISE(run->relay, server::RuleWebhookRelay::Make(
+                                       run->metrics.get(), run->engine.get(),
+                                       run->webhooks.get(), listen));
+
+  RILL_RETURN_NOT_OK(ApplyPipeline(pipeline, *run->engine, run->metrics.get()));
+  RILL_RETURN_NOT_OK(run->engine->Start());
+  RILL_RETURN_NOT_OK(run->metrics->Start());
+  if (!options.pipeline.empty()) {
+    std::printf("rill serve: pipeline %s: %zu tables, %zu connectors, %zu tasks, %zu KPI "
+                "queries, %zu alert rules; metrics in %s\n",
+                options.pipeline.c_str(), pipeline.tables.size(), pipeline.connectors.size(),
+                pipeline.sql_tasks.size() + pipeline.join_tasks.size(), pipeline.kpis.size(),
+                pipeline.rules.size(), metrics_options.path.c_str());
+  }
+  RILL_RETURN_NOT_OK(StartServer(run, listen, token, allow_private));
+
+  const auto start = std::chrono::steady_clock::now();
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.duration_s > 0 && elapsed >= options.duration_s) {
+      break;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options) {
+  ServeSignals signals;
+  g_stop.store(false);
+  Running run;
+  Status status = Serve(options, &run);
+  run.Stop();
+  if (!status.ok()) {
+    std::fprintf(stderr, "rill serve: %s\n", status.message().c_str());
+    return 1;
+  }
+  if (run.engine) {
+    EngineMetrics m = run.engine->GetMetrics();
+    std::printf("rill serve: stopped after %lld ticks, %lld records processed\n",
+                static_cast<long long>(m.ticks), static_cast<long long>(m.records_processed));
+  }
+  return 0;
+}
+
+}  // namespace rill::app

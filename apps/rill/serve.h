@@ -1,0 +1,34 @@
+// `rill serve [--listen ADDR] [--token T] [--metrics PATH] [pipeline.yaml]`:
+// run an engine, its metrics store, the declared pipeline and the network
+// server until SIGINT / SIGTERM.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace rill::app {
+
+struct ServeOptions {
+  /// Pipeline file; empty runs an empty engine (tables come over the API).
+  std::string pipeline;
+  /// Override the pipeline's `server.listen` (default 127.0.0.1:9494).
+  std::optional<std::string> listen;
+  /// Override the pipeline's `server.token`; unset and absent there: the
+  /// server generates one and it is printed.
+  std::optional<std::string> token;
+  /// Override the pipeline's `metrics.path` (default rill_metrics.db).
+  std::optional<std::string> metrics_path;
+  /// Lift the webhook SSRF guard for local receivers.
+  bool allow_private_webhooks = false;
+  /// Seconds to run; 0 runs until a signal (tests use a duration).
+  double duration_s = 0;
+};
+
+/// Run as the file comment says on the calling thread; return the process
+/// exit code: 0 after a clean stop, 1 for a bad pipeline or a failure to
+/// start (the message, naming file, line and key, goes to stderr). Prints the
+/// address, the token and the dashboard URL once at start. Installs SIGINT and
+/// SIGTERM handlers for its lifetime.
+int RunServe(const ServeOptions& options);
+
+}  // namespace rill::app
