@@ -319,12 +319,12 @@ class RillEngine:
             table = self.get_table(name)
             counts[name] = table.num_rows if table is not None else 0
         return {
-            "total_records_processed": m["records_processed"],
+            "total_records_processed": m["total_records_processed"],
             "last_batch_records": m["last_batch_records"],
-            "last_batch_latency_ms": m["last_latency_s"] * 1000.0,
-            "avg_batch_latency_ms": m["avg_latency_s"] * 1000.0,
-            "max_batch_latency_ms": m["max_latency_s"] * 1000.0,
-            "records_per_second": m["rows_per_second"],
+            "last_batch_latency_ms": m["last_batch_latency_s"] * 1000.0,
+            "avg_batch_latency_ms": m["avg_batch_latency_s"] * 1000.0,
+            "max_batch_latency_ms": m["max_batch_latency_s"] * 1000.0,
+            "records_per_second": m["records_per_second"],
             "ticks": m["ticks"],
             "rejected_batches": m["rejected_batches"],
             "rejected_records": m["rejected_records"],
@@ -458,7 +458,8 @@ class RillEngine:
         """Add (or replace) a server-side alert rule, evaluated every metrics flush.
 
         `metric` names a KPI query, a business metric or a system metric (a
-        rill_telemetry column such as "cpu_percent", or "table.<name>.rows").
+        rill_telemetry column such as "cpu_usage", or "table.<name>.rows"; the
+        columns are listed in src/rill/metrics/README.md).
         `op` is one of > >= < <= == !=. When it fires, a "rule" alert with the
         observed value and threshold is written to rill_alerts; it does not fire
         again within `cooldown_seconds`. `webhook` is stored with the rule

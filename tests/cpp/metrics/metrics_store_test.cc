@@ -182,12 +182,12 @@ TEST(MetricsStore, WritesTelemetryForHostAndEngine) {
 
   EXPECT_EQ(Count(*store, "SELECT count(*) FROM rill_telemetry"), 1);
   EXPECT_GT(Count(*store, "SELECT process_rss_bytes FROM rill_telemetry"), 0);
-  EXPECT_GT(Count(*store, "SELECT system_memory_total_bytes FROM rill_telemetry"), 0);
-  EXPECT_EQ(Count(*store, "SELECT records_processed FROM rill_telemetry"), 3);
+  EXPECT_GT(Count(*store, "SELECT total_memory FROM rill_telemetry"), 0);
+  EXPECT_EQ(Count(*store, "SELECT total_records_processed FROM rill_telemetry"), 3);
   EXPECT_EQ(Count(*store, "SELECT ticks FROM rill_telemetry"), 1);
   EXPECT_EQ(Count(*store, "SELECT table_rows FROM rill_telemetry"), 3);
-  EXPECT_GE(Value(*store, "SELECT tick_latency_p99_s FROM rill_telemetry"), 0);
-  EXPECT_FALSE(std::isnan(Value(*store, "SELECT cpu_percent FROM rill_telemetry")));
+  EXPECT_GE(Value(*store, "SELECT window_p99_batch_latency_ms FROM rill_telemetry"), 0);
+  EXPECT_FALSE(std::isnan(Value(*store, "SELECT cpu_usage FROM rill_telemetry")));
   EXPECT_EQ(Count(*store, "SELECT num_rows FROM rill_table_stats WHERE table_name = 'orders'"),
             3);
   EXPECT_GT(Count(*store, "SELECT nbytes FROM rill_table_stats WHERE table_name = 'orders'"),
@@ -197,8 +197,8 @@ TEST(MetricsStore, WritesTelemetryForHostAndEngine) {
             3);
   auto values = store->CurrentValues();
   EXPECT_EQ(values.at("table.orders.rows"), 3);
-  EXPECT_EQ(values.at("records_processed"), 3);
-  EXPECT_TRUE(values.count("cpu_percent"));
+  EXPECT_EQ(values.at("total_records_processed"), 3);
+  EXPECT_TRUE(values.count("cpu_usage"));
 }
 
 TEST(MetricsStore, WritesBusinessMetricsAsALongTable) {
@@ -370,7 +370,7 @@ TEST(MetricsStore, CallsAlertListenersWithEveryAlert) {
   ASSERT_TRUE(store->Error("e", "d").ok());
   ASSERT_TRUE(store->Flush().ok());
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].source, "user");
+  EXPECT_EQ(seen[0].source, EventSource::kUser);
   EXPECT_EQ(seen[0].severity, Severity::kError);
   EXPECT_EQ(seen[0].detail, "d");
   store->RemoveAlertListener(id);
