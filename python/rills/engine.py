@@ -345,7 +345,9 @@ class RillEngine:
         avg_batch_latency_ms, max_batch_latency_ms, records_per_second, ticks,
         rejected_batches, rejected_records, errors, memory_warnings,
         arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
-        connectors, tasks, timestamp, business_metrics.
+        connectors, tasks, timestamp, business_metrics. The same figures (and
+        host CPU and memory) are in the live table rill_metrics, whose columns
+        are described in src/rill/engine/README.md.
         """
         return self.metrics.get_all_metrics(self)
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <arrow/api.h>
+#include <duckdb.hpp>
 #include <gtest/gtest.h>
 
 #include "metrics/metrics_test_util.h"
@@ -199,6 +200,52 @@ TEST(MetricsStore, WritesTelemetryForHostAndEngine) {
   EXPECT_EQ(values.at("table.orders.rows"), 3);
   EXPECT_EQ(values.at("total_records_processed"), 3);
   EXPECT_TRUE(values.count("cpu_usage"));
+}
+
+TEST(MetricsStore, ReadsHostFiguresFromTheEnginesSamplerLikeRillMetrics) {
+  FakeClock clock;
+  auto engine = MakeEngine(clock);
+  ASSERT_TRUE(engine->Step().ok());  // samples the host, fills rill_metrics
+  auto store = MakeStore(engine.get(), InMemory());
+  ASSERT_TRUE(store->Flush().ok());  // reuses that reading (younger than half a flush)
+  auto live = engine->Query("SELECT used_memory, total_memory, process_rss_bytes FROM rill_metrics");
+  ASSERT_TRUE(live.ok()) << live.status();
+  for (const char* column : {"used_memory", "total_memory", "process_rss_bytes"}) {
+    const auto in_rill_metrics = std::static_pointer_cast<arrow::Int64Array>(
+        (*live)->GetColumnByName(column)->chunk(0))->Value(0);
+    EXPECT_EQ(Count(*store, std::string("SELECT ") + column + " FROM rill_telemetry"),
+              in_rill_metrics)
+        << column;
+  }
+}
+
+TEST(MetricsStore, KeepsTelemetryOfAnOlderSchemaUnderAnotherName) {
+  TempDbPath path("old_telemetry");
+  {
+    MetricsOptions options;
+    options.path = path.path;
+    auto store = MakeStore(nullptr, options);
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  {
+    // Pretend an older version wrote it: a column named as it used to be.
+    duckdb::DuckDB db(path.path);
+    duckdb::Connection con(db);
+    auto renamed = con.Query("ALTER TABLE rill_telemetry RENAME COLUMN cpu_usage TO cpu_percent");
+    ASSERT_FALSE(renamed->HasError()) << renamed->GetError();
+  }
+  MetricsOptions options;
+  options.path = path.path;
+  auto store = MakeStore(nullptr, options);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM rill_telemetry"), 1);
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM information_schema.tables "
+                          "WHERE table_name LIKE 'rill_telemetry_before_%'"),
+            1);
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM information_schema.columns "
+                          "WHERE table_name LIKE 'rill_telemetry_before_%' "
+                          "AND column_name = 'cpu_percent'"),
+            1);
 }
 
 TEST(MetricsStore, WritesBusinessMetricsAsALongTable) {
