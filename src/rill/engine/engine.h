@@ -57,7 +57,9 @@ namespace rill {
 class Connector;
 class SqlEngine;
 
+/// How an Engine is made (Engine::Make validates it).
 struct EngineOptions {
+  /// Interval of the background loop's ticks (Start); must be > 0.
   int64_t trigger_interval_ms = 1000;
   /// 0 disables the memory budget.
   int64_t memory_budget_bytes = 0;
@@ -166,7 +168,8 @@ class Engine {
   void RemoveEventListener(uint64_t id);
 
   // Events ---------------------------------------------------------------
-  /// Log, count and publish an event. Any thread.
+  /// Log (repeats folded, see log_repeat_window_seconds), count, keep and hand
+  /// `event` to every listener; a zero `ts` becomes now. Any thread.
   void RecordEvent(EngineEvent event);
   /// The latest events, oldest first.
   std::vector<EngineEvent> RecentEvents() const;
@@ -178,7 +181,8 @@ class Engine {
 
   // Loop -----------------------------------------------------------------
   /// Run one tick now; return its latency in seconds. Any thread; serialized
-  /// with the background loop.
+  /// with the background loop. Refreshes the host reading (at most once a
+  /// second) before the tick, outside its latency.
   Result<double> Step();
   /// Start the background loop (ticks every trigger_interval_ms). No-op if running.
   Status Start();
@@ -188,6 +192,7 @@ class Engine {
   bool running() const { return running_.load(); }
 
   // Metrics and memory -----------------------------------------------------
+  /// Return a copy of the counters as of the last tick. Any thread.
   EngineMetrics GetMetrics() const;
   /// The sampler of host and process CPU and memory behind `rill_metrics`;
   /// the metrics store shares it. Lives as long as the engine or its holders.

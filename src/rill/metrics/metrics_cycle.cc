@@ -72,7 +72,7 @@ std::unique_ptr<MetricsStore::QueuedBatch> MetricsStore::Cycle(uint64_t covers, 
       }
     }
     batch.alerts = std::move(alerts);
-    FinishTelemetry(now, started, counts, &values, &batch);
+    FinishTelemetryLocked(now, started, counts, &values, &batch);
   }
   // No lock held: a listener may call back into the store.
   NotifyAlertListeners(out->batch.alerts);
@@ -334,7 +334,7 @@ void MetricsStore::DrainEventsLocked(double now, bool final, std::vector<AlertRo
   }
 }
 
-void MetricsStore::FinishTelemetry(double now, double started, const CycleCounts& counts,
+void MetricsStore::FinishTelemetryLocked(double now, double started, const CycleCounts& counts,
                                    std::map<std::string, double>* values, WriteBatch* batch) {
   // The store's own pressure counters.
   int64_t events_dropped;

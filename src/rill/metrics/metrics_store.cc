@@ -243,8 +243,11 @@ void MetricsStore::Enqueue(std::unique_ptr<QueuedBatch> batch) {
   }
   // The writer is behind: drop this batch, count it, report it with the next
   // batch that gets through (Cycle adds the alert).
-  collector_->unreported_dropped_batches += 1;
-  collector_->unreported_dropped_rows += rows;
+  {
+    std::lock_guard<std::mutex> lock(cycle_mu_);
+    collector_->unreported_dropped_batches += 1;
+    collector_->unreported_dropped_rows += rows;
+  }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_dropped;

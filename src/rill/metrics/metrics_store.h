@@ -288,8 +288,9 @@ class MetricsStore {
   /// dropped-batch warning), appended to `alerts`. Caller holds cycle_mu_.
   void DrainEventsLocked(double now, bool final,
                          std::vector<metrics_internal::AlertRow>* alerts);
-  /// Count the cycle in stats() and add the telemetry row to `batch`.
-  void FinishTelemetry(double now, double started, const CycleCounts& counts,
+  /// Count the cycle in stats() and add the telemetry row to `batch`. Caller
+  /// holds cycle_mu_.
+  void FinishTelemetryLocked(double now, double started, const CycleCounts& counts,
                        std::map<std::string, double>* values,
                        metrics_internal::WriteBatch* batch);
   /// Call every alert listener with each alert. No lock may be held.
@@ -321,8 +322,8 @@ class MetricsStore {
   uint64_t next_alert_listener_ = 1;
   bool config_changed_ = true;
 
-  // Collector state: collector thread only (or the Flush caller when stopped,
-  // serialized by cycle_mu_).
+  // Collector state: guarded by cycle_mu_ (held by each cycle, whichever
+  // thread runs it, and by the latency sampler and Enqueue for a moment).
   std::mutex cycle_mu_;
   struct CollectorState;
   std::unique_ptr<CollectorState> collector_;

@@ -109,7 +109,9 @@ TEST(RillMetrics, CarriesHostCpuAndHostMemorySoThatUsedOverTotalIsTheHostsShare)
 TEST(RillMetrics, CountsRecordsLatencyAndRateLikeGetMetrics) {
   FakeClock clock(kT0);
   auto engine = MakeEngine(clock);
-  ASSERT_TRUE(engine->RegisterTable("orders", OrdersSchema(), {.primary_key = {"order_id"}}).ok());
+  TableOptions keyed;
+  keyed.primary_key = {"order_id"};
+  ASSERT_TRUE(engine->RegisterTable("orders", OrdersSchema(), keyed).ok());
   auto connector = std::make_shared<MemoryConnector>("orders");
   ASSERT_TRUE(engine->AddConnector(connector).ok());
   ASSERT_TRUE(connector->Push(BatchOf(OrdersSchema(), {"[1, 2, 3]", "[1.0, 2.0, 3.0]"})).ok());
