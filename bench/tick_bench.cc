@@ -12,7 +12,7 @@
 //
 // "with metrics" additionally attaches MetricsStore::Make(&engine, {path = a
 // temp file}) and Start()s it, with two KPI queries over `products` (every 1 s)
-// and two alert rules (one on a KPI, one on tick_latency_p99_s), i.e. what
+// and two alert rules (one on a KPI, one on window_p99_batch_latency_ms), i.e. what
 // `rill serve` runs with a dashboard. The store never runs on the tick thread;
 // what it can cost a tick is CPU and cache contention (collector, DuckDB writer,
 // KPI queries) and the event listener.
@@ -124,7 +124,7 @@ RepResult RunOnce(const Config& cfg, bool with_metrics,
     Check(store->AddAlertRule("products_vanished", "products_total", "<", 1.0,
                               /*cooldown_seconds=*/60, "error"),
           "rule");
-    Check(store->AddAlertRule("slow_ticks", "tick_latency_p99_s", ">", 5.0,
+    Check(store->AddAlertRule("slow_ticks", "window_p99_batch_latency_ms", ">", 5000.0,
                               /*cooldown_seconds=*/60, "warning"),
           "rule");
     Check(store->Start(), "store start");
@@ -157,7 +157,7 @@ RepResult RunOnce(const Config& cfg, bool with_metrics,
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(cfg.seconds));
   auto deadline = start;
-  const int64_t before = engine->GetMetrics().records_processed;
+  const int64_t before = engine->GetMetrics().total_records_processed;
   while (deadline < end) {
     std::this_thread::sleep_until(deadline);
     const int64_t task_runs = engine->TaskStatistics()["revenue_by_region"].runs;
@@ -178,7 +178,7 @@ RepResult RunOnce(const Config& cfg, bool with_metrics,
   }
   stop.store(true);
   producer.join();
-  out.rows_ingested = engine->GetMetrics().records_processed - before;
+  out.rows_ingested = engine->GetMetrics().total_records_processed - before;
   if (store) {
     store->Stop();
     out.store = store->stats();

@@ -282,12 +282,13 @@ Status Run(const DemoOptions& options) {
     std::printf("[%5.0fs] orders %s rows | %s rows/s | +%s this s | tick %.2f ms (avg %.2f, max "
                 "%.2f) | %s\n",
                 elapsed, Human(static_cast<double>(orders->num_rows())).c_str(),
-                Human(m.rows_per_second).c_str(),
-                Human(static_cast<double>(m.records_processed - last_records)).c_str(),
-                m.last_latency_s * 1e3, m.avg_latency_s * 1e3, m.max_latency_s * 1e3,
+                Human(m.records_per_second).c_str(),
+                Human(static_cast<double>(m.total_records_processed - last_records)).c_str(),
+                m.last_batch_latency_s * 1e3, m.avg_batch_latency_s * 1e3,
+                m.max_batch_latency_s * 1e3,
                 RevenueLine(*engine).c_str());
     std::fflush(stdout);
-    last_records = m.records_processed;
+    last_records = m.total_records_processed;
   }
 
   producer_stop.store(true);
@@ -297,7 +298,7 @@ Status Run(const DemoOptions& options) {
   ConnectorStats cs = connector->stats();
   std::printf("stopped: %lld ticks, %lld records processed, %lld orders in the table, "
               "%lld dropped by backpressure, %lld push errors, %lld engine errors\n",
-              static_cast<long long>(m.ticks), static_cast<long long>(m.records_processed),
+              static_cast<long long>(m.ticks), static_cast<long long>(m.total_records_processed),
               static_cast<long long>(orders->num_rows()),
               static_cast<long long>(cs.dropped_records),
               static_cast<long long>(push_errors.load()), static_cast<long long>(m.errors));

@@ -363,12 +363,12 @@ class RillEngine:
             table = self.get_table(name)
             counts[name] = table.num_rows if table is not None else 0
         return {
-            "total_records_processed": m["records_processed"],
+            "total_records_processed": m["total_records_processed"],
             "last_batch_records": m["last_batch_records"],
-            "last_batch_latency_ms": m["last_latency_s"] * 1000.0,
-            "avg_batch_latency_ms": m["avg_latency_s"] * 1000.0,
-            "max_batch_latency_ms": m["max_latency_s"] * 1000.0,
-            "records_per_second": m["rows_per_second"],
+            "last_batch_latency_ms": m["last_batch_latency_s"] * 1000.0,
+            "avg_batch_latency_ms": m["avg_batch_latency_s"] * 1000.0,
+            "max_batch_latency_ms": m["max_batch_latency_s"] * 1000.0,
+            "records_per_second": m["records_per_second"],
             "ticks": m["ticks"],
             "rejected_batches": m["rejected_batches"],
             "rejected_records": m["rejected_records"],
@@ -389,7 +389,9 @@ class RillEngine:
         avg_batch_latency_ms, max_batch_latency_ms, records_per_second, ticks,
         rejected_batches, rejected_records, errors, memory_warnings,
         arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
-        connectors, tasks, timestamp, business_metrics.
+        connectors, tasks, timestamp, business_metrics. The same figures (and
+        host CPU and memory) are in the live table rill_metrics, whose columns
+        are described in src/rill/engine/README.md.
         """
         return self.metrics.get_all_metrics(self)
 
@@ -502,7 +504,8 @@ class RillEngine:
         """Add (or replace) a server-side alert rule, evaluated every metrics flush.
 
         `metric` names a KPI query, a business metric or a system metric (a
-        rill_telemetry column such as "cpu_percent", or "table.<name>.rows").
+        rill_telemetry column such as "cpu_usage", or "table.<name>.rows"; the
+        columns are listed in src/rill/metrics/README.md).
         `op` is one of > >= < <= == !=. When it fires, a "rule" alert with the
         observed value and threshold is written to rill_alerts; it does not fire
         again within `cooldown_seconds`. `webhook` is stored with the rule

@@ -180,7 +180,7 @@ nb::dict EventToDict(const rill::EngineEvent& event) {
   nb::dict d;
   d["ts"] = event.ts;
   d["severity"] = rill::SeverityName(event.severity);
-  d["source"] = event.source;
+  d["source"] = rill::EventSourceName(event.source);
   d["component"] = event.component;
   d["message"] = event.message;
   d["detail"] = event.detail;
@@ -192,18 +192,18 @@ nb::dict MetricsToDict(const rill::EngineMetrics& m) {
   nb::dict d;
   d["timestamp"] = m.timestamp;
   d["ticks"] = m.ticks;
-  d["records_processed"] = m.records_processed;
+  d["total_records_processed"] = m.total_records_processed;
   d["last_batch_records"] = m.last_batch_records;
-  d["last_latency_s"] = m.last_latency_s;
-  d["avg_latency_s"] = m.avg_latency_s;
-  d["max_latency_s"] = m.max_latency_s;
-  d["rows_per_second"] = m.rows_per_second;
+  d["last_batch_latency_s"] = m.last_batch_latency_s;
+  d["avg_batch_latency_s"] = m.avg_batch_latency_s;
+  d["max_batch_latency_s"] = m.max_batch_latency_s;
+  d["records_per_second"] = m.records_per_second;
   d["rejected_batches"] = m.rejected_batches;
   d["rejected_records"] = m.rejected_records;
   d["errors"] = m.errors;
   d["memory_warnings"] = m.memory_warnings;
   d["arrow_allocated_bytes"] = m.arrow_allocated_bytes;
-  d["arrow_max_memory"] = m.arrow_max_memory;
+  d["arrow_peak_allocated_bytes"] = m.arrow_peak_allocated_bytes;
   d["duckdb_memory_bytes"] = m.duckdb_memory_bytes;
   nb::dict business;
   for (const auto& metric : m.business_metrics) {
@@ -526,7 +526,7 @@ void BindEngine(nb::module_& m) {
              const std::string& detail) {
             rill::EngineEvent event;
             event.severity = ValueOrRaise(rill::ParseSeverity(severity));
-            event.source = source;
+            event.source = ValueOrRaise(rill::ParseEventSource(source));
             event.component = component;
             event.message = message;
             event.detail = detail;

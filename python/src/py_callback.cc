@@ -96,7 +96,7 @@ void Reporter::ReportText(const std::string& component, const std::string& messa
   LogPythonError(component, message, detail);
   rill::EngineEvent event;
   event.severity = rill::Severity::kError;
-  event.source = "engine";
+  event.source = rill::EventSource::kEngine;
   event.component = component;
   event.message = message;
   event.detail = detail;

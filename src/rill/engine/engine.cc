@@ -1,111 +1,41 @@
+// Engine: construction, the registry (tables, connectors, tasks, observers),
+// events and their log lines, the background loop and the memory budget. The
+// tick itself is in engine_tick.cc; the system tables in system_tables.cc.
 #include "rill/engine/engine.h"
-
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <fstream>
-#include <sstream>
 
-#include <arrow/array.h>
-#include <arrow/builder.h>
-#include <arrow/io/memory.h>
-#include <arrow/ipc/writer.h>
-#include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
-#include <arrow/type.h>
+#include <fmt/format.h>
 
 #include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
 #include "rill/connector/connector.h"
+#include "rill/engine/system_tables_internal.h"
 #include "rill/sql/sql_engine.h"
 
 namespace rill {
 
+using engine_internal::kMetricsTable;
+using engine_internal::kRejectsTable;
+using engine_internal::MetricsSchema;
+using engine_internal::RejectsSchema;
+
 namespace {
 
-constexpr char kRejectsTable[] = "rill_rejects";
-constexpr char kMetricsTable[] = "rill_metrics";
-
-double SteadySeconds() {
-  using namespace std::chrono;
-  return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count() / 1e9;
-}
-
-double ProcessCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-int64_t ProcessRssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  if (statm >> size >> resident) {
-    return resident * sysconf(_SC_PAGESIZE);
+spdlog::level::level_enum LogLevel(Severity severity) {
+  switch (severity) {
+    case Severity::kError: return spdlog::level::err;
+    case Severity::kWarning: return spdlog::level::warn;
+    case Severity::kInfo: return spdlog::level::info;
   }
-  return 0;
+  return spdlog::level::err;
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-Result<std::string> SerializeIpc(const std::shared_ptr<arrow::RecordBatch>& batch) {
-  RILL_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  RILL_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, batch->schema()));
-  RILL_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
-  RILL_RETURN_NOT_OK(writer->Close());
-  RILL_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
-  return buffer->ToString();
-}
-
-std::shared_ptr<arrow::Schema> RejectsSchema() {
-  return arrow::schema({
-      arrow::field("ts", arrow::float64()),
-      arrow::field("table_name", arrow::utf8()),
-      arrow::field("source", arrow::utf8()),
-      arrow::field("reason", arrow::utf8()),
-      arrow::field("rows", arrow::int64()),
-      arrow::field("data", arrow::binary()),  // the rejected batch as an Arrow IPC stream
-  });
-}
-
-std::shared_ptr<arrow::Schema> MetricsSchema() {
-  return arrow::schema({
-      arrow::field("timestamp", arrow::float64()),
-      arrow::field("cpu_usage", arrow::float64()),
-      arrow::field("total_memory", arrow::int64()),
-      arrow::field("pyarrow_allocated_bytes", arrow::int64()),
-      arrow::field("pyarrow_max_memory", arrow::int64()),
-      arrow::field("duckdb_memory_bytes", arrow::int64()),
-      arrow::field("records_processed", arrow::int64()),
-      arrow::field("last_batch_records", arrow::int64()),
-      arrow::field("last_latency_ms", arrow::float64()),
-      arrow::field("avg_latency_ms", arrow::float64()),
-      arrow::field("rows_per_second", arrow::float64()),
-      arrow::field("ticks", arrow::int64()),
-      arrow::field("business_metrics", arrow::utf8()),  // JSON object name -> value
-  });
+std::shared_ptr<spdlog::logger> EventLogger(const EngineEvent& event) {
+  return Logger(event.component.empty() ? std::string("engine") : event.component);
 }
 
 }  // namespace
@@ -127,6 +57,9 @@ Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
 
 Status Engine::Init() {
   RILL_RETURN_NOT_OK(InitializeArrowCompute());
+  host_sampler_ = std::make_shared<HostSampler>();
+  log_limiter_ = std::make_unique<RepeatLimiter<EventRepeatKey, EngineEvent>>(
+      options_.log_repeat_window_seconds);
   SqlOptions sql_options;
   sql_options.threads = options_.sql_threads;
   RILL_ASSIGN_OR_RAISE(sql_, SqlEngine::Make(sql_options));
@@ -164,6 +97,16 @@ Engine::~Engine() {
     for (auto& [name, c] : connectors_) connectors.push_back(c);
   }
   for (auto& c : connectors) c->Stop();
+  // Report repeats still held back, so no occurrence goes unlogged.
+  std::vector<Counted<EngineEvent>> held;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (log_limiter_) log_limiter_->FlushAll(&held);
+  }
+  for (const auto& h : held) {
+    EventLogger(h.item)->log(LogLevel(h.item.severity), "{} (repeated {} more times; last: {})",
+                             h.item.message, h.count, h.item.detail);
+  }
 }
 
 // Tables -------------------------------------------------------------------
@@ -385,15 +328,7 @@ void Engine::RemoveEventListener(uint64_t id) {
 
 void Engine::RecordEvent(EngineEvent event) {
   if (event.ts == 0) event.ts = clock_();
-  auto logger = Logger(event.component.empty() ? std::string("engine") : event.component);
-  const auto level = event.severity == Severity::kError     ? spdlog::level::err
-                     : event.severity == Severity::kWarning ? spdlog::level::warn
-                                                            : spdlog::level::info;
-  if (event.detail.empty()) {
-    logger->log(level, "{}", event.message);
-  } else {
-    logger->log(level, "{} ({})", event.message, event.detail);
-  }
+  LogEvent(event);
   std::vector<EventListener> listeners;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -420,300 +355,48 @@ std::vector<EngineEvent> Engine::RecentEvents() const {
   return {recent_events_.begin(), recent_events_.end()};
 }
 
+void Engine::LogEvent(const EngineEvent& event) {
+  std::vector<Counted<EngineEvent>> lines;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    log_limiter_->Offer(RepeatKeyOf(event), event, event.ts, &lines);
+  }
+  // Logged after the lock is released: sinks may block.
+  for (const auto& line : lines) {
+    const EngineEvent& e = line.item;
+    auto logger = EventLogger(e);
+    if (line.count > 1) {  // a repeat that closed a window no tick swept
+      logger->log(LogLevel(e.severity), "{} (repeated {} times; last: {})", e.message,
+                  line.count, e.detail);
+    } else if (e.detail.empty()) {
+      logger->log(LogLevel(e.severity), "{}", e.message);
+    } else {
+      logger->log(LogLevel(e.severity), "{} ({})", e.message, e.detail);
+    }
+  }
+}
+
+void Engine::FlushRepeatedLogs(double now) {
+  std::vector<Counted<EngineEvent>> lines;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (log_limiter_->tracked() == 0) return;
+    log_limiter_->Sweep(now, &lines);
+  }
+  for (const auto& line : lines) {
+    const EngineEvent& e = line.item;
+    EventLogger(e)->log(LogLevel(e.severity),
+                        "{} (repeated {} times in the last {:g} s; last: {})", e.message,
+                        line.count, log_limiter_->window_seconds(), e.detail);
+  }
+}
+
 // SQL ---------------------------------------------------------------------------
 
 Result<std::shared_ptr<arrow::Table>> Engine::Query(std::string_view sql) {
   auto result = sql_->Query(sql);
   if (!result.ok()) return ExplainDeclaredTables(result.status());
   return result;
-}
-
-// Tick ----------------------------------------------------------------------------
-
-void Engine::RejectBatch(const std::string& table, const std::string& source,
-                         const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
-                         double now) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++metrics_.rejected_batches;
-    metrics_.rejected_records += batch->num_rows();
-  }
-  auto ipc = SerializeIpc(batch);
-  arrow::DoubleBuilder ts;
-  arrow::StringBuilder t, s, r;
-  arrow::Int64Builder rows;
-  arrow::BinaryBuilder data;
-  bool ok = ts.Append(now).ok() && t.Append(table).ok() && s.Append(source).ok() &&
-            r.Append(reason.message()).ok() && rows.Append(batch->num_rows()).ok() &&
-            (ipc.ok() ? data.Append(*ipc) : data.AppendNull()).ok();
-  if (ok) {
-    std::vector<std::shared_ptr<arrow::Array>> cols(6);
-    ok = ts.Finish(&cols[0]).ok() && t.Finish(&cols[1]).ok() && s.Finish(&cols[2]).ok() &&
-         r.Finish(&cols[3]).ok() && rows.Finish(&cols[4]).ok() && data.Finish(&cols[5]).ok();
-    if (ok) {
-      ok = rejects_->Write(arrow::RecordBatch::Make(RejectsSchema(), 1, cols), now).ok();
-    }
-  }
-  RecordEvent(EngineEvent{now, Severity::kError, "engine", source,
-                          "Rejected " + std::to_string(batch->num_rows()) + " rows for table '" +
-                              table + "'" + (ok ? " (kept in rill_rejects)" : ""),
-                          reason.message(), ""});
-}
-
-void Engine::IngestLocked(double now, int64_t* records) {
-  for (const auto& connector : Connectors()) {
-    auto polled = connector->Poll();
-    if (!polled.ok()) {
-      RecordEvent(EngineEvent{now, Severity::kError, "engine", connector->name(),
-                              "Connector '" + connector->name() + "' failed to read",
-                              polled.status().ToString(), ""});
-      continue;
-    }
-    if (polled->empty()) continue;
-    auto table = FindTable(connector->target_table());
-    if (!table) {
-      // Create the target from the first batch, as get_or_create_table would.
-      auto created = GetOrCreateTable(connector->target_table(), (*polled)[0]->schema());
-      if (!created.ok()) {
-        for (const auto& b : *polled) {
-          RejectBatch(connector->target_table(), connector->name(), b, created.status(), now);
-        }
-        continue;
-      }
-      table = *created;
-      RecordEvent(EngineEvent{now, Severity::kInfo, "engine", connector->name(),
-                              "Created table '" + table->name() + "' from connector data", "",
-                              ""});
-    }
-    std::vector<std::shared_ptr<arrow::RecordBatch>> good;
-    for (const auto& b : *polled) {
-      auto reconciled = table->Reconcile(b);
-      if (!reconciled.ok()) {
-        RejectBatch(table->name(), connector->name(), b, reconciled.status(), now);
-        continue;
-      }
-      good.push_back(*reconciled);
-    }
-    if (good.empty()) continue;
-    auto written = table->Write(good, now);
-    if (!written.ok()) {
-      for (const auto& b : good) {
-        RejectBatch(table->name(), connector->name(), b, written.status(), now);
-      }
-      continue;
-    }
-    *records += written->rows_in;
-  }
-}
-
-void Engine::RunTasksLocked(double now) {
-  std::vector<std::shared_ptr<Task>> tasks;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, t] : tasks_) tasks.push_back(t);
-  }
-  for (const auto& task : tasks) {
-    if (!task->Due(now)) continue;
-    task->MarkRun(now);
-    const double t0 = SteadySeconds();
-    Status st;
-    auto output = task->Run(*sql_, now);
-    if (!output.ok()) {
-      st = output.status();
-    } else if (output->table) {
-      auto table = FindTable(task->output_table());
-      if (!table) {
-        TableOptions options;
-        options.primary_key = task->primary_key();
-        options.retention = task->retention();
-        if (task->retention() && task->primary_key().empty() && !output->replace) {
-          options.mode = TableMode::kAppend;
-        }
-        auto created = GetOrCreateTable(task->output_table(), output->table->schema(), options);
-        if (created.ok()) {
-          table = *created;
-        } else {
-          st = created.status();
-        }
-      }
-      if (table) {
-        st = output->replace ? table->ReplaceState(output->table, now).status()
-                             : table->Write(output->table, now).status();
-      }
-    }
-    const double duration = SteadySeconds() - t0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      task->stats.runs++;
-      task->stats.last_duration_s = duration;
-      task->stats.total_duration_s += duration;
-      task->stats.last_run_at = now;
-      if (!st.ok()) {
-        task->stats.errors++;
-        task->stats.last_error = st.message();
-      }
-    }
-    if (!st.ok()) {
-      RecordEvent(EngineEvent{now, Severity::kError, "engine", task->name(),
-                              "Task '" + task->name() + "' failed: " + st.message(),
-                              "query: " + task->Describe() + "\nerror: " + st.ToString(), ""});
-    }
-  }
-}
-
-void Engine::UpdateMetricsLocked(double now, double latency, int64_t records) {
-  // Business metrics are evaluated without the registry lock (they may be Python).
-  std::vector<std::pair<std::string, BusinessMetric>> evaluators;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, fn] : business_metrics_) evaluators.emplace_back(name, fn);
-  }
-  std::vector<BusinessMetricValue> values;
-  for (const auto& [name, fn] : evaluators) {
-    BusinessMetricValue v{name, 0, false, ""};
-    try {
-      auto r = fn();
-      if (r.ok()) {
-        v.value = *r;
-        v.ok = true;
-      } else {
-        v.error = r.status().ToString();
-      }
-    } catch (const std::exception& e) {
-      v.error = e.what();
-    } catch (...) {
-      v.error = "unknown exception";
-    }
-    if (!v.ok) {
-      RecordEvent(EngineEvent{now, Severity::kError, "engine", "metric:" + name,
-                              "Business metric '" + name + "' failed", v.error, ""});
-    }
-    values.push_back(std::move(v));
-  }
-
-  // Process CPU % since the previous tick (tick_mu_ guards the two samples).
-  const double cpu = ProcessCpuSeconds();
-  const double wall = SteadySeconds();
-  const double cpu_usage = last_cpu_wall_ > 0 && wall > last_cpu_wall_
-                               ? 100.0 * (cpu - last_cpu_s_) / (wall - last_cpu_wall_)
-                               : 0;
-  last_cpu_s_ = cpu;
-  last_cpu_wall_ = wall;
-
-  const int64_t duckdb_bytes = sql_->MemoryUsage();
-  EngineMetrics m;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    metrics_.timestamp = now;
-    metrics_.ticks++;
-    metrics_.records_processed += records;
-    metrics_.last_batch_records = records;
-    metrics_.last_latency_s = latency;
-    total_latency_s_ += latency;
-    metrics_.avg_latency_s = total_latency_s_ / metrics_.ticks;
-    metrics_.max_latency_s = std::max(metrics_.max_latency_s, latency);
-    rate_window_.emplace_back(wall, records);
-    while (rate_window_.size() > 1 && wall - rate_window_.front().first > 1.0) {
-      rate_window_.pop_front();
-    }
-    int64_t window_records = 0;
-    for (const auto& [t, r] : rate_window_) window_records += r;
-    const double span = std::max(wall - rate_window_.front().first,
-                                 options_.trigger_interval_ms / 1000.0);
-    metrics_.rows_per_second = window_records / span;
-    metrics_.arrow_allocated_bytes = ArrowAllocatedBytes();
-    metrics_.arrow_max_memory = ArrowPeakBytes();
-    metrics_.duckdb_memory_bytes = duckdb_bytes;
-    metrics_.business_metrics = std::move(values);
-    m = metrics_;
-  }
-
-  std::string json = "{";
-  for (const auto& v : m.business_metrics) {
-    if (json.size() > 1) json += ",";
-    json += "\"" + JsonEscape(v.name) + "\":";
-    json += v.ok && std::isfinite(v.value) ? fmt::format("{}", v.value) : "null";
-  }
-  json += "}";
-  // One row; Finish() resets a builder, so one builder per type is reused.
-  arrow::DoubleBuilder f64_builder;
-  arrow::Int64Builder i64_builder;
-  arrow::StringBuilder str_builder;
-  std::vector<std::shared_ptr<arrow::Array>> cols;
-  auto f64 = [&](double v) {
-    std::shared_ptr<arrow::Array> a;
-    if (f64_builder.Append(v).ok() && f64_builder.Finish(&a).ok()) cols.push_back(a);
-  };
-  auto i64 = [&](int64_t v) {
-    std::shared_ptr<arrow::Array> a;
-    if (i64_builder.Append(v).ok() && i64_builder.Finish(&a).ok()) cols.push_back(a);
-  };
-  // In the order of MetricsSchema().
-  f64(now);
-  f64(cpu_usage);
-  i64(ProcessRssBytes());
-  i64(m.arrow_allocated_bytes);
-  i64(m.arrow_max_memory);
-  i64(m.duckdb_memory_bytes);
-  i64(m.records_processed);
-  i64(m.last_batch_records);
-  f64(m.last_latency_s * 1e3);
-  f64(m.avg_latency_s * 1e3);
-  f64(m.rows_per_second);
-  i64(m.ticks);
-  {
-    std::shared_ptr<arrow::Array> a;
-    if (str_builder.Append(json).ok() && str_builder.Finish(&a).ok()) cols.push_back(a);
-  }
-  if (cols.size() == 13) {
-    auto batch = arrow::RecordBatch::Make(MetricsSchema(), 1, cols);
-    auto st = metrics_table_->ReplaceState(*arrow::Table::FromRecordBatches({batch}), now);
-    if (!st.ok()) Logger("engine")->error("updating rill_metrics failed: {}", st.status().ToString());
-  }
-}
-
-Result<double> Engine::Step() {
-  std::unique_lock<std::mutex> lock(tick_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    if (tick_owner_ == std::this_thread::get_id()) {
-      return Status::Invalid("step() called from inside a tick (from a callback)");
-    }
-    lock.lock();
-  }
-  tick_owner_ = std::this_thread::get_id();
-  auto result = StepLocked();
-  tick_owner_ = std::thread::id();
-  return result;
-}
-
-Result<double> Engine::StepLocked() {
-  const double t0 = SteadySeconds();
-  double now = clock_();
-  // Tick times strictly increase, so "written since the last tick" is well defined.
-  if (now <= last_tick_now_) now = std::nextafter(last_tick_now_, INFINITY);
-  last_tick_now_ = now;
-
-  int64_t records = 0;
-  IngestLocked(now, &records);
-  std::vector<std::shared_ptr<LiveTable>> tables;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, t] : tables_) tables.push_back(t);
-  }
-  for (const auto& t : tables) {
-    if (!t->retention()) continue;
-    auto expired = t->ApplyRetention(now);
-    if (!expired.ok()) {
-      RecordEvent(EngineEvent{now, Severity::kError, "engine", t->name(),
-                              "Retention failed on table '" + t->name() + "'",
-                              expired.status().ToString(), ""});
-    }
-  }
-  RunTasksLocked(now);
-  const double latency = SteadySeconds() - t0;
-  UpdateMetricsLocked(now, latency, records);
-  CheckMemoryBudgetAt(now, /*notify_always=*/false);
-  return latency;
 }
 
 // Loop ------------------------------------------------------------------------------
@@ -793,16 +476,17 @@ bool Engine::CheckMemoryBudgetAt(double now, bool notify_always) {
     if (over && (crossed || notify_always)) ++metrics_.memory_warnings;
   }
   if (over && (crossed || notify_always)) {
-    RecordEvent(EngineEvent{now, Severity::kWarning, "engine", "memory_budget",
-                            fmt::format("Memory budget exceeded: {} bytes allocated, budget {} bytes",
-                                        allocated, budget),
-                            "", ""});
+    RecordEvent(EngineEvent::Engine(
+        Severity::kWarning, "memory_budget",
+        fmt::format("Memory budget exceeded: {} bytes allocated, budget {} bytes", allocated,
+                    budget),
+        "", now));
     if (options_.on_memory_warning) {
       try {
         options_.on_memory_warning(allocated, budget);
       } catch (const std::exception& e) {
-        RecordEvent(EngineEvent{now, Severity::kError, "engine", "on_memory_warning",
-                                "on_memory_warning callback failed", e.what(), ""});
+        RecordEvent(EngineEvent::Engine(Severity::kError, "on_memory_warning",
+                                        "on_memory_warning callback failed", e.what(), now));
       }
     }
   }

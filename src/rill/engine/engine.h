@@ -6,16 +6,27 @@
 //      reason, and an error event is recorded,
 //   2. applies retention to every table (compaction happens on write),
 //   3. runs the SQL and join tasks that are due, writing their output tables,
-//   4. evaluates business metrics, updates the `rill_metrics` table, checks the
-//      memory budget.
+//   4. evaluates business metrics, updates the `rill_metrics` table (its
+//      columns are documented in engine/README.md), checks the memory budget.
 // A failure in one connector, task or callback is logged, counted and recorded
-// as an EngineEvent; the tick goes on.
+// as an EngineEvent; the tick goes on. Log lines of events that repeat (a task
+// failing on every tick) are rate-limited: one line per
+// `log_repeat_window_seconds`, then one line with the repeat count.
+//
+// Host CPU and memory come from the engine's HostSampler (common/host_stats.h),
+// which the metrics store shares; the tick only reads its latest reading.
 //
 // Threads: every public method may be called from any thread. Step() runs on
 // the caller's thread, serialized with the background loop (Start). Callbacks
 // (subscribers, business metrics, on_memory_warning, event listeners) run on
 // the thread running the tick, with no engine lock held; they may call any
 // engine method, including Stop().
+//
+// Locks and names: `mu_` guards the registry and the counters; `tick_mu_`
+// serializes ticks. As everywhere in src/rill, a `...Locked` function is called
+// with the mutex guarding the state it touches already held (named at its
+// declaration); the tick steps (RunTick, IngestConnectors, ...) are not
+// `Locked`: they run under tick_mu_ and take mu_ themselves for short copies.
 #pragma once
 
 #include <atomic>
@@ -34,6 +45,8 @@
 #include <arrow/type_fwd.h>
 
 #include "rill/common/clock.h"
+#include "rill/common/host_stats.h"
+#include "rill/common/repeat_limiter.h"
 #include "rill/common/status.h"
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
@@ -44,7 +57,9 @@ namespace rill {
 class Connector;
 class SqlEngine;
 
+/// How an Engine is made (Engine::Make validates it).
 struct EngineOptions {
+  /// Interval of the background loop's ticks (Start); must be > 0.
   int64_t trigger_interval_ms = 1000;
   /// 0 disables the memory budget.
   int64_t memory_budget_bytes = 0;
@@ -58,6 +73,11 @@ struct EngineOptions {
   int64_t max_recent_events = 1000;
   /// DuckDB query threads (0 = DuckDB default).
   int sql_threads = 0;
+  /// Log lines of an event repeated (same source, severity, component and
+  /// message) within this window are folded into one line with a count when the
+  /// window ends; the events themselves are all recorded. 0 logs every event.
+  double log_repeat_window_seconds = 60.0;
+  /// Source of "now" (unix seconds) for tick times and events; unset: the system clock.
   Clock clock;
 };
 
@@ -68,23 +88,24 @@ struct BusinessMetricValue {
   std::string error;
 };
 
-/// A copy of the engine's counters.
+/// A copy of the engine's counters as of the last tick. Names match the
+/// `rill_metrics` columns (engine/README.md), latencies here in seconds.
 struct EngineMetrics {
-  double timestamp = 0;
+  double timestamp = 0;                ///< the last tick's time (engine clock)
   int64_t ticks = 0;
-  int64_t records_processed = 0;
-  int64_t last_batch_records = 0;
-  double last_latency_s = 0;
-  double avg_latency_s = 0;
-  double max_latency_s = 0;
-  double rows_per_second = 0;  ///< over the last second of ticks
+  int64_t total_records_processed = 0; ///< records written from connectors, since start
+  int64_t last_batch_records = 0;      ///< of them, in the last tick
+  double last_batch_latency_s = 0;     ///< duration of the last tick
+  double avg_batch_latency_s = 0;      ///< mean tick duration since start
+  double max_batch_latency_s = 0;      ///< longest tick since start
+  double records_per_second = 0;       ///< over the ticks of the last second
   int64_t rejected_batches = 0;
   int64_t rejected_records = 0;
-  int64_t errors = 0;          ///< error events recorded
+  int64_t errors = 0;                  ///< error events recorded
   int64_t memory_warnings = 0;
-  int64_t arrow_allocated_bytes = 0;
-  int64_t arrow_max_memory = 0;
-  int64_t duckdb_memory_bytes = 0;
+  int64_t arrow_allocated_bytes = 0;   ///< the tables' Arrow memory pool, now
+  int64_t arrow_peak_allocated_bytes = 0;  ///< its peak
+  int64_t duckdb_memory_bytes = 0;     ///< the live tables' DuckDB buffer manager
   std::vector<BusinessMetricValue> business_metrics;
 };
 
@@ -177,7 +198,8 @@ class Engine {
   void RemoveEventListener(uint64_t id);
 
   // Events ---------------------------------------------------------------
-  /// Log, count and publish an event. Any thread.
+  /// Log (repeats folded, see log_repeat_window_seconds), count, keep and hand
+  /// `event` to every listener; a zero `ts` becomes now. Any thread.
   void RecordEvent(EngineEvent event);
   /// The latest events, oldest first.
   std::vector<EngineEvent> RecentEvents() const;
@@ -189,7 +211,8 @@ class Engine {
 
   // Loop -----------------------------------------------------------------
   /// Run one tick now; return its latency in seconds. Any thread; serialized
-  /// with the background loop.
+  /// with the background loop. Refreshes the host reading (at most once a
+  /// second) before the tick, outside its latency.
   Result<double> Step();
   /// Start the background loop (ticks every trigger_interval_ms). No-op if running.
   Status Start();
@@ -199,7 +222,11 @@ class Engine {
   bool running() const { return running_.load(); }
 
   // Metrics and memory -----------------------------------------------------
+  /// Return a copy of the counters as of the last tick. Any thread.
   EngineMetrics GetMetrics() const;
+  /// The sampler of host and process CPU and memory behind `rill_metrics`;
+  /// the metrics store shares it. Lives as long as the engine or its holders.
+  std::shared_ptr<HostSampler> host_sampler() const { return host_sampler_; }
   /// Check allocated memory against the budget now; true if within budget.
   bool CheckMemoryBudget();
   /// Bytes allocated by Arrow's memory pools plus DuckDB's buffer manager.
@@ -210,13 +237,24 @@ class Engine {
  private:
   explicit Engine(EngineOptions options);
   Status Init();
-  Result<double> StepLocked();
-  void IngestLocked(double now, int64_t* records);
-  void RunTasksLocked(double now);
-  void UpdateMetricsLocked(double now, double latency, int64_t records);
+
+  // Tick steps (engine_tick.cc): run by the thread holding tick_mu_.
+  Result<double> RunTick();
+  void IngestConnectors(double now, int64_t* records);
+  void ApplyRetention(double now);
+  void RunDueTasks(double now);
+  Status RunTask(Task& task, double now);
+  std::vector<BusinessMetricValue> EvaluateBusinessMetrics(double now);
+  void PublishMetrics(double now, double latency, int64_t records);
+  /// Write `batch` to `rill_rejects` and record an error event. Callers hold tick_mu_.
   void RejectBatch(const std::string& table, const std::string& source,
                    const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
                    double now);
+
+  /// Log `event` unless it repeats within the log window. Any thread.
+  void LogEvent(const EngineEvent& event);
+  /// Log one line per held-back repeat run whose window ended by `now`. Any thread.
+  void FlushRepeatedLogs(double now);
   void Loop();
   bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
@@ -238,6 +276,7 @@ class Engine {
   EngineOptions options_;
   Clock clock_;
   std::unique_ptr<SqlEngine> sql_;
+  std::shared_ptr<HostSampler> host_sampler_;
 
   // Registry: guarded by mu_. Never held while calling callbacks or running a tick.
   mutable std::mutex mu_;
@@ -269,11 +308,13 @@ class Engine {
   std::shared_ptr<LiveTable> rejects_;
   std::shared_ptr<LiveTable> metrics_table_;
 
+  // Rate limiting of log lines (events are all recorded): guarded by log_mu_.
+  std::mutex log_mu_;
+  std::unique_ptr<RepeatLimiter<EventRepeatKey, EngineEvent>> log_limiter_;
+
   std::mutex tick_mu_;  // serializes ticks
   std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
   double last_tick_now_ = 0;                   // guarded by tick_mu_
-  double last_cpu_s_ = 0;                      // guarded by tick_mu_
-  double last_cpu_wall_ = 0;                   // guarded by tick_mu_
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

@@ -66,8 +66,8 @@ Result<std::shared_ptr<LiveTable>> Engine::CreateTable(const std::string& name,
   }
   RILL_ASSIGN_OR_RAISE(auto table, LiveTable::Make(name, std::move(schema), std::move(options)));
   table->SetErrorHandler([this](const std::string& t, const std::string& what) {
-    RecordEvent(EngineEvent{0, Severity::kError, "engine", "subscriber:" + t,
-                            "Subscriber of table '" + t + "' failed", what, ""});
+    RecordEvent(EngineEvent::Engine(Severity::kError, "subscriber:" + t,
+                                    "Subscriber of table '" + t + "' failed", what));
   });
   {
     std::lock_guard<std::mutex> lock(mu_);

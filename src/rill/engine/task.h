@@ -1,4 +1,27 @@
 // Tasks: scheduled SQL and join/aggregate pipelines that write output tables.
+//
+// A Task computes a table from the live tables when it is due (every
+// `interval_seconds`); the engine writes the result into the task's output
+// table, creating it from the first result's schema (with the task's primary
+// key and retention) when it does not exist. ScheduledSqlTask runs one SQL
+// query; TableJoinTask joins (and optionally aggregates) two tables in one
+// DuckDB query. Nothing here touches DuckDB directly: tasks run through
+// SqlEngine, which reads one published version of each table.
+//
+// Ownership: tasks are shared. The caller makes one (std::make_shared or
+// TableJoinTask::Make) and hands it to Engine::AddSqlTask / AddJoinTask; the
+// engine keeps it until RemoveSqlTask / RemoveJoinTask, and the caller may keep
+// its pointer to read options and the watermark. A task's failure is returned
+// as a Status by Run; the engine counts it in TaskStats, records an
+// EngineEvent (component: the task name) and runs the task again when due.
+//
+// Threads: Due, MarkRun and Run are called by the tick thread only (the engine
+// serializes ticks), so a task needs no lock of its own. Construction and the
+// const accessors of the configuration (name, output_table, query, options,
+// BuildSql) may be called from any thread; `stats` is written by the tick
+// thread under the engine's registry lock and read through
+// Engine::TaskStatistics; watermark() and Describe() of a TableJoinTask belong
+// to the tick thread.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +49,8 @@ struct TaskOutput {
   bool replace = true;
 };
 
-/// Counters of a task. Monotonic.
+/// Counters of a task (monotonic, except the last_* values). Copied out by
+/// Engine::TaskStatistics.
 struct TaskStats {
   int64_t runs = 0;
   int64_t errors = 0;
@@ -36,7 +60,8 @@ struct TaskStats {
   std::string last_error;
 };
 
-/// Base of scheduled tasks. Threads: Run is called by the tick thread only.
+/// Base of scheduled tasks. Threads: see the top of this file (Due, MarkRun,
+/// Run: tick thread only).
 class Task {
  public:
   virtual ~Task() = default;
@@ -49,14 +74,19 @@ class Task {
   /// Human-readable description (the SQL) for error reports.
   virtual std::string Describe() const = 0;
 
-  /// True when the task has never run or `interval_seconds` passed since its last run.
+  /// Return true when the task has never run or `interval_seconds` passed
+  /// since its last run. Tick thread only.
   bool Due(double now) const { return !ran_ || now - last_run_ >= interval_seconds_; }
+  /// Note a run started at `now` (successful or not). Tick thread only.
   void MarkRun(double now) { ran_ = true; last_run_ = now; }
 
-  /// Compute the task's output at time `now`.
+  /// Compute the task's output at time `now` (the tick's time); the engine
+  /// writes it. A failure is returned, never thrown. Tick thread only.
   virtual Result<TaskOutput> Run(SqlEngine& sql, double now) = 0;
 
-  TaskStats stats;  // written by the tick thread; copied under the engine's lock
+  /// Written by the tick thread under the engine's registry lock; read it
+  /// through Engine::TaskStatistics.
+  TaskStats stats;
 
  protected:
   Task(std::string name, std::string output_table, double interval_seconds,

@@ -31,8 +31,8 @@ struct AlertRule {
   /// Unique name; written to the `rule` column of the alerts it fires.
   std::string name;
   /// Which value to watch: a KPI query name, a business metric name, or a
-  /// system metric (a column of `rill_telemetry`, e.g. "cpu_percent",
-  /// "tick_latency_p99_s"; or "table.<name>.rows" / "table.<name>.bytes",
+  /// system metric (a column of `rill_telemetry`, e.g. "cpu_usage",
+  /// "window_p99_batch_latency_ms"; or "table.<name>.rows" / "table.<name>.bytes",
   /// "connector.<name>.buffered_records" / "connector.<name>.dropped_records",
   /// "task.<name>.errors"). Looked up in that order.
   std::string metric;

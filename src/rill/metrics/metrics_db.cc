@@ -2,8 +2,11 @@
 // entry point catches and returns a Status carrying DuckDB's message.
 #include "rill/metrics/metrics_db_internal.h"
 #include "rill/sql/duckdb_result_internal.h"
+#include "rill/common/logging.h"
 
+#include <chrono>
 #include <exception>
+#include <filesystem>
 
 #include <arrow/api.h>
 #include <duckdb.hpp>
@@ -67,6 +70,42 @@ std::string TelemetryDdl() {
   return ddl + ")";
 }
 
+// A database written by an older Rill may hold rill_telemetry with other
+// columns (they were renamed to match rill_metrics). Keep that history under
+// rill_telemetry_before_<unix seconds> and let Open create the current table.
+Status SetAsideOutdatedTelemetry(duckdb::Connection& con) {
+  auto columns = con.Query(
+      "SELECT column_name FROM information_schema.columns WHERE table_name = "
+      "'rill_telemetry' AND table_schema = 'main' ORDER BY ordinal_position");
+  if (columns->HasError()) {
+    return Status::Invalid(columns->GetError());
+  }
+  if (columns->RowCount() == 0) {
+    return Status::OK();  // a new database
+  }
+  std::vector<std::string> expected = {"ts"};
+  for (const TelemetryColumn& column : TelemetryColumns()) expected.push_back(column.name);
+  bool same = columns->RowCount() == expected.size();
+  for (size_t i = 0; same && i < expected.size(); ++i) {
+    same = columns->GetValue(0, i).ToString() == expected[i];
+  }
+  if (same) {
+    return Status::OK();
+  }
+  const std::string old_name = fmt::format(
+      "rill_telemetry_before_{}",
+      std::chrono::duration_cast<std::chrono::seconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  auto renamed = con.Query("ALTER TABLE rill_telemetry RENAME TO " + old_name);
+  if (renamed->HasError()) {
+    return Status::Invalid(renamed->GetError());
+  }
+  Logger("metrics")->warn("rill_telemetry had the columns of an older version; kept as {}",
+                          old_name);
+  return Status::OK();
+}
+
 Status CheckResult(duckdb::QueryResult& result, std::string_view what) {
   if (result.HasError()) {
     return Status::Invalid(what, ": ", result.GetError());
@@ -102,24 +141,28 @@ Status InTransaction(duckdb::Connection& con, std::string_view what, Body&& body
 
 const std::vector<TelemetryColumn>& TelemetryColumns() {
   static const std::vector<TelemetryColumn> kColumns = {
-      {"cpu_percent", false},
+      // Host and process (the engine's HostSampler): same names and meanings
+      // as in rill_metrics (engine/README.md).
+      {"cpu_usage", false},
       {"process_cpu_percent", false},
       {"process_rss_bytes", true},
-      {"system_memory_used_bytes", true},
-      {"system_memory_total_bytes", true},
+      {"used_memory", true},
+      {"total_memory", true},
       {"arrow_allocated_bytes", true},
-      {"arrow_pool_peak_bytes", true},
-      {"live_duckdb_memory_bytes", true},
+      {"arrow_peak_allocated_bytes", true},
+      {"duckdb_memory_bytes", true},
       {"metrics_duckdb_memory_bytes", true},
       {"metrics_db_file_bytes", true},
-      {"rows_per_second", false},
-      {"tick_latency_last_s", false},
-      {"tick_latency_avg_s", false},
-      {"tick_latency_p99_s", false},
-      {"tick_latency_max_s", false},
-      {"tick_latency_samples", true},
+      {"records_per_second", false},
+      {"last_batch_latency_ms", false},
+      {"avg_batch_latency_ms", false},
+      // Over the trailing latency_window_seconds, from sampled tick latencies.
+      {"window_avg_batch_latency_ms", false},
+      {"window_p99_batch_latency_ms", false},
+      {"window_max_batch_latency_ms", false},
+      {"window_batch_latency_samples", true},
       {"ticks", true},
-      {"records_processed", true},
+      {"total_records_processed", true},
       {"rejected_batches", true},
       {"rejected_records", true},
       {"engine_errors", true},
@@ -137,6 +180,21 @@ const std::vector<TelemetryColumn>& TelemetryColumns() {
       {"metrics_queue_depth", true},
   };
   return kColumns;
+}
+
+int64_t DatabaseFileBytes(const std::string& path) {
+  if (path.empty() || path == ":memory:") {
+    return 0;
+  }
+  int64_t bytes = 0;
+  std::error_code error;
+  for (const std::string& file : {path, path + ".wal"}) {
+    const auto size = std::filesystem::file_size(file, error);
+    if (!error) {
+      bytes += static_cast<int64_t>(size);
+    }
+  }
+  return bytes;
 }
 
 int64_t WriteBatch::num_rows() const {
@@ -170,6 +228,9 @@ Result<std::unique_ptr<MetricsDb>> MetricsDb::Open(const std::string& path) {
     impl->writer = std::make_unique<duckdb::Connection>(*impl->db);
   } catch (const std::exception& e) {
     return Status::IOError("cannot open metrics database '", path, "': ", e.what());
+  }
+  if (Status moved = SetAsideOutdatedTelemetry(*impl->writer); !moved.ok()) {
+    return Status::IOError("cannot upgrade rill_telemetry in '", path, "': ", moved.message());
   }
   for (const std::string& ddl : {std::string(kSchema), TelemetryDdl()}) {
     auto result = impl->writer->Query(ddl);
@@ -209,7 +270,7 @@ Status MetricsDb::Write(const WriteBatch& batch) {
         appender.BeginRow();
         appender.Append(duckdb::Value::DOUBLE(a.ts));
         appender.Append(duckdb::Value(SeverityName(a.severity)));
-        appender.Append(duckdb::Value(a.source));
+        appender.Append(duckdb::Value(EventSourceName(a.source)));
         appender.Append(Text(a.component));
         appender.Append(duckdb::Value(a.message));
         appender.Append(Text(a.detail));

@@ -30,7 +30,7 @@ namespace rill::metrics_internal {
 struct AlertRow {
   double ts = 0;
   Severity severity = Severity::kWarning;
-  std::string source;
+  EventSource source = EventSource::kEngine;
   std::string component;
   std::string message;
   std::string detail;
@@ -39,6 +39,10 @@ struct AlertRow {
   std::optional<double> threshold;
   int64_t count = 1;
 };
+
+/// Return the size in bytes of `path` plus its DuckDB write-ahead log
+/// (`path.wal`); 0 for ":memory:" or a missing file. Any thread.
+int64_t DatabaseFileBytes(const std::string& path);
 
 /// One column of rill_telemetry (after `ts`).
 struct TelemetryColumn {

@@ -1,3 +1,5 @@
+// MetricsStore: construction, lifecycle, the collector and writer loops, the
+// writer, and the public API. The collector cycle is in metrics_cycle.cc.
 #include "rill/metrics/metrics_store.h"
 
 #include <algorithm>
@@ -7,17 +9,13 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 
+#include "rill/common/host_stats.h"
 #include "rill/common/logging.h"
-#include "rill/connector/connector.h"
 #include "rill/engine/engine.h"
-#include "rill/metrics/alert_limiter.h"
-#include "rill/metrics/host_stats.h"
-#include "rill/metrics/latency_window.h"
-#include "rill/metrics/metrics_db_internal.h"
+#include "rill/metrics/metrics_store_internal.h"
 
 namespace rill {
 
-using metrics_internal::AlertRow;
 using metrics_internal::ConfigSnapshot;
 using metrics_internal::MetricsDb;
 using metrics_internal::WriteBatch;
@@ -32,11 +30,6 @@ double SteadySeconds() {
 
 SteadyClock::duration Seconds(double s) {
   return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
-}
-
-AlertRecord ToRecord(const AlertRow& row) {
-  return AlertRecord{row.ts,   row.severity, row.source, row.component, row.message,
-                     row.detail, row.rule,   row.value,  row.threshold, row.count};
 }
 
 Status ValidateOptions(const MetricsOptions& o) {
@@ -67,72 +60,6 @@ Status ValidateOptions(const MetricsOptions& o) {
 
 }  // namespace
 
-// Engine events waiting for the collector. Shared with the engine listener so
-// that a listener call racing with the store's destruction stays safe.
-struct MetricsStore::EventInbox {
-  explicit EventInbox(int64_t capacity) : capacity(capacity) {}
-
-  // Called on the tick thread (and others): O(1), never blocks on I/O.
-  void Push(const EngineEvent& event) {
-    std::lock_guard<std::mutex> lock(mu);
-    ++received;
-    if (static_cast<int64_t>(events.size()) >= capacity) {
-      ++dropped;
-      return;
-    }
-    events.push_back(event);
-  }
-
-  std::deque<EngineEvent> Drain() {
-    std::deque<EngineEvent> out;
-    std::lock_guard<std::mutex> lock(mu);
-    out.swap(events);
-    return out;
-  }
-
-  const int64_t capacity;
-  std::mutex mu;
-  std::deque<EngineEvent> events;  // guarded by mu
-  int64_t received = 0;            // guarded by mu
-  int64_t dropped = 0;             // guarded by mu
-};
-
-struct MetricsStore::QueuedBatch {
-  WriteBatch batch;
-  uint64_t covers = 0;  // Flush() requests satisfied once this batch is handled
-  double now = 0;
-};
-
-struct MetricsStore::KpiEntry {
-  KpiQuery query;
-  double created_at = 0;
-  std::optional<double> last_run_at;
-  std::optional<double> value;
-  std::shared_ptr<arrow::Table> result;
-  std::string last_error;
-  int64_t runs = 0;
-  int64_t errors = 0;
-};
-
-struct MetricsStore::RuleEntry {
-  AlertRule rule;
-  AlertRuleState state;
-};
-
-struct MetricsStore::CollectorState {
-  CollectorState(const MetricsOptions& o)
-      : latency(o.latency_window_seconds, /*max_samples=*/100000),
-        limiter(o.rate_limit_window_seconds) {}
-
-  CpuSampler cpu;
-  LatencyWindow latency;
-  AlertRateLimiter limiter;
-  int64_t last_ticks = -1;
-  uint64_t requests_seen = 0;
-  int64_t unreported_dropped_rows = 0;
-  int64_t unreported_dropped_batches = 0;
-};
-
 Result<std::unique_ptr<MetricsStore>> MetricsStore::Make(Engine* engine,
                                                          MetricsOptions options) {
   RILL_RETURN_NOT_OK(ValidateOptions(options));
@@ -155,7 +82,8 @@ MetricsStore::MetricsStore(Engine* engine, MetricsOptions options,
   } else {
     clock_ = UnixNow;
   }
-  collector_->cpu.Sample();  // prime, so the first flush reports a percentage
+  // One sampler per process view: the engine's (behind rill_metrics), or our own.
+  host_sampler_ = engine_ != nullptr ? engine_->host_sampler() : std::make_shared<HostSampler>();
   if (engine_ != nullptr) {
     engine_listener_id_ = engine_->AddEventListener(
         [inbox = inbox_](const EngineEvent& event) { inbox->Push(event); });
@@ -226,6 +154,12 @@ void MetricsStore::Stop() {
 }
 
 Status MetricsStore::Flush() {
+  if (std::this_thread::get_id() == collector_thread_id_.load()) {
+    // From an alert listener: the collector cannot wait for itself, so run a
+    // cycle here. It covers no earlier Flush() request (covers = 0).
+    WriteQueued(Cycle(/*covers=*/0, /*final=*/false));
+    return Status::OK();
+  }
   if (!running_.load()) {
     uint64_t covers;
     {
@@ -246,6 +180,7 @@ Status MetricsStore::Flush() {
 }
 
 void MetricsStore::CollectorLoop() {
+  collector_thread_id_.store(std::this_thread::get_id());
   const double interval = options_.flush_interval_seconds;
   const double sample_interval = options_.latency_sample_interval_seconds;
   auto next_flush = SteadyClock::now() + Seconds(interval);
@@ -277,6 +212,7 @@ void MetricsStore::CollectorLoop() {
     covers = flush_requested_;
   }
   Enqueue(Cycle(covers, /*final=*/true));
+  collector_thread_id_.store(std::thread::id());
 }
 
 void MetricsStore::WriterLoop() {
@@ -295,331 +231,6 @@ void MetricsStore::WriterLoop() {
   }
 }
 
-// Collector ----------------------------------------------------------------
-
-void MetricsStore::SampleLatency() {
-  if (engine_ == nullptr) {
-    return;
-  }
-  const EngineMetrics m = engine_->GetMetrics();
-  std::lock_guard<std::mutex> lock(cycle_mu_);
-  if (m.ticks != collector_->last_ticks && m.ticks > 0) {
-    collector_->latency.Add(clock_(), m.last_latency_s);
-  }
-  collector_->last_ticks = m.ticks;
-}
-
-std::unique_ptr<MetricsStore::QueuedBatch> MetricsStore::Cycle(uint64_t covers, bool final) {
-  std::lock_guard<std::mutex> cycle_lock(cycle_mu_);
-  const double started = SteadySeconds();
-  const double now = clock_();
-  auto out = std::make_unique<QueuedBatch>();
-  out->covers = covers;
-  out->now = now;
-  WriteBatch& batch = out->batch;
-  CollectorState& c = *collector_;
-
-  // System metrics, keyed by rill_telemetry column names.
-  std::map<std::string, double> values;
-  const CpuSampler::Reading cpu = c.cpu.Sample();
-  values["cpu_percent"] = cpu.host_percent;
-  values["process_cpu_percent"] = cpu.process_percent;
-  values["process_rss_bytes"] = static_cast<double>(ProcessRssBytes());
-  const SystemMemory memory = ReadSystemMemory();
-  values["system_memory_used_bytes"] = static_cast<double>(memory.used_bytes);
-  values["system_memory_total_bytes"] = static_cast<double>(memory.total_bytes);
-  values["metrics_duckdb_memory_bytes"] = static_cast<double>(db_->MemoryUsage());
-  values["metrics_db_file_bytes"] = static_cast<double>(DatabaseFileBytes(options_.path));
-
-  std::map<std::string, double> business;
-  if (engine_ != nullptr) {
-    const EngineMetrics m = engine_->GetMetrics();
-    if (m.ticks != c.last_ticks && m.ticks > 0) {
-      c.latency.Add(now, m.last_latency_s);
-    }
-    c.last_ticks = m.ticks;
-    c.latency.Expire(now);
-    values["arrow_allocated_bytes"] = static_cast<double>(m.arrow_allocated_bytes);
-    values["arrow_pool_peak_bytes"] = static_cast<double>(m.arrow_max_memory);
-    values["live_duckdb_memory_bytes"] = static_cast<double>(m.duckdb_memory_bytes);
-    values["rows_per_second"] = m.rows_per_second;
-    values["tick_latency_last_s"] = m.last_latency_s;
-    values["tick_latency_avg_s"] = c.latency.size() > 0 ? c.latency.Mean() : m.avg_latency_s;
-    values["tick_latency_p99_s"] = c.latency.Quantile(0.99);
-    values["tick_latency_max_s"] = c.latency.Max();
-    values["tick_latency_samples"] = static_cast<double>(c.latency.size());
-    values["ticks"] = static_cast<double>(m.ticks);
-    values["records_processed"] = static_cast<double>(m.records_processed);
-    values["rejected_batches"] = static_cast<double>(m.rejected_batches);
-    values["rejected_records"] = static_cast<double>(m.rejected_records);
-    values["engine_errors"] = static_cast<double>(m.errors);
-    values["memory_warnings"] = static_cast<double>(m.memory_warnings);
-
-    int64_t table_count = 0, table_rows = 0, table_bytes = 0;
-    for (const std::string& name : engine_->TableNames()) {
-      auto table = engine_->GetTable(name);
-      if (!table.ok()) {
-        continue;  // dropped meanwhile
-      }
-      const auto version = (*table)->snapshot();
-      metrics_internal::TableStatRow row{now, name, version->num_rows(), version->nbytes(),
-                                         static_cast<int64_t>(version->version())};
-      values["table." + name + ".rows"] = static_cast<double>(row.rows);
-      values["table." + name + ".bytes"] = static_cast<double>(row.bytes);
-      ++table_count;
-      table_rows += row.rows;
-      table_bytes += row.bytes;
-      batch.tables.push_back(std::move(row));
-    }
-    values["table_count"] = static_cast<double>(table_count);
-    values["table_rows"] = static_cast<double>(table_rows);
-    values["table_bytes"] = static_cast<double>(table_bytes);
-
-    int64_t buffered = 0, dropped = 0, connector_errors = 0;
-    for (const auto& connector : engine_->Connectors()) {
-      const ConnectorStats s = connector->stats();
-      const std::string prefix = "connector." + connector->name() + ".";
-      values[prefix + "buffered_records"] = static_cast<double>(s.buffered_records);
-      values[prefix + "dropped_records"] = static_cast<double>(s.dropped_records);
-      values[prefix + "errors"] = static_cast<double>(s.errors);
-      buffered += s.buffered_records;
-      dropped += s.dropped_records;
-      connector_errors += s.errors;
-      batch.connectors.push_back({now, connector->name(), connector->target_table(),
-                                  s.buffered_records, s.buffered_bytes, s.pushed_records,
-                                  s.dropped_records, s.refused_records, s.drained_records,
-                                  s.errors});
-    }
-    values["connector_buffered_records"] = static_cast<double>(buffered);
-    values["connector_dropped_records"] = static_cast<double>(dropped);
-    values["connector_errors"] = static_cast<double>(connector_errors);
-
-    int64_t task_runs = 0, task_errors = 0;
-    for (const auto& [name, s] : engine_->TaskStatistics()) {
-      const std::string prefix = "task." + name + ".";
-      values[prefix + "runs"] = static_cast<double>(s.runs);
-      values[prefix + "errors"] = static_cast<double>(s.errors);
-      values[prefix + "last_duration_s"] = s.last_duration_s;
-      task_runs += s.runs;
-      task_errors += s.errors;
-      batch.tasks.push_back({now, name, s.runs, s.errors, s.last_duration_s,
-                             s.runs > 0 ? s.total_duration_s / static_cast<double>(s.runs) : 0,
-                             s.last_error});
-    }
-    values["task_runs"] = static_cast<double>(task_runs);
-    values["task_errors"] = static_cast<double>(task_errors);
-
-    for (const BusinessMetricValue& b : m.business_metrics) {
-      if (b.ok) {
-        business[b.name] = b.value;
-        batch.business.push_back({now, b.name, b.value});
-      }
-    }
-  }
-
-  // KPI queries that are due run outside the state lock: they may take a while.
-  std::vector<std::shared_ptr<KpiEntry>> due;
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    for (const auto& [name, entry] : kpis_) {
-      if (!entry->last_run_at.has_value() ||
-          now - *entry->last_run_at >= entry->query.interval_seconds) {
-        due.push_back(entry);
-      }
-    }
-  }
-  std::vector<EngineEvent> kpi_failures;
-  int64_t kpi_runs = 0, kpi_errors = 0;
-  for (const auto& entry : due) {
-    Result<std::shared_ptr<arrow::Table>> result =
-        engine_ != nullptr ? engine_->Query(entry->query.sql)
-                           : Result<std::shared_ptr<arrow::Table>>(
-                                 Status::Invalid("no engine attached to the metrics store"));
-    std::optional<double> value;
-    Status status = result.status();
-    if (status.ok()) {
-      auto extracted = ExtractKpiValue(**result, entry->query.y_col);
-      status = extracted.status();
-      if (status.ok()) {
-        value = *extracted;
-        auto cells = KpiCells(*result, options_.max_kpi_history_rows);
-        if (cells.ok()) {
-          for (KpiCell& cell : *cells) {
-            batch.kpis.push_back({now, entry->query.name, std::move(cell)});
-          }
-        } else {
-          status = cells.status();
-        }
-      }
-    }
-    ++kpi_runs;
-    std::lock_guard<std::mutex> lock(state_mu_);
-    entry->last_run_at = now;
-    ++entry->runs;
-    if (status.ok()) {
-      entry->value = value;
-      entry->result = *result;
-      entry->last_error.clear();
-    } else {
-      ++entry->errors;
-      ++kpi_errors;
-      entry->last_error = status.message();
-      EngineEvent event;
-      event.ts = now;
-      event.severity = Severity::kError;
-      event.source = "engine";
-      event.component = "kpi:" + entry->query.name;
-      event.message = "KPI query '" + entry->query.name + "' failed";
-      event.detail = status.ToString() + "\nSQL: " + entry->query.sql;
-      kpi_failures.push_back(std::move(event));
-    }
-  }
-  for (EngineEvent& event : kpi_failures) {
-    if (engine_ != nullptr) {
-      engine_->RecordEvent(std::move(event));  // comes back through the inbox
-    } else {
-      inbox_->Push(event);
-    }
-  }
-
-  // Alert rules see system metrics, then business metrics, then KPI values
-  // (later sources win on a name clash).
-  std::vector<AlertRow> alerts;
-  std::vector<std::shared_ptr<AlertListener>> listeners;
-  int64_t rule_fires = 0;
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    for (const auto& [name, v] : business) {
-      values[name] = v;
-    }
-    for (const auto& [name, entry] : kpis_) {
-      if (entry->value.has_value()) {
-        values[name] = *entry->value;
-      }
-    }
-    for (auto& [name, entry] : rules_) {
-      auto it = values.find(entry->rule.metric);
-      std::optional<double> value;
-      if (it != values.end()) {
-        value = it->second;
-      }
-      if (!EvaluateRule(entry->rule, value, now, &entry->state)) {
-        continue;
-      }
-      ++rule_fires;
-      AlertRow row;
-      row.ts = now;
-      row.severity = entry->rule.severity;
-      row.source = "rule";
-      row.component = entry->rule.metric;
-      row.message = RuleAlertMessage(entry->rule, *value);
-      row.detail = fmt::format("rule '{}': {} = {} {} threshold {}", name, entry->rule.metric,
-                               *value, CompareOpName(entry->rule.op), entry->rule.threshold);
-      row.rule = name;
-      row.value = *value;
-      row.threshold = entry->rule.threshold;
-      alerts.push_back(std::move(row));
-    }
-    current_values_ = values;
-    config_changed_ = config_changed_ || !due.empty() || !rules_.empty();
-    for (const auto& [id, listener] : alert_listeners_) {
-      listeners.push_back(listener);
-    }
-  }
-
-  // Queued events become alerts, repeats folded by the rate limiter (engine
-  // events only: user and rule alerts are deliberate).
-  std::vector<CountedAlert> counted;
-  for (const EngineEvent& event : inbox_->Drain()) {
-    const double ts = event.ts > 0 ? event.ts : now;
-    if (event.source == "engine") {
-      c.limiter.Offer(event, ts, &counted);
-    } else {
-      counted.push_back({event, 1});
-    }
-  }
-  c.limiter.Sweep(now, &counted);
-  if (final) {
-    c.limiter.FlushAll(&counted);
-  }
-  for (CountedAlert& a : counted) {
-    AlertRow row;
-    row.ts = a.event.ts > 0 ? a.event.ts : now;
-    row.severity = a.event.severity;
-    row.source = std::move(a.event.source);
-    row.component = std::move(a.event.component);
-    row.message = std::move(a.event.message);
-    row.detail = std::move(a.event.detail);
-    row.rule = std::move(a.event.rule);
-    row.count = a.count;
-    alerts.push_back(std::move(row));
-  }
-  if (c.unreported_dropped_batches > 0) {
-    AlertRow row;
-    row.ts = now;
-    row.severity = Severity::kWarning;
-    row.source = "engine";
-    row.component = "metrics";
-    row.message = "metrics writer fell behind; telemetry and alerts were dropped";
-    row.detail = fmt::format("dropped {} rows in {} flush batches (write queue capacity {})",
-                             c.unreported_dropped_rows, c.unreported_dropped_batches,
-                             options_.write_queue_capacity);
-    row.count = c.unreported_dropped_batches;
-    alerts.push_back(std::move(row));
-    c.unreported_dropped_rows = 0;
-    c.unreported_dropped_batches = 0;
-  }
-  for (const AlertRow& row : alerts) {
-    if (row.source == "rule") {
-      const auto level = row.severity == Severity::kError     ? spdlog::level::err
-                         : row.severity == Severity::kWarning ? spdlog::level::warn
-                                                              : spdlog::level::info;
-      Logger("metrics")->log(level, "rule alert [{}] {}", row.rule, row.message);
-    }
-    for (const auto& listener : listeners) {
-      try {
-        (*listener)(ToRecord(row));
-      } catch (const std::exception& e) {
-        Logger("metrics")->error("alert listener threw: {}", e.what());
-      }
-    }
-  }
-  batch.alerts = std::move(alerts);
-
-  // The telemetry row, with the store's own pressure counters.
-  int64_t events_dropped;
-  {
-    std::lock_guard<std::mutex> lock(inbox_->mu);
-    events_dropped = inbox_->dropped;
-  }
-  int64_t queue_depth;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    queue_depth = static_cast<int64_t>(queue_.size());
-  }
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    values["metrics_events_dropped"] = static_cast<double>(events_dropped);
-    values["metrics_rows_dropped"] = static_cast<double>(stats_.rows_dropped);
-    values["metrics_queue_depth"] = static_cast<double>(queue_depth);
-    ++stats_.flushes;
-    stats_.kpi_runs += kpi_runs;
-    stats_.kpi_errors += kpi_errors;
-    stats_.rule_fires += rule_fires;
-    stats_.alerts_suppressed = c.limiter.suppressed();
-    stats_.last_flush_duration_s = SteadySeconds() - started;
-  }
-  metrics_internal::TelemetryRow telemetry;
-  telemetry.ts = now;
-  for (const auto& column : metrics_internal::TelemetryColumns()) {
-    auto it = values.find(column.name);
-    telemetry.values.push_back(it == values.end() ? std::nullopt
-                                                  : std::optional<double>(it->second));
-  }
-  batch.telemetry = std::move(telemetry);
-  return out;
-}
-
 void MetricsStore::Enqueue(std::unique_ptr<QueuedBatch> batch) {
   const int64_t rows = batch->batch.num_rows();
   {
@@ -632,8 +243,11 @@ void MetricsStore::Enqueue(std::unique_ptr<QueuedBatch> batch) {
   }
   // The writer is behind: drop this batch, count it, report it with the next
   // batch that gets through (Cycle adds the alert).
-  collector_->unreported_dropped_batches += 1;
-  collector_->unreported_dropped_rows += rows;
+  {
+    std::lock_guard<std::mutex> lock(cycle_mu_);
+    collector_->unreported_dropped_batches += 1;
+    collector_->unreported_dropped_rows += rows;
+  }
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++stats_.batches_dropped;
@@ -733,12 +347,8 @@ std::unique_ptr<ConfigSnapshot> MetricsStore::SnapshotConfigLocked() const {
 Status MetricsStore::PushAlert(std::string_view message, std::string_view severity,
                                std::string_view detail) {
   RILL_ASSIGN_OR_RAISE(Severity parsed, ParseSeverity(severity));
-  EngineEvent event;
-  event.ts = clock_();
-  event.severity = parsed;
-  event.source = "user";
-  event.message = std::string(message);
-  event.detail = std::string(detail);
+  EngineEvent event =
+      EngineEvent::User(parsed, std::string(message), std::string(detail), clock_());
   if (engine_ != nullptr) {
     engine_->RecordEvent(std::move(event));  // delivered back through the listener
   } else {

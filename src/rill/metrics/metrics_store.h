@@ -7,7 +7,9 @@
 // separate from the in-memory database of the live tables, and two threads:
 //
 //   collector ("rill-metrics")    every flush interval: samples host and engine
-//                                 telemetry, runs the KPI queries that are due
+//                                 telemetry (host CPU and memory through the
+//                                 engine's HostSampler, the one sampler behind
+//                                 `rill_metrics` too), runs the KPI queries that are due
 //                                 (Engine::Query reads published versions
 //                                 lock-free), evaluates alert rules, turns the
 //                                 queued events into rate-limited alerts, and
@@ -23,8 +25,15 @@
 // once the writer catches up). The tables are documented in README.md.
 //
 // Threads: every public method may be called from any thread, including from
-// engine callbacks, except that Stop() and the destructor must not be called
-// from an alert listener. The Engine must outlive the MetricsStore.
+// engine callbacks and alert listeners (listeners run on the collector thread
+// with no store lock held; Flush() from a listener runs a cycle inline), except
+// that Stop() and the destructor must not be called from an alert listener.
+// The Engine must outlive the MetricsStore.
+//
+// Locks: state_mu_ guards KPI queries, rules, current values and listeners;
+// cycle_mu_ serializes collector cycles; queue_mu_ the hand-off to the writer;
+// write_mu_ the database writes; stats_mu_ the counters. A `...Locked` function
+// is called with the mutex named at its declaration held.
 #pragma once
 
 #include <atomic>
@@ -53,8 +62,11 @@ namespace rill {
 
 class Engine;
 
+class HostSampler;
+
 namespace metrics_internal {
 class MetricsDb;
+struct AlertRow;
 struct WriteBatch;
 struct ConfigSnapshot;
 }  // namespace metrics_internal
@@ -118,7 +130,7 @@ struct MetricsStoreStats {
 struct AlertRecord {
   double ts = 0;
   Severity severity = Severity::kWarning;
-  std::string source;     ///< "user", "engine" or "rule"
+  EventSource source = EventSource::kEngine;
   std::string component;
   std::string message;
   std::string detail;
@@ -194,7 +206,8 @@ class MetricsStore {
     return PushAlert(message, "error", detail);
   }
   /// Call `listener` with each alert after rate limiting, on the collector
-  /// thread, before it is written. Returns an id for RemoveAlertListener.
+  /// thread, before it is written, with no store lock held (the listener may
+  /// call back into the store). Returns an id for RemoveAlertListener.
   uint64_t AddAlertListener(AlertListener listener);
   void RemoveAlertListener(uint64_t id);
 
@@ -251,9 +264,37 @@ class MetricsStore {
 
   void CollectorLoop();
   void WriterLoop();
-  /// One flush: sample, run KPIs and rules, drain events, hand off the batch.
-  /// `covers` is the Flush() request this cycle satisfies.
+
+  // The collector cycle (metrics_cycle.cc). Cycle runs the steps under
+  // cycle_mu_, then calls the alert listeners with no lock held.
+  /// One flush: sample, run KPIs, evaluate rules, turn events into alerts, and
+  /// return the batch to write. `covers` is the Flush() request it satisfies.
   std::unique_ptr<QueuedBatch> Cycle(uint64_t covers, bool final);
+  struct CycleCounts;
+  /// Host, engine, table, connector, task and business figures into `values`
+  /// (keyed by rill_telemetry column or rule metric name) and `batch`. Caller
+  /// holds cycle_mu_.
+  void SampleLocked(double now, std::map<std::string, double>* values,
+                    metrics_internal::WriteBatch* batch);
+  void SampleEngineLocked(double now, std::map<std::string, double>* values,
+                          metrics_internal::WriteBatch* batch);
+  /// Run the KPI queries that are due (outside state_mu_) into `batch`.
+  void RunDueKpis(double now, metrics_internal::WriteBatch* batch, CycleCounts* counts);
+  /// Evaluate every rule against `values` (KPI values added); return the fired alerts.
+  std::vector<metrics_internal::AlertRow> EvaluateRules(double now,
+                                                        std::map<std::string, double>* values,
+                                                        CycleCounts* counts);
+  /// Drain queued events into rate-limited alerts (plus the store's own
+  /// dropped-batch warning), appended to `alerts`. Caller holds cycle_mu_.
+  void DrainEventsLocked(double now, bool final,
+                         std::vector<metrics_internal::AlertRow>* alerts);
+  /// Count the cycle in stats() and add the telemetry row to `batch`. Caller
+  /// holds cycle_mu_.
+  void FinishTelemetryLocked(double now, double started, const CycleCounts& counts,
+                       std::map<std::string, double>* values,
+                       metrics_internal::WriteBatch* batch);
+  /// Call every alert listener with each alert. No lock may be held.
+  void NotifyAlertListeners(const std::vector<metrics_internal::AlertRow>& alerts);
   void SampleLatency();
   /// Write one batch (and the configuration if it changed). Writer thread, or
   /// the caller of Flush() when not running.
@@ -261,11 +302,13 @@ class MetricsStore {
   void MarkCovered(uint64_t covers);
   /// Hand a batch to the writer, or drop and count it when the queue is full.
   void Enqueue(std::unique_ptr<QueuedBatch> batch);
+  /// Caller holds state_mu_.
   std::unique_ptr<metrics_internal::ConfigSnapshot> SnapshotConfigLocked() const;
 
   Engine* engine_;  // borrowed; outlives this
   MetricsOptions options_;
   Clock clock_;
+  std::shared_ptr<HostSampler> host_sampler_;  // the engine's, or the store's own
   std::unique_ptr<metrics_internal::MetricsDb> db_;
   std::shared_ptr<EventInbox> inbox_;  // shared with the engine listener
   uint64_t engine_listener_id_ = 0;
@@ -279,8 +322,8 @@ class MetricsStore {
   uint64_t next_alert_listener_ = 1;
   bool config_changed_ = true;
 
-  // Collector state: collector thread only (or the Flush caller when stopped,
-  // serialized by cycle_mu_).
+  // Collector state: guarded by cycle_mu_ (held by each cycle, whichever
+  // thread runs it, and by the latency sampler and Enqueue for a moment).
   std::mutex cycle_mu_;
   struct CollectorState;
   std::unique_ptr<CollectorState> collector_;
@@ -305,6 +348,7 @@ class MetricsStore {
   std::atomic<double> writer_delay_s_{0};
   std::mutex lifecycle_mu_;
   std::thread collector_thread_;
+  std::atomic<std::thread::id> collector_thread_id_{};  // for Flush() from a listener
   std::thread writer_thread_;
 };
 

@@ -183,7 +183,7 @@ TEST(EngineConcurrency, EveryPushedRowIsInItsTableOrCountedAsDropped) {
   threads.emplace_back([&] {
     while (!stop_readers.load()) {
       auto m = engine->GetMetrics();
-      EXPECT_GE(m.records_processed, 0);
+      EXPECT_GE(m.total_records_processed, 0);
       (void)engine->RecentEvents();
       (void)engine->TableNames();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -232,7 +232,7 @@ TEST(EngineConcurrency, EveryPushedRowIsInItsTableOrCountedAsDropped) {
   EXPECT_EQ(keyed->num_rows(), drained_by_table["keyed"]);
   EXPECT_EQ(log->num_rows(), drained_by_table["log"]);
   auto metrics = engine->GetMetrics();
-  EXPECT_EQ(metrics.records_processed, total_drained);
+  EXPECT_EQ(metrics.total_records_processed, total_drained);
   EXPECT_EQ(metrics.rejected_records, 0);
   EXPECT_EQ(metrics.errors, 0);
   std::printf("offered %lld rows, written %lld, dropped or refused %lld; %lld queries, %lld "

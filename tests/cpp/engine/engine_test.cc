@@ -291,10 +291,12 @@ TEST_F(EngineTest, SendsRecordedEventsToListenersAndKeepsTheLatest) {
   std::vector<std::string> heard;
   auto id = engine_->AddEventListener([&](const EngineEvent& e) { heard.push_back(e.message); });
   for (int i = 0; i < 5; ++i) {
-    engine_->RecordEvent(EngineEvent{0, Severity::kWarning, "user", "app", "event " + std::to_string(i), "", ""});
+    EngineEvent event = EngineEvent::User(Severity::kWarning, "event " + std::to_string(i));
+    event.component = "app";
+    engine_->RecordEvent(std::move(event));
   }
   engine_->RemoveEventListener(id);
-  engine_->RecordEvent(EngineEvent{0, Severity::kInfo, "user", "app", "unheard", "", ""});
+  engine_->RecordEvent(EngineEvent::User(Severity::kInfo, "unheard"));
   EXPECT_EQ(heard.size(), 5u);
   auto recent = engine_->RecentEvents();
   ASSERT_EQ(recent.size(), 3u);
@@ -458,7 +460,7 @@ TEST_F(EngineTest, SendsARejectedBatchToRillRejectsAndWritesTheOthers) {
   auto metrics = engine_->GetMetrics();
   EXPECT_EQ(metrics.rejected_batches, 1);
   EXPECT_EQ(metrics.rejected_records, 2);
-  EXPECT_EQ(metrics.records_processed, 2);
+  EXPECT_EQ(metrics.total_records_processed, 2);
   EXPECT_TRUE(HasEvent([](const EngineEvent& e) {
     return e.severity == Severity::kError && Contains(e.message + e.detail, "amount");
   })) << EventsText();
@@ -546,17 +548,17 @@ TEST_F(EngineTest, CountsTicksAndRecords) {
   RILL_ASSERT_OK(engine_->Step());
   auto m = engine_->GetMetrics();
   EXPECT_EQ(m.ticks, 2);
-  EXPECT_EQ(m.records_processed, 5);
+  EXPECT_EQ(m.total_records_processed, 5);
   EXPECT_EQ(m.last_batch_records, 2);
   EXPECT_EQ(m.timestamp, kT0 + 1);
-  EXPECT_GE(m.last_latency_s, 0);
-  EXPECT_GE(m.max_latency_s, m.last_latency_s);
-  EXPECT_GE(m.max_latency_s, m.avg_latency_s);
-  EXPECT_GT(m.rows_per_second, 0);
+  EXPECT_GE(m.last_batch_latency_s, 0);
+  EXPECT_GE(m.max_batch_latency_s, m.last_batch_latency_s);
+  EXPECT_GE(m.max_batch_latency_s, m.avg_batch_latency_s);
+  EXPECT_GT(m.records_per_second, 0);
   EXPECT_EQ(m.errors, 0);
   EXPECT_EQ(m.rejected_batches, 0);
   EXPECT_GT(m.arrow_allocated_bytes, 0);
-  EXPECT_GE(m.arrow_max_memory, m.arrow_allocated_bytes);
+  EXPECT_GE(m.arrow_peak_allocated_bytes, m.arrow_allocated_bytes);
 }
 
 TEST_F(EngineTest, PublishesMetricsAsTheRillMetricsTable) {
@@ -564,8 +566,9 @@ TEST_F(EngineTest, PublishesMetricsAsTheRillMetricsTable) {
   auto connector = AddConnector("orders");
   RILL_ASSERT_OK(connector->Push(Orders("[1, 2]", R"(["a", "b"])", "[1.0, 2.0]")));
   RILL_ASSERT_OK(engine_->Step());
-  EXPECT_EQ(QueryRows("SELECT ticks, records_processed FROM rill_metrics"),
-            (std::vector<std::string>{"1|2"}));
+  EXPECT_EQ(QueryRows("SELECT ticks, total_records_processed, last_batch_records "
+                      "FROM rill_metrics"),
+            (std::vector<std::string>{"1|2|2"}));
 }
 
 TEST_F(EngineTest, EvaluatesBusinessMetricsEveryTick) {

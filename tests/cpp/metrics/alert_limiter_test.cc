@@ -8,7 +8,7 @@ namespace {
 EngineEvent Failure(std::string detail = "boom") {
   EngineEvent e;
   e.severity = Severity::kError;
-  e.source = "engine";
+  e.source = EventSource::kEngine;
   e.component = "task_a";
   e.message = "Task 'task_a' failed";
   e.detail = std::move(detail);
@@ -35,7 +35,7 @@ TEST(AlertRateLimiter, FoldsRepeatsWithinTheWindowIntoOneAlertWithACount) {
   limiter.Sweep(60, &out);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].count, 99);
-  EXPECT_EQ(out[1].event.detail, "attempt 99");  // the last repeat's detail
+  EXPECT_EQ(out[1].item.detail, "attempt 99");  // the last repeat's detail
   EXPECT_EQ(limiter.suppressed(), 99);
 }
 

@@ -32,7 +32,7 @@ TEST(CompareOp, ComparesLikeTheOperatorReads) {
 }
 
 TEST(AlertRule, ValidatesNameMetricThresholdAndCooldown) {
-  AlertRule rule{"r", "cpu_percent"};
+  AlertRule rule{"r", "cpu_usage"};
   EXPECT_TRUE(rule.Validate().ok());
   AlertRule no_name = rule;
   no_name.name = "";
@@ -49,7 +49,7 @@ TEST(AlertRule, ValidatesNameMetricThresholdAndCooldown) {
 }
 
 TEST(AlertRule, DoesNotFireAgainWithinItsCooldown) {
-  AlertRule rule{"hot", "cpu_percent", CompareOp::kGreater, /*threshold=*/90,
+  AlertRule rule{"hot", "cpu_usage", CompareOp::kGreater, /*threshold=*/90,
                  /*cooldown_seconds=*/10};
   AlertRuleState state;
   EXPECT_TRUE(EvaluateRule(rule, 95, 100, &state));
@@ -74,8 +74,8 @@ TEST(AlertRule, NeverFiresOnAMissingValueOrWhenDisabled) {
 }
 
 TEST(AlertRule, MessageNamesMetricOperatorThresholdAndValue) {
-  AlertRule rule{"r", "tick_latency_p99_s", CompareOp::kGreaterEqual, 0.5};
-  EXPECT_EQ(RuleAlertMessage(rule, 0.75), "tick_latency_p99_s >= 0.5 (value 0.75)");
+  AlertRule rule{"r", "window_p99_batch_latency_ms", CompareOp::kGreaterEqual, 0.5};
+  EXPECT_EQ(RuleAlertMessage(rule, 0.75), "window_p99_batch_latency_ms >= 0.5 (value 0.75)");
   rule.message = "latency is high";
   EXPECT_EQ(RuleAlertMessage(rule, 0.75), "latency is high");
 }

@@ -4,10 +4,12 @@
 #include <thread>
 
 #include <arrow/api.h>
+#include <duckdb.hpp>
 #include <gtest/gtest.h>
 
 #include "metrics/metrics_test_util.h"
 #include "rill/connector/memory_connector.h"
+#include "rill/common/host_stats.h"
 #include "rill/engine/engine.h"
 
 namespace rill {
@@ -182,12 +184,12 @@ TEST(MetricsStore, WritesTelemetryForHostAndEngine) {
 
   EXPECT_EQ(Count(*store, "SELECT count(*) FROM rill_telemetry"), 1);
   EXPECT_GT(Count(*store, "SELECT process_rss_bytes FROM rill_telemetry"), 0);
-  EXPECT_GT(Count(*store, "SELECT system_memory_total_bytes FROM rill_telemetry"), 0);
-  EXPECT_EQ(Count(*store, "SELECT records_processed FROM rill_telemetry"), 3);
+  EXPECT_GT(Count(*store, "SELECT total_memory FROM rill_telemetry"), 0);
+  EXPECT_EQ(Count(*store, "SELECT total_records_processed FROM rill_telemetry"), 3);
   EXPECT_EQ(Count(*store, "SELECT ticks FROM rill_telemetry"), 1);
   EXPECT_EQ(Count(*store, "SELECT table_rows FROM rill_telemetry"), 3);
-  EXPECT_GE(Value(*store, "SELECT tick_latency_p99_s FROM rill_telemetry"), 0);
-  EXPECT_FALSE(std::isnan(Value(*store, "SELECT cpu_percent FROM rill_telemetry")));
+  EXPECT_GE(Value(*store, "SELECT window_p99_batch_latency_ms FROM rill_telemetry"), 0);
+  EXPECT_FALSE(std::isnan(Value(*store, "SELECT cpu_usage FROM rill_telemetry")));
   EXPECT_EQ(Count(*store, "SELECT num_rows FROM rill_table_stats WHERE table_name = 'orders'"),
             3);
   EXPECT_GT(Count(*store, "SELECT nbytes FROM rill_table_stats WHERE table_name = 'orders'"),
@@ -197,8 +199,60 @@ TEST(MetricsStore, WritesTelemetryForHostAndEngine) {
             3);
   auto values = store->CurrentValues();
   EXPECT_EQ(values.at("table.orders.rows"), 3);
-  EXPECT_EQ(values.at("records_processed"), 3);
-  EXPECT_TRUE(values.count("cpu_percent"));
+  EXPECT_EQ(values.at("total_records_processed"), 3);
+  EXPECT_TRUE(values.count("cpu_usage"));
+}
+
+TEST(MetricsStore, ReadsHostFiguresFromTheEnginesSamplerLikeRillMetrics) {
+  FakeClock clock;
+  auto engine = MakeEngine(clock);
+  ASSERT_TRUE(engine->Step().ok());  // samples the host, fills rill_metrics
+  auto store = MakeStore(engine.get(), InMemory());
+  ASSERT_TRUE(store->Flush().ok());  // reuses that reading, or takes the sampler's next
+  // What the store wrote is the engine's sampler's reading, the one behind
+  // rill_metrics (no second sampler anywhere).
+  const HostSample latest = engine->host_sampler()->Latest();
+  EXPECT_EQ(Count(*store, "SELECT used_memory FROM rill_telemetry"), latest.used_memory_bytes);
+  EXPECT_EQ(Count(*store, "SELECT total_memory FROM rill_telemetry"), latest.total_memory_bytes);
+  EXPECT_EQ(Count(*store, "SELECT process_rss_bytes FROM rill_telemetry"),
+            latest.process_rss_bytes);
+  EXPECT_DOUBLE_EQ(Value(*store, "SELECT cpu_usage FROM rill_telemetry"),
+                   latest.cpu_usage_percent);
+  auto live = engine->Query("SELECT total_memory FROM rill_metrics");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(std::static_pointer_cast<arrow::Int64Array>(
+                (*live)->GetColumnByName("total_memory")->chunk(0))
+                ->Value(0),
+            latest.total_memory_bytes);
+}
+
+TEST(MetricsStore, KeepsTelemetryOfAnOlderSchemaUnderAnotherName) {
+  TempDbPath path("old_telemetry");
+  {
+    MetricsOptions options;
+    options.path = path.path;
+    auto store = MakeStore(nullptr, options);
+    ASSERT_TRUE(store->Flush().ok());
+  }
+  {
+    // Pretend an older version wrote it: a column named as it used to be.
+    duckdb::DuckDB db(path.path);
+    duckdb::Connection con(db);
+    auto renamed = con.Query("ALTER TABLE rill_telemetry RENAME COLUMN cpu_usage TO cpu_percent");
+    ASSERT_FALSE(renamed->HasError()) << renamed->GetError();
+  }
+  MetricsOptions options;
+  options.path = path.path;
+  auto store = MakeStore(nullptr, options);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM rill_telemetry"), 1);
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM information_schema.tables "
+                          "WHERE table_name LIKE 'rill_telemetry_before_%'"),
+            1);
+  EXPECT_EQ(Count(*store, "SELECT count(*) FROM information_schema.columns "
+                          "WHERE table_name LIKE 'rill_telemetry_before_%' "
+                          "AND column_name = 'cpu_percent'"),
+            1);
 }
 
 TEST(MetricsStore, WritesBusinessMetricsAsALongTable) {
@@ -370,7 +424,7 @@ TEST(MetricsStore, CallsAlertListenersWithEveryAlert) {
   ASSERT_TRUE(store->Error("e", "d").ok());
   ASSERT_TRUE(store->Flush().ok());
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].source, "user");
+  EXPECT_EQ(seen[0].source, EventSource::kUser);
   EXPECT_EQ(seen[0].severity, Severity::kError);
   EXPECT_EQ(seen[0].detail, "d");
   store->RemoveAlertListener(id);

@@ -147,8 +147,8 @@ TEST(SlowMetricsWriter, DropsAndCountsEventsBeyondTheEventQueue) {
   auto store = MetricsStore::Make(engine.get(), options);
   ASSERT_TRUE(store.ok());
   for (int i = 0; i < 25; ++i) {
-    engine->RecordEvent(EngineEvent{0, Severity::kInfo, "engine", "test",
-                                    "event " + std::to_string(i), "", ""});
+    engine->RecordEvent(
+        EngineEvent::Engine(Severity::kInfo, "test", "event " + std::to_string(i)));
   }
   const auto stats = (*store)->stats();
   EXPECT_EQ(stats.events_received, 25);

@@ -4,8 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "rill/metrics/host_stats.h"
+#include "rill/common/host_stats.h"
 #include "rill/metrics/latency_window.h"
+#include "rill/metrics/metrics_db_internal.h"
 
 namespace rill {
 namespace {
@@ -18,24 +19,43 @@ TEST(HostStats, ReadsProcessAndSystemMemory) {
   EXPECT_LE(memory.used_bytes, memory.total_bytes);
 }
 
-TEST(HostStats, CpuPercentagesAreWithinRange) {
-  CpuSampler sampler;
-  EXPECT_EQ(sampler.Sample().host_percent, 0);  // first call primes
+TEST(HostSampler, CpuPercentagesAreWithinRange) {
+  HostSampler sampler(/*min_interval_seconds=*/0);
+  EXPECT_EQ(sampler.Latest().cpu_usage_percent, 0);  // the first reading primes
   volatile double sink = 0;
   for (int i = 0; i < 20000000; ++i) sink = sink + i * 0.5;
-  const auto reading = sampler.Sample();
-  EXPECT_GE(reading.host_percent, 0);
-  EXPECT_LE(reading.host_percent, 100);
-  EXPECT_GT(reading.process_percent, 0);
+  const HostSample reading = sampler.Sample(/*max_age_seconds=*/0);
+  EXPECT_GE(reading.cpu_usage_percent, 0);
+  EXPECT_LE(reading.cpu_usage_percent, 100);
+  EXPECT_GT(reading.process_cpu_percent, 0);
+  EXPECT_GT(reading.process_rss_bytes, 0);
+  EXPECT_GT(reading.total_memory_bytes, 0);
+  EXPECT_LE(reading.used_memory_bytes, reading.total_memory_bytes);
+}
+
+TEST(HostSampler, ReusesAReadingYoungerThanTheMaximumAge) {
+  HostSampler sampler(/*min_interval_seconds=*/0);
+  const HostSample first = sampler.Sample(/*max_age_seconds=*/0);
+  const HostSample reused = sampler.Sample(/*max_age_seconds=*/3600);
+  EXPECT_EQ(reused.steady_s, first.steady_s);
+  EXPECT_EQ(sampler.Latest().steady_s, first.steady_s);
+  const HostSample fresh = sampler.Sample(/*max_age_seconds=*/0);
+  EXPECT_GT(fresh.steady_s, first.steady_s);
+}
+
+TEST(HostSampler, NeverMeasuresCpuOverLessThanTheMinimumInterval) {
+  HostSampler sampler(/*min_interval_seconds=*/3600);
+  const HostSample first = sampler.Latest();
+  EXPECT_EQ(sampler.Sample(/*max_age_seconds=*/0).steady_s, first.steady_s);
 }
 
 TEST(HostStats, DatabaseFileBytesCountsFileAndWal) {
-  EXPECT_EQ(DatabaseFileBytes(":memory:"), 0);
-  EXPECT_EQ(DatabaseFileBytes("/nonexistent/x.db"), 0);
+  EXPECT_EQ(metrics_internal::DatabaseFileBytes(":memory:"), 0);
+  EXPECT_EQ(metrics_internal::DatabaseFileBytes("/nonexistent/x.db"), 0);
   const std::string path = testing::TempDir() + "/host_stats_" + std::to_string(getpid());
   std::ofstream(path) << "12345";
   std::ofstream(path + ".wal") << "678";
-  EXPECT_EQ(DatabaseFileBytes(path), 8);
+  EXPECT_EQ(metrics_internal::DatabaseFileBytes(path), 8);
   std::remove(path.c_str());
   std::remove((path + ".wal").c_str());
 }

@@ -1,11 +1,10 @@
-#include "rill/metrics/host_stats.h"
+#include "rill/common/host_stats.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -110,43 +109,62 @@ SystemMemory ReadSystemMemory() {
   return memory;
 }
 
-int64_t DatabaseFileBytes(const std::string& path) {
-  if (path.empty() || path == ":memory:") {
-    return 0;
-  }
-  int64_t bytes = 0;
-  std::error_code error;
-  for (const std::string& file : {path, path + ".wal"}) {
-    const auto size = std::filesystem::file_size(file, error);
-    if (!error) {
-      bytes += static_cast<int64_t>(size);
-    }
-  }
-  return bytes;
+HostSampler::HostSampler(double min_interval_seconds)
+    : min_interval_seconds_(min_interval_seconds) {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  latest_.Store(std::make_shared<const HostSample>(TakeReadingLocked(MonotonicSeconds())));
 }
 
-CpuSampler::Reading CpuSampler::Sample() {
-  Reading reading;
+HostSample HostSampler::Latest() const { return *latest_.Load(); }
+
+HostSample HostSampler::Sample(double max_age_seconds) {
+  std::shared_ptr<const HostSample> latest = latest_.Load();
+  const double now_s = MonotonicSeconds();
+  const double age = now_s - latest->steady_s;
+  if (age <= max_age_seconds || age < min_interval_seconds_) {
+    return *latest;
+  }
+  std::unique_lock<std::mutex> lock(sample_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    return *latest;  // another thread is taking a reading; do not wait for it
+  }
+  // Another thread may have published a reading between the load and the lock.
+  latest = latest_.Load();
+  if (now_s - latest->steady_s <= max_age_seconds) {
+    return *latest;
+  }
+  auto reading = std::make_shared<const HostSample>(TakeReadingLocked(now_s));
+  latest_.Store(reading);
+  return *reading;
+}
+
+HostSample HostSampler::TakeReadingLocked(double now_s) {
+  HostSample reading;
+  reading.steady_s = now_s;
   uint64_t busy = 0;
   uint64_t total = 0;
   double process_s = 0;
-  const double wall_s = MonotonicSeconds();
   const bool host_ok = ReadHostCpu(&busy, &total);
   const bool process_ok = ReadProcessCpuSeconds(&process_s);
   if (primed_) {
     if (host_ok && total > last_total_ && busy >= last_busy_) {
-      reading.host_percent = 100.0 * static_cast<double>(busy - last_busy_) /
-                             static_cast<double>(total - last_total_);
+      reading.cpu_usage_percent = 100.0 * static_cast<double>(busy - last_busy_) /
+                                  static_cast<double>(total - last_total_);
     }
-    if (process_ok && wall_s > last_wall_s_) {
-      reading.process_percent = 100.0 * (process_s - last_process_s_) / (wall_s - last_wall_s_);
+    if (process_ok && now_s > last_wall_s_) {
+      reading.process_cpu_percent =
+          100.0 * (process_s - last_process_s_) / (now_s - last_wall_s_);
     }
   }
   primed_ = host_ok || process_ok;
   last_busy_ = busy;
   last_total_ = total;
   last_process_s_ = process_s;
-  last_wall_s_ = wall_s;
+  last_wall_s_ = now_s;
+  reading.process_rss_bytes = ProcessRssBytes();
+  const SystemMemory memory = ReadSystemMemory();
+  reading.used_memory_bytes = memory.used_bytes;
+  reading.total_memory_bytes = memory.total_bytes;
   return reading;
 }
 

@@ -1,0 +1,266 @@
+// Engine: one tick (Step) and its steps. Everything here runs on the thread
+// holding tick_mu_; the registry lock mu_ is taken only for short copies.
+#include <chrono>
+#include <cmath>
+
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <fmt/format.h>
+
+#include "rill/common/arrow_init.h"
+#include "rill/common/logging.h"
+#include "rill/connector/connector.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/system_tables_internal.h"
+#include "rill/sql/sql_engine.h"
+
+namespace rill {
+
+using engine_internal::MakeMetricsRow;
+using engine_internal::MakeRejectRow;
+
+namespace {
+
+// The host reading shown in rill_metrics is at most this old (unless another
+// thread is sampling at that moment).
+constexpr double kHostSampleMaxAgeSeconds = 1.0;
+
+double SteadySeconds() {
+  using namespace std::chrono;
+  return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count() / 1e9;
+}
+
+}  // namespace
+
+Result<double> Engine::Step() {
+  // Read /proc (about once a second) before the tick, so the tick itself only
+  // loads the latest reading.
+  host_sampler_->Sample(kHostSampleMaxAgeSeconds);
+  std::unique_lock<std::mutex> lock(tick_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    if (tick_owner_ == std::this_thread::get_id()) {
+      return Status::Invalid("step() called from inside a tick (from a callback)");
+    }
+    lock.lock();
+  }
+  tick_owner_ = std::this_thread::get_id();
+  auto result = RunTick();
+  tick_owner_ = std::thread::id();
+  return result;
+}
+
+Result<double> Engine::RunTick() {
+  const double t0 = SteadySeconds();
+  double now = clock_();
+  // Tick times strictly increase, so "written since the last tick" is well defined.
+  if (now <= last_tick_now_) now = std::nextafter(last_tick_now_, INFINITY);
+  last_tick_now_ = now;
+
+  int64_t records = 0;
+  IngestConnectors(now, &records);
+  ApplyRetention(now);
+  RunDueTasks(now);
+  const double latency = SteadySeconds() - t0;
+  PublishMetrics(now, latency, records);
+  CheckMemoryBudgetAt(now, /*notify_always=*/false);
+  FlushRepeatedLogs(now);
+  return latency;
+}
+
+void Engine::RejectBatch(const std::string& table, const std::string& source,
+                         const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
+                         double now) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.rejected_batches;
+    metrics_.rejected_records += batch->num_rows();
+  }
+  auto row = MakeRejectRow(now, table, source, reason, batch);
+  const bool kept = row.ok() && rejects_->Write(*row, now).ok();
+  RecordEvent(EngineEvent::Engine(Severity::kError, source,
+                                  "Rejected " + std::to_string(batch->num_rows()) +
+                                      " rows for table '" + table + "'" +
+                                      (kept ? " (kept in rill_rejects)" : ""),
+                                  reason.message(), now));
+}
+
+void Engine::IngestConnectors(double now, int64_t* records) {
+  for (const auto& connector : Connectors()) {
+    auto polled = connector->Poll();
+    if (!polled.ok()) {
+      RecordEvent(EngineEvent::Engine(Severity::kError, connector->name(),
+                                      "Connector '" + connector->name() + "' failed to read",
+                                      polled.status().ToString(), now));
+      continue;
+    }
+    if (polled->empty()) continue;
+    auto table = FindTable(connector->target_table());
+    if (!table) {
+      // Create the target from the first batch, as get_or_create_table would.
+      auto created = GetOrCreateTable(connector->target_table(), (*polled)[0]->schema());
+      if (!created.ok()) {
+        for (const auto& b : *polled) {
+          RejectBatch(connector->target_table(), connector->name(), b, created.status(), now);
+        }
+        continue;
+      }
+      table = *created;
+      RecordEvent(EngineEvent::Engine(
+          Severity::kInfo, connector->name(),
+          "Created table '" + table->name() + "' from connector data", "", now));
+    }
+    std::vector<std::shared_ptr<arrow::RecordBatch>> good;
+    for (const auto& b : *polled) {
+      auto reconciled = table->Reconcile(b);
+      if (!reconciled.ok()) {
+        RejectBatch(table->name(), connector->name(), b, reconciled.status(), now);
+        continue;
+      }
+      good.push_back(*reconciled);
+    }
+    if (good.empty()) continue;
+    auto written = table->Write(good, now);
+    if (!written.ok()) {
+      for (const auto& b : good) {
+        RejectBatch(table->name(), connector->name(), b, written.status(), now);
+      }
+      continue;
+    }
+    *records += written->rows_in;
+  }
+}
+
+void Engine::ApplyRetention(double now) {
+  std::vector<std::shared_ptr<LiveTable>> tables;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, t] : tables_) tables.push_back(t);
+  }
+  for (const auto& t : tables) {
+    if (!t->retention()) continue;
+    auto expired = t->ApplyRetention(now);
+    if (!expired.ok()) {
+      RecordEvent(EngineEvent::Engine(Severity::kError, t->name(),
+                                      "Retention failed on table '" + t->name() + "'",
+                                      expired.status().ToString(), now));
+    }
+  }
+}
+
+void Engine::RunDueTasks(double now) {
+  std::vector<std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, t] : tasks_) tasks.push_back(t);
+  }
+  for (const auto& task : tasks) {
+    if (!task->Due(now)) continue;
+    task->MarkRun(now);
+    const double t0 = SteadySeconds();
+    const Status st = RunTask(*task, now);
+    const double duration = SteadySeconds() - t0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      task->stats.runs++;
+      task->stats.last_duration_s = duration;
+      task->stats.total_duration_s += duration;
+      task->stats.last_run_at = now;
+      if (!st.ok()) {
+        task->stats.errors++;
+        task->stats.last_error = st.message();
+      }
+    }
+    if (!st.ok()) {
+      RecordEvent(EngineEvent::Engine(
+          Severity::kError, task->name(), "Task '" + task->name() + "' failed: " + st.message(),
+          "query: " + task->Describe() + "\nerror: " + st.ToString(), now));
+    }
+  }
+}
+
+Status Engine::RunTask(Task& task, double now) {
+  RILL_ASSIGN_OR_RAISE(TaskOutput output, task.Run(*sql_, now));
+  if (!output.table) return Status::OK();
+  auto table = FindTable(task.output_table());
+  if (!table) {
+    TableOptions options;
+    options.primary_key = task.primary_key();
+    options.retention = task.retention();
+    if (task.retention() && task.primary_key().empty() && !output.replace) {
+      options.mode = TableMode::kAppend;
+    }
+    RILL_ASSIGN_OR_RAISE(table,
+                         GetOrCreateTable(task.output_table(), output.table->schema(), options));
+  }
+  return output.replace ? table->ReplaceState(output.table, now).status()
+                        : table->Write(output.table, now).status();
+}
+
+std::vector<BusinessMetricValue> Engine::EvaluateBusinessMetrics(double now) {
+  // Evaluated without the registry lock: evaluators may be Python and slow.
+  std::vector<std::pair<std::string, BusinessMetric>> evaluators;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, fn] : business_metrics_) evaluators.emplace_back(name, fn);
+  }
+  std::vector<BusinessMetricValue> values;
+  for (const auto& [name, fn] : evaluators) {
+    BusinessMetricValue v{name, 0, false, ""};
+    try {
+      auto r = fn();
+      if (r.ok()) {
+        v.value = *r;
+        v.ok = true;
+      } else {
+        v.error = r.status().ToString();
+      }
+    } catch (const std::exception& e) {
+      v.error = e.what();
+    } catch (...) {
+      v.error = "unknown exception";
+    }
+    if (!v.ok) {
+      RecordEvent(EngineEvent::Engine(Severity::kError, "metric:" + name,
+                                      "Business metric '" + name + "' failed", v.error, now));
+    }
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+void Engine::PublishMetrics(double now, double latency, int64_t records) {
+  std::vector<BusinessMetricValue> values = EvaluateBusinessMetrics(now);
+  const int64_t duckdb_bytes = sql_->MemoryUsage();
+  const double wall = SteadySeconds();
+  EngineMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.timestamp = now;
+    metrics_.ticks++;
+    metrics_.total_records_processed += records;
+    metrics_.last_batch_records = records;
+    metrics_.last_batch_latency_s = latency;
+    total_latency_s_ += latency;
+    metrics_.avg_batch_latency_s = total_latency_s_ / metrics_.ticks;
+    metrics_.max_batch_latency_s = std::max(metrics_.max_batch_latency_s, latency);
+    rate_window_.emplace_back(wall, records);
+    while (rate_window_.size() > 1 && wall - rate_window_.front().first > 1.0) {
+      rate_window_.pop_front();
+    }
+    int64_t window_records = 0;
+    for (const auto& [t, r] : rate_window_) window_records += r;
+    const double span = std::max(wall - rate_window_.front().first,
+                                 options_.trigger_interval_ms / 1000.0);
+    metrics_.records_per_second = window_records / span;
+    metrics_.arrow_allocated_bytes = ArrowAllocatedBytes();
+    metrics_.arrow_peak_allocated_bytes = ArrowPeakBytes();
+    metrics_.duckdb_memory_bytes = duckdb_bytes;
+    metrics_.business_metrics = std::move(values);
+    m = metrics_;
+  }
+  auto row = MakeMetricsRow(m, host_sampler_->Latest());
+  Status st = row.ok() ? metrics_table_->ReplaceState(*row, now).status() : row.status();
+  if (!st.ok()) Logger("engine")->error("updating rill_metrics failed: {}", st.ToString());
+}
+
+}  // namespace rill

@@ -1,0 +1,395 @@
+// MetricsStore's collector cycle: sample → run due KPI queries → evaluate rules
+// → turn queued events into rate-limited alerts → finish the telemetry row;
+// then, with no lock held, call the alert listeners. Runs on the collector
+// thread (or on the caller of Flush() when the store is not running).
+#include <chrono>
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+
+#include "rill/common/host_stats.h"
+#include "rill/common/logging.h"
+#include "rill/connector/connector.h"
+#include "rill/engine/engine.h"
+#include "rill/metrics/metrics_store_internal.h"
+
+namespace rill {
+
+using metrics_internal::AlertRow;
+using metrics_internal::WriteBatch;
+
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+AlertRecord ToRecord(const AlertRow& row) {
+  return AlertRecord{row.ts,   row.severity, row.source, row.component, row.message,
+                     row.detail, row.rule,   row.value,  row.threshold, row.count};
+}
+
+AlertRow ToRow(EngineEvent&& event, int64_t count, double now) {
+  AlertRow row;
+  row.ts = event.ts > 0 ? event.ts : now;
+  row.severity = event.severity;
+  row.source = event.source;
+  row.component = std::move(event.component);
+  row.message = std::move(event.message);
+  row.detail = std::move(event.detail);
+  row.rule = std::move(event.rule);
+  row.count = count;
+  return row;
+}
+
+double D(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+std::unique_ptr<MetricsStore::QueuedBatch> MetricsStore::Cycle(uint64_t covers, bool final) {
+  auto out = std::make_unique<QueuedBatch>();
+  {
+    std::lock_guard<std::mutex> cycle_lock(cycle_mu_);
+    const double started = SteadySeconds();
+    const double now = clock_();
+    out->covers = covers;
+    out->now = now;
+    WriteBatch& batch = out->batch;
+    CycleCounts counts;
+    // System metrics, keyed by rill_telemetry column names (and rule metric names).
+    std::map<std::string, double> values;
+    SampleLocked(now, &values, &batch);
+    RunDueKpis(now, &batch, &counts);
+    std::vector<AlertRow> alerts = EvaluateRules(now, &values, &counts);
+    DrainEventsLocked(now, final, &alerts);
+    for (const AlertRow& row : alerts) {
+      if (row.source == EventSource::kRule) {
+        const auto level = row.severity == Severity::kError     ? spdlog::level::err
+                           : row.severity == Severity::kWarning ? spdlog::level::warn
+                                                                : spdlog::level::info;
+        Logger("metrics")->log(level, "rule alert [{}] {}", row.rule, row.message);
+      }
+    }
+    batch.alerts = std::move(alerts);
+    FinishTelemetryLocked(now, started, counts, &values, &batch);
+  }
+  // No lock held: a listener may call back into the store.
+  NotifyAlertListeners(out->batch.alerts);
+  return out;
+}
+
+void MetricsStore::SampleLatency() {
+  if (engine_ == nullptr) {
+    return;
+  }
+  const EngineMetrics m = engine_->GetMetrics();
+  std::lock_guard<std::mutex> lock(cycle_mu_);
+  if (m.ticks != collector_->last_ticks && m.ticks > 0) {
+    collector_->latency.Add(clock_(), m.last_batch_latency_s);
+  }
+  collector_->last_ticks = m.ticks;
+}
+
+void MetricsStore::SampleLocked(double now, std::map<std::string, double>* values,
+                                WriteBatch* batch) {
+  // Half a flush interval: the engine's own (per-second) readings in between
+  // are reused rather than taken twice.
+  const HostSample host = host_sampler_->Sample(options_.flush_interval_seconds / 2);
+  std::map<std::string, double>& v = *values;
+  v["cpu_usage"] = host.cpu_usage_percent;
+  v["process_cpu_percent"] = host.process_cpu_percent;
+  v["process_rss_bytes"] = D(host.process_rss_bytes);
+  v["used_memory"] = D(host.used_memory_bytes);
+  v["total_memory"] = D(host.total_memory_bytes);
+  v["metrics_duckdb_memory_bytes"] = D(db_->MemoryUsage());
+  v["metrics_db_file_bytes"] = D(metrics_internal::DatabaseFileBytes(options_.path));
+  if (engine_ != nullptr) {
+    SampleEngineLocked(now, values, batch);
+  }
+}
+
+void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>* values,
+                                      WriteBatch* batch) {
+  std::map<std::string, double>& v = *values;
+  CollectorState& c = *collector_;
+  const EngineMetrics m = engine_->GetMetrics();
+  if (m.ticks != c.last_ticks && m.ticks > 0) {
+    c.latency.Add(now, m.last_batch_latency_s);
+  }
+  c.last_ticks = m.ticks;
+  c.latency.Expire(now);
+  v["arrow_allocated_bytes"] = D(m.arrow_allocated_bytes);
+  v["arrow_peak_allocated_bytes"] = D(m.arrow_peak_allocated_bytes);
+  v["duckdb_memory_bytes"] = D(m.duckdb_memory_bytes);
+  v["records_per_second"] = m.records_per_second;
+  v["last_batch_latency_ms"] = m.last_batch_latency_s * 1e3;
+  v["avg_batch_latency_ms"] = m.avg_batch_latency_s * 1e3;
+  v["window_avg_batch_latency_ms"] = c.latency.Mean() * 1e3;
+  v["window_p99_batch_latency_ms"] = c.latency.Quantile(0.99) * 1e3;
+  v["window_max_batch_latency_ms"] = c.latency.Max() * 1e3;
+  v["window_batch_latency_samples"] = D(static_cast<int64_t>(c.latency.size()));
+  v["ticks"] = D(m.ticks);
+  v["total_records_processed"] = D(m.total_records_processed);
+  v["rejected_batches"] = D(m.rejected_batches);
+  v["rejected_records"] = D(m.rejected_records);
+  v["engine_errors"] = D(m.errors);
+  v["memory_warnings"] = D(m.memory_warnings);
+
+  int64_t table_count = 0, table_rows = 0, table_bytes = 0;
+  for (const std::string& name : engine_->TableNames()) {
+    auto table = engine_->GetTable(name);
+    if (!table.ok()) {
+      continue;  // dropped meanwhile
+    }
+    const auto version = (*table)->snapshot();
+    metrics_internal::TableStatRow row{now, name, version->num_rows(), version->nbytes(),
+                                       static_cast<int64_t>(version->version())};
+    v["table." + name + ".rows"] = D(row.rows);
+    v["table." + name + ".bytes"] = D(row.bytes);
+    ++table_count;
+    table_rows += row.rows;
+    table_bytes += row.bytes;
+    batch->tables.push_back(std::move(row));
+  }
+  v["table_count"] = D(table_count);
+  v["table_rows"] = D(table_rows);
+  v["table_bytes"] = D(table_bytes);
+
+  int64_t buffered = 0, dropped = 0, connector_errors = 0;
+  for (const auto& connector : engine_->Connectors()) {
+    const ConnectorStats s = connector->stats();
+    const std::string prefix = "connector." + connector->name() + ".";
+    v[prefix + "buffered_records"] = D(s.buffered_records);
+    v[prefix + "dropped_records"] = D(s.dropped_records);
+    v[prefix + "errors"] = D(s.errors);
+    buffered += s.buffered_records;
+    dropped += s.dropped_records;
+    connector_errors += s.errors;
+    batch->connectors.push_back({now, connector->name(), connector->target_table(),
+                                 s.buffered_records, s.buffered_bytes, s.pushed_records,
+                                 s.dropped_records, s.refused_records, s.drained_records,
+                                 s.errors});
+  }
+  v["connector_buffered_records"] = D(buffered);
+  v["connector_dropped_records"] = D(dropped);
+  v["connector_errors"] = D(connector_errors);
+
+  int64_t task_runs = 0, task_errors = 0;
+  for (const auto& [name, s] : engine_->TaskStatistics()) {
+    const std::string prefix = "task." + name + ".";
+    v[prefix + "runs"] = D(s.runs);
+    v[prefix + "errors"] = D(s.errors);
+    v[prefix + "last_duration_s"] = s.last_duration_s;
+    task_runs += s.runs;
+    task_errors += s.errors;
+    batch->tasks.push_back({now, name, s.runs, s.errors, s.last_duration_s,
+                            s.runs > 0 ? s.total_duration_s / D(s.runs) : 0, s.last_error});
+  }
+  v["task_runs"] = D(task_runs);
+  v["task_errors"] = D(task_errors);
+
+  // Business metrics: rule metric names, not telemetry columns (later sources
+  // win on a name clash: business metrics over system metrics).
+  for (const BusinessMetricValue& b : m.business_metrics) {
+    if (b.ok) {
+      v[b.name] = b.value;
+      batch->business.push_back({now, b.name, b.value});
+    }
+  }
+}
+
+void MetricsStore::RunDueKpis(double now, WriteBatch* batch, CycleCounts* counts) {
+  // Due queries run outside the state lock: they may take a while.
+  std::vector<std::shared_ptr<KpiEntry>> due;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    for (const auto& [name, entry] : kpis_) {
+      if (!entry->last_run_at.has_value() ||
+          now - *entry->last_run_at >= entry->query.interval_seconds) {
+        due.push_back(entry);
+      }
+    }
+  }
+  std::vector<EngineEvent> failures;
+  for (const auto& entry : due) {
+    Result<std::shared_ptr<arrow::Table>> result =
+        engine_ != nullptr ? engine_->Query(entry->query.sql)
+                           : Result<std::shared_ptr<arrow::Table>>(
+                                 Status::Invalid("no engine attached to the metrics store"));
+    std::optional<double> value;
+    Status status = result.status();
+    if (status.ok()) {
+      auto extracted = ExtractKpiValue(**result, entry->query.y_col);
+      status = extracted.status();
+      if (status.ok()) {
+        value = *extracted;
+        auto cells = KpiCells(*result, options_.max_kpi_history_rows);
+        if (cells.ok()) {
+          for (KpiCell& cell : *cells) {
+            batch->kpis.push_back({now, entry->query.name, std::move(cell)});
+          }
+        } else {
+          status = cells.status();
+        }
+      }
+    }
+    ++counts->kpi_runs;
+    std::lock_guard<std::mutex> lock(state_mu_);
+    entry->last_run_at = now;
+    ++entry->runs;
+    if (status.ok()) {
+      entry->value = value;
+      entry->result = *result;
+      entry->last_error.clear();
+    } else {
+      ++entry->errors;
+      ++counts->kpi_errors;
+      entry->last_error = status.message();
+      failures.push_back(EngineEvent::Engine(
+          Severity::kError, "kpi:" + entry->query.name,
+          "KPI query '" + entry->query.name + "' failed",
+          status.ToString() + "\nSQL: " + entry->query.sql, now));
+    }
+  }
+  for (EngineEvent& event : failures) {
+    if (engine_ != nullptr) {
+      engine_->RecordEvent(std::move(event));  // comes back through the inbox
+    } else {
+      inbox_->Push(event);
+    }
+  }
+}
+
+std::vector<AlertRow> MetricsStore::EvaluateRules(double now,
+                                                  std::map<std::string, double>* values,
+                                                  CycleCounts* counts) {
+  std::vector<AlertRow> alerts;
+  std::lock_guard<std::mutex> lock(state_mu_);
+  // Rules see system metrics, then business metrics, then KPI values.
+  for (const auto& [name, entry] : kpis_) {
+    if (entry->value.has_value()) {
+      (*values)[name] = *entry->value;
+    }
+  }
+  for (auto& [name, entry] : rules_) {
+    auto it = values->find(entry->rule.metric);
+    std::optional<double> value;
+    if (it != values->end()) {
+      value = it->second;
+    }
+    if (!EvaluateRule(entry->rule, value, now, &entry->state)) {
+      continue;
+    }
+    ++counts->rule_fires;
+    AlertRow row;
+    row.ts = now;
+    row.severity = entry->rule.severity;
+    row.source = EventSource::kRule;
+    row.component = entry->rule.metric;
+    row.message = RuleAlertMessage(entry->rule, *value);
+    row.detail = fmt::format("rule '{}': {} = {} {} threshold {}", name, entry->rule.metric,
+                             *value, CompareOpName(entry->rule.op), entry->rule.threshold);
+    row.rule = name;
+    row.value = *value;
+    row.threshold = entry->rule.threshold;
+    alerts.push_back(std::move(row));
+  }
+  current_values_ = *values;
+  config_changed_ = config_changed_ || !rules_.empty() || counts->kpi_runs > 0;
+  return alerts;
+}
+
+void MetricsStore::DrainEventsLocked(double now, bool final, std::vector<AlertRow>* alerts) {
+  CollectorState& c = *collector_;
+  // Engine events are folded by the rate limiter; user and rule alerts are
+  // deliberate and pass as they are.
+  std::vector<CountedAlert> counted;
+  for (const EngineEvent& event : inbox_->Drain()) {
+    const double ts = event.ts > 0 ? event.ts : now;
+    if (event.source == EventSource::kEngine) {
+      c.limiter.Offer(event, ts, &counted);
+    } else {
+      counted.push_back({event, 1});
+    }
+  }
+  c.limiter.Sweep(now, &counted);
+  if (final) {
+    c.limiter.FlushAll(&counted);
+  }
+  for (CountedAlert& a : counted) {
+    alerts->push_back(ToRow(std::move(a.item), a.count, now));
+  }
+  if (c.unreported_dropped_batches > 0) {
+    EngineEvent lost = EngineEvent::Engine(
+        Severity::kWarning, "metrics",
+        "metrics writer fell behind; telemetry and alerts were dropped",
+        fmt::format("dropped {} rows in {} flush batches (write queue capacity {})",
+                    c.unreported_dropped_rows, c.unreported_dropped_batches,
+                    options_.write_queue_capacity),
+        now);
+    alerts->push_back(ToRow(std::move(lost), c.unreported_dropped_batches, now));
+    c.unreported_dropped_rows = 0;
+    c.unreported_dropped_batches = 0;
+  }
+}
+
+void MetricsStore::FinishTelemetryLocked(double now, double started, const CycleCounts& counts,
+                                   std::map<std::string, double>* values, WriteBatch* batch) {
+  // The store's own pressure counters.
+  int64_t events_dropped;
+  {
+    std::lock_guard<std::mutex> lock(inbox_->mu);
+    events_dropped = inbox_->dropped;
+  }
+  int64_t queue_depth;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_depth = static_cast<int64_t>(queue_.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    (*values)["metrics_events_dropped"] = D(events_dropped);
+    (*values)["metrics_rows_dropped"] = D(stats_.rows_dropped);
+    (*values)["metrics_queue_depth"] = D(queue_depth);
+    ++stats_.flushes;
+    stats_.kpi_runs += counts.kpi_runs;
+    stats_.kpi_errors += counts.kpi_errors;
+    stats_.rule_fires += counts.rule_fires;
+    stats_.alerts_suppressed = collector_->limiter.suppressed();
+    stats_.last_flush_duration_s = SteadySeconds() - started;
+  }
+  metrics_internal::TelemetryRow telemetry;
+  telemetry.ts = now;
+  for (const auto& column : metrics_internal::TelemetryColumns()) {
+    auto it = values->find(column.name);
+    telemetry.values.push_back(it == values->end() ? std::nullopt
+                                                   : std::optional<double>(it->second));
+  }
+  batch->telemetry = std::move(telemetry);
+}
+
+void MetricsStore::NotifyAlertListeners(const std::vector<AlertRow>& alerts) {
+  if (alerts.empty()) {
+    return;
+  }
+  std::vector<std::shared_ptr<AlertListener>> listeners;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    for (const auto& [id, listener] : alert_listeners_) {
+      listeners.push_back(listener);
+    }
+  }
+  for (const AlertRow& row : alerts) {
+    const AlertRecord record = ToRecord(row);
+    for (const auto& listener : listeners) {
+      try {
+        (*listener)(record);
+      } catch (const std::exception& e) {
+        Logger("metrics")->error("alert listener threw: {}", e.what());
+      }
+    }
+  }
+}
+
+}  // namespace rill
