@@ -166,7 +166,7 @@ int RunServe(const ServeOptions& options) {
   if (run.engine) {
     EngineMetrics m = run.engine->GetMetrics();
     std::printf("rill serve: stopped after %lld ticks, %lld records processed\n",
-                static_cast<long long>(m.ticks), static_cast<long long>(m.records_processed));
+                static_cast<long long>(m.ticks), static_cast<long long>(m.total_records_processed));
   }
   return 0;
 }

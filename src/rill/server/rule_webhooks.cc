@@ -97,7 +97,7 @@ int64_t RuleWebhookRelay::queued() const {
 }
 
 void RuleWebhookRelay::OnAlert(const AlertRecord& alert) {
-  if (alert.source != "rule" || alert.rule.empty()) {
+  if (alert.source != EventSource::kRule || alert.rule.empty()) {
     return;
   }
   // The alert carries the rule's name; its webhook is looked up now (the
@@ -139,7 +139,7 @@ void RuleWebhookRelay::OnAlert(const AlertRecord& alert) {
 void RuleWebhookRelay::OnFailure(const WebhookFailure& failure) {
   EngineEvent event;
   event.severity = Severity::kError;
-  event.source = "engine";
+  event.source = EventSource::kEngine;
   const std::string& what = failure.delivery.description;
   const std::string rule = what.size() > 13 && what.rfind("alert rule '", 0) == 0
                                ? what.substr(12, what.size() - 13)

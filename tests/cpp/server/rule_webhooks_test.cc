@@ -47,7 +47,7 @@ TEST(RuleWebhookPayload, CarriesTheRuleTheValueAndTheServer) {
   AlertRecord alert;
   alert.ts = 1700000000.25;
   alert.severity = Severity::kWarning;
-  alert.source = "rule";
+  alert.source = EventSource::kRule;
   alert.message = "too busy";
   alert.rule = "busy";
   alert.value = 125.5;
