@@ -43,6 +43,7 @@ namespace rill {
 
 class Connector;
 class SqlEngine;
+class WindowTask;
 
 struct EngineOptions {
   int64_t trigger_interval_ms = 1000;
@@ -131,6 +132,9 @@ class Engine {
   Status RemoveSqlTask(const std::string& name);
   Status AddJoinTask(std::shared_ptr<TableJoinTask> task);
   Status RemoveJoinTask(const std::string& name);
+  /// Add an event-time window task (window_task.h). Invalid if the name is taken.
+  Status AddWindowTask(std::shared_ptr<WindowTask> task);
+  Status RemoveWindowTask(const std::string& name);
   /// A copy of each task's counters, by task name.
   std::map<std::string, TaskStats> TaskStatistics() const;
 
