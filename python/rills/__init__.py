@@ -49,3 +49,8 @@ __all__ = [
     "OutputAPI",
     "upsert_table",
 ]
+
+# Event-time windows (issue 13).
+from .window_task import WindowTask  # noqa: E402
+
+__all__ += ["WindowTask"]

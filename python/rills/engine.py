@@ -272,6 +272,18 @@ class RillEngine:
             if self._join_tasks.pop(name, None) is not None:
                 self._core.remove_join_task(name)
 
+    def add_window_task(self, task: Any) -> None:
+        """Add an event-time window task (rills.window_task.WindowTask)."""
+        from .window_task import attach_window_task
+
+        attach_window_task(self, task)
+
+    def remove_window_task(self, task: Any) -> None:
+        """Remove a window task (or the task of that name); unknown tasks are ignored."""
+        from .window_task import detach_window_task
+
+        detach_window_task(self, task)
+
     @property
     def sql_tasks(self) -> List[ScheduledSQLTask]:
         """The scheduled SQL tasks."""
