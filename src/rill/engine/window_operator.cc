@@ -332,6 +332,8 @@ void WindowOperator::Impl::AddToWindow(int64_t start, const std::string& key, in
   auto it = windows.find(start);
   if (it == windows.end()) {
     it = windows.emplace(start, window_internal::Window{start + size_us, {}}).first;
+    // Windows of a steady stream hold about as many keys as the last closed one.
+    it->second.groups.reserve(expected_groups);
   }
   auto [g, inserted] = it->second.groups.try_emplace(key, 0);
   if (inserted) g->second = NewGroup(start, start + size_us, key);
@@ -514,9 +516,16 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
       if (!s.g_alive[e.gid] || s.g_gen[e.gid] != e.gen) continue;
       closing.push_back(e.gid);
     }
+    std::sort(closing.begin(), closing.end());
   } else {
     while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
-      for (const auto& [key, gid] : s.windows.begin()->second.groups) closing.push_back(gid);
+      const auto& groups = s.windows.begin()->second.groups;
+      const size_t first = closing.size();
+      for (const auto& [key, gid] : groups) closing.push_back(gid);
+      // Gid order makes emitting and freeing walk the state arrays sequentially
+      // (and the free list hands out consecutive gids again).
+      std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
+      s.expected_groups = groups.size();
       s.windows.erase(s.windows.begin());
     }
   }

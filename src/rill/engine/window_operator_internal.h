@@ -103,6 +103,7 @@ struct WindowOperator::Impl {
   int64_t ref_count = 0;
 
   std::map<int64_t, window_internal::Window> windows;  // by start
+  size_t expected_groups = 0;  // groups of the last closed window
   boost::unordered_flat_map<std::string, std::vector<window_internal::Session>> sessions;
   int64_t open_sessions = 0;
   CloseQueue close_queue;
