@@ -76,11 +76,12 @@ class AggregationPipeline:
 
     def _names(self) -> List[str]:
         fn_names = [getattr(a, "name", type(a).__name__) for _, _, a in self._aggs]
+        unnamed = [fn for (name, _, _), fn in zip(self._aggs, fn_names) if not name]
         out = []
         for (name, column, _), fn in zip(self._aggs, fn_names):
             if name:
                 out.append(name)
-            elif fn_names.count(fn) > 1:
+            elif unnamed.count(fn) > 1:
                 out.append(f"{fn}_{column}")
             else:
                 out.append(fn)
