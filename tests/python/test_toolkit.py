@@ -370,3 +370,30 @@ def test_queue_manager(tmp_path):
     again = QueueManager(path)   # persistent: queues and messages come back
     assert again.list_queues() == ["a"]
     assert again.get_queue("a").dequeue_batch(10) == [1, 2]
+
+
+def test_queue_feeds_a_table_and_a_table_feeds_a_queue():
+    import pyarrow as pa
+
+    from rills import RillEngine
+    from rills.queue import feed_queue_from_table, feed_table_from_queue
+
+    engine = RillEngine(metrics_path=None)
+    engine.register_table("orders", schema=pa.schema([("id", pa.int64()), ("amount", pa.float64())]),
+                          primary_key="id")
+    inbox = MessageQueue("inbox", max_size=1000)
+    outbox = MessageQueue("outbox", max_size=1000)
+    feed_queue_from_table(engine, "orders", outbox)
+    bridge = feed_table_from_queue(engine, inbox, "orders")
+    inbox.enqueue_batch([{"id": i, "amount": float(i)} for i in range(5)])
+    deadline = time.time() + 10
+    while bridge.moved < 5 and time.time() < deadline:
+        time.sleep(0.01)
+    engine.step()
+    inbox.enqueue({"id": 2, "amount": 99.0})
+    while bridge.moved < 6 and time.time() < deadline:
+        time.sleep(0.01)
+    engine.step()
+    bridge.stop()
+    assert sorted(r["id"] for r in engine.get_table("orders").to_arrow().to_pylist()) == [0, 1, 2, 3, 4]
+    assert outbox.dequeue_batch(100) == [{"id": i, "amount": float(i)} for i in range(5)] + [{"id": 2, "amount": 99.0}]
