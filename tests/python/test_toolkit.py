@@ -216,7 +216,9 @@ def test_sliding_window_matches_a_reference(seed):
             s -= 10
     closed = {c["start"]: [e["value"] for e in c["events"]] for c in w.get_closed_windows()}
     assert closed == {s: v for s, v in want.items() if s + 30 <= last}
-    assert w.get_current_window()["count"] == len(want[max(s for s in want if s <= last)])
+    current = min(s for s in want if s <= last < s + 30)
+    assert w.get_current_window()["count"] == len(want[current])
+    assert w.get_current_window()["start"] == current
 
 
 def test_late_events_are_counted_and_kept():
