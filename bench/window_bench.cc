@@ -2,8 +2,9 @@
 // recomputing the same windows after every batch, in the same process.
 //
 // Data: `--events` events (default 1m) in `--batch` rows (default 10k), keys
-// uniform over `--keys` (default 100k), event time advancing 1,000 events per
-// second with up to 2 s of disorder, price float64. Windows: tumbling 60 s,
+// uniform over `--keys` (default 100k), event time advancing `--rate` events
+// per second (default 10k: one batch per second, i.e. one tick of a 1 s
+// trigger) with up to 2 s of disorder, price float64. Windows: tumbling 60 s,
 // hopping 60 s every 10 s, session gap 30 s; aggregates count(*), sum, avg,
 // min, max of price; allowed lateness 5 s.
 //
@@ -35,6 +36,8 @@ std::shared_ptr<arrow::Schema> EventSchema() {
                         arrow::field("price", arrow::float64())});
 }
 
+int64_t g_rate = 10000;  // events per second of event time (--rate)
+
 std::vector<std::shared_ptr<arrow::RecordBatch>> MakeEvents(int64_t events, int64_t batch,
                                                             int64_t keys) {
   std::mt19937_64 rng(42);
@@ -51,7 +54,8 @@ std::vector<std::shared_ptr<arrow::RecordBatch>> MakeEvents(int64_t events, int6
     for (int64_t i = 0; i < n; ++i) {
       k.UnsafeAppend(key(rng));
       // Millisecond event times keep the windows exact on both sides.
-      t.UnsafeAppend(std::round((1e6 + (start + i) / 1000.0 - jitter(rng)) * 1000) / 1000);
+      t.UnsafeAppend(std::round((1e6 + (start + i) / static_cast<double>(g_rate) - jitter(rng)) * 1000) /
+                      1000);
       p.UnsafeAppend(std::round(price(rng) * 100) / 100);
     }
     out.push_back(arrow::RecordBatch::Make(EventSchema(), n,
@@ -166,6 +170,7 @@ void Compare(WindowKind kind, int64_t events, int64_t batch, int64_t keys, int r
   m.targets = {{"ratio", ">=", 10}};
   m.reps = reps;
   m.extra_numbers = {{"keys", static_cast<double>(keys)},
+                     {"events_per_event_second", static_cast<double>(g_rate)},
                      {"batch_rows", static_cast<double>(batch)},
                      {"windows_emitted", static_cast<double>(rows_out)}};
   Emit(m);
@@ -204,6 +209,7 @@ int main(int argc, char** argv) {
   const int64_t batch = args.Int("batch", 10000);
   const int64_t keys = args.Int("keys", 100000);
   const int reps = static_cast<int>(args.Int("reps", 3));
+  g_rate = std::max<int64_t>(1, args.Int("rate", 10000));
   std::vector<WindowKind> kinds = {WindowKind::kTumbling, WindowKind::kHopping,
                                    WindowKind::kSession};
   if (args.Flag("kind")) kinds = {Check(ParseWindowKind(args.Str("kind", "")), "kind")};
