@@ -48,7 +48,9 @@ enum class EmitMode {
   kOnClose,
   /// Every run, for each (window, key) that changed, to a snapshot table keyed by
   /// (window_start, window_end, group_by...), with `is_final` true on the last
-  /// write (when the window closed).
+  /// write (when the window closed). A session whose bounds move (it grew or
+  /// merged) is written under its new bounds; rows under its earlier bounds
+  /// stay, with is_final false, until retention removes them.
   kOnUpdate,
 };
 /// Parse "on_close" or "on_update" (case-insensitive).
