@@ -332,8 +332,13 @@ void WindowOperator::Impl::AddToWindow(int64_t start, const std::string& key, in
   auto it = windows.find(start);
   if (it == windows.end()) {
     it = windows.emplace(start, window_internal::Window{start + size_us, {}}).first;
-    // Windows of a steady stream hold about as many keys as the last closed one.
-    it->second.groups.reserve(expected_groups);
+    if (!spare_maps.empty()) {
+      it->second.groups = std::move(spare_maps.back());
+      spare_maps.pop_back();
+    } else {
+      // Windows of a steady stream hold about as many keys as the last closed one.
+      it->second.groups.reserve(expected_groups);
+    }
   }
   auto [g, inserted] = it->second.groups.try_emplace(key, 0);
   if (inserted) g->second = NewGroup(start, start + size_us, key);
@@ -526,6 +531,11 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
       // (and the free list hands out consecutive gids again).
       std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
       s.expected_groups = groups.size();
+      if (s.spare_maps.size() < 4) {
+        auto& reused = s.windows.begin()->second.groups;
+        reused.clear();
+        s.spare_maps.push_back(std::move(reused));
+      }
       s.windows.erase(s.windows.begin());
     }
   }
@@ -608,6 +618,9 @@ int64_t WindowOperator::Impl::StateBytes() const {
     if (!a.state) continue;
     per_group += a.state->slot_bytes();
     variable += a.state->variable_bytes();
+  }
+  for (const auto& spare : spare_maps) {
+    variable += static_cast<int64_t>(spare.bucket_count() * (sizeof(std::string) + 5));
   }
   return live_groups * per_group + variable +
          static_cast<int64_t>(windows.size() + sessions.size()) * 64;

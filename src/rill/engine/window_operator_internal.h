@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,10 +39,40 @@ struct BatchSlot {
   int64_t refs = 0;
 };
 
+/// Hash of an encoded key: word-at-a-time, for the short keys of EncodeKey.
+struct KeyHash {
+  using is_avalanching = void;  // tells boost not to mix the result again
+  size_t operator()(const std::string& s) const noexcept {
+    uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+    const char* p = s.data();
+    size_t n = s.size();
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = Mix(h ^ w);
+    }
+    if (n > 0) {
+      uint64_t w = 0;
+      std::memcpy(&w, p, n);
+      h = Mix(h ^ w ^ (uint64_t{n} << 56));
+    }
+    return h;
+  }
+  static uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+};
+
+using GroupMap = boost::unordered_flat_map<std::string, uint32_t, KeyHash>;
+
 /// An open tumbling or hopping window: its groups by encoded key.
 struct Window {
   int64_t end = 0;
-  boost::unordered_flat_map<std::string, uint32_t> groups;
+  GroupMap groups;
 };
 
 /// An open session of one key.
@@ -104,7 +135,12 @@ struct WindowOperator::Impl {
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
-  boost::unordered_flat_map<std::string, std::vector<window_internal::Session>> sessions;
+  // Cleared maps of closed windows, reused by new ones: a steady stream then
+  // never rehashes nor faults in fresh pages for its window maps.
+  std::vector<window_internal::GroupMap> spare_maps;
+  boost::unordered_flat_map<std::string, std::vector<window_internal::Session>,
+                             window_internal::KeyHash>
+      sessions;
   int64_t open_sessions = 0;
   CloseQueue close_queue;
 
