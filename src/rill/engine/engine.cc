@@ -355,9 +355,12 @@ Status Engine::RemoveJoinTask(const std::string& name) {
 
 Status Engine::AddWindowTask(std::shared_ptr<WindowTask> task) {
   if (!task) return Status::Invalid("null window task");
-  RILL_RETURN_NOT_OK(task->Attach(this));  // before the tick can run it
-  std::lock_guard<std::mutex> lock(mu_);
-  return AddTask(tasks_, task_kinds_, task, "window");
+  task->Attach(this);  // before the tick can run it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RILL_RETURN_NOT_OK(AddTask(tasks_, task_kinds_, task, "window"));
+  }
+  return task->RegisterMetrics(this);
 }
 Status Engine::RemoveWindowTask(const std::string& name) {
   std::shared_ptr<Task> task;

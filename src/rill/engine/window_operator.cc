@@ -264,7 +264,6 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, const std::s
       g_refs.resize(cap);
       g_dirty.resize(cap, 0);
       g_alive.resize(cap, 0);
-      g_gen.resize(cap, 0);
     }
     g_start.push_back(0);
   }
@@ -294,7 +293,6 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   std::string().swap(g_key[gid]);
   g_alive[gid] = 0;
   g_dirty[gid] = 0;
-  ++g_gen[gid];
   --live_groups;
   free_gids.push_back(gid);
 }
@@ -377,6 +375,9 @@ void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64
                                 [](const Session& s, int64_t v) { return s.start < v; });
     list.insert(pos, Session{t, t, gid});
     ++open_sessions;
+    // One entry per session: when it pops after the session grew, it is pushed
+    // again with the new end (see Emit), so extending a session costs nothing here.
+    close_queue.push(CloseEntry{g_end[gid], gid});
   } else {
     Session& target = list[first];
     gid = target.gid;
@@ -395,9 +396,7 @@ void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64
     s.last = std::max(s.last, t);
     g_start[gid] = s.start;
     g_end[gid] = s.last + gap_us;
-    ++g_gen[gid];
   }
-  close_queue.push(CloseEntry{g_end[gid], gid, g_gen[gid]});
   Touch(gid, row);
 }
 
@@ -518,10 +517,15 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
     while (!s.close_queue.empty() && s.close_queue.top().end <= s.watermark_us) {
       const CloseEntry e = s.close_queue.top();
       s.close_queue.pop();
-      if (!s.g_alive[e.gid] || s.g_gen[e.gid] != e.gen) continue;
+      if (!s.g_alive[e.gid]) continue;  // merged away or closed (or freed and reused)
+      if (s.g_end[e.gid] > s.watermark_us) {
+        s.close_queue.push(CloseEntry{s.g_end[e.gid], e.gid});  // it grew: requeue
+        continue;
+      }
       closing.push_back(e.gid);
     }
     std::sort(closing.begin(), closing.end());
+    closing.erase(std::unique(closing.begin(), closing.end()), closing.end());
   } else {
     while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
       const auto& groups = s.windows.begin()->second.groups;

@@ -82,11 +82,12 @@ struct Session {
   uint32_t gid;
 };
 
-/// Entry of the session close queue; stale when gen differs from the group's.
+/// Entry of the session close queue: pushed once when a session opens, again
+/// (with the new end) when it pops after the session grew; entries of freed
+/// groups are skipped.
 struct CloseEntry {
   int64_t end;
   uint32_t gid;
-  uint32_t gen;
   bool operator>(const CloseEntry& o) const { return end > o.end; }
 };
 
@@ -126,7 +127,6 @@ struct WindowOperator::Impl {
   std::vector<std::string> g_key;
   std::vector<std::vector<window_internal::RowRef>> g_refs;
   std::vector<uint8_t> g_dirty, g_alive;
-  std::vector<uint32_t> g_gen;
   std::vector<uint32_t> free_gids;
   std::vector<uint32_t> dirty;
   int64_t live_groups = 0;

@@ -74,8 +74,9 @@ std::string WindowTask::Describe() const {
   return text;
 }
 
-Status WindowTask::Attach(Engine* engine) {
-  engine_.store(engine);
+void WindowTask::Attach(Engine* engine) { engine_.store(engine); }
+
+Status WindowTask::RegisterMetrics(Engine* engine) {
   std::weak_ptr<WindowTask> weak = weak_from_this();
   auto metric = [weak](auto field) -> Engine::BusinessMetric {
     return [weak, field]() -> Result<double> {

@@ -71,9 +71,12 @@ class WindowTask : public Task, public std::enable_shared_from_this<WindowTask> 
   /// A copy of the counters. Any thread.
   WindowTaskStats stats_snapshot() const;
 
-  /// Called by Engine::AddWindowTask / RemoveWindowTask: set the engine the
-  /// task reads from and register (unregister) its rill_metrics entries.
-  Status Attach(Engine* engine);
+  /// Called by Engine::AddWindowTask: set the engine the task reads from.
+  void Attach(Engine* engine);
+  /// Called by Engine::AddWindowTask once the task is added: register its
+  /// rill_metrics entries (business metrics "window:<name>:...").
+  Status RegisterMetrics(Engine* engine);
+  /// Called by Engine::RemoveWindowTask: unregister the metrics, forget the engine.
   void Detach(Engine* engine);
 
  private:

@@ -227,6 +227,9 @@ TEST_F(WindowTaskTest, EmitsClosedWindowsAndKeepsLateRows) {
   auto task = Task(Spec(WindowKind::kTumbling, {{"n", "count(*)"}, {"m", "median(v)"}}));
   ASSERT_TRUE(engine_->AddWindowTask(task).ok());
   EXPECT_TRUE(engine_->AddWindowTask(task).IsInvalid());
+  // A second task of the same name is refused and leaves the first's metrics alone.
+  EXPECT_TRUE(engine_->AddWindowTask(Task(Spec(WindowKind::kSession, {{"n", "count(*)"}})))
+                  .IsInvalid());
   ASSERT_TRUE(ev->Write(Events({1, 2, 3}, {"a", "a", "a"}, {1, 2, 10}), now_ + 1).ok());
   Tick();
   EXPECT_EQ(Out("SELECT * FROM out").size(), 0u);
