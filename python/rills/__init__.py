@@ -49,3 +49,19 @@ __all__ = [
     "OutputAPI",
     "upsert_table",
 ]
+
+# Event-time windows (issue 13).
+from .window_task import WindowTask  # noqa: E402
+
+__all__ += ["WindowTask"]
+
+# Seed 001's toolkit (issue 13).
+from .aggregation import AggregationPipeline, PipelineStore  # noqa: E402
+from .analytics import AnalyticsEngine, StreamAnalytics  # noqa: E402
+from .queue import MessageQueue, QueueFullError, QueueManager, QueueStore  # noqa: E402
+from .stream import StreamProcessor  # noqa: E402
+from .windowing import SlidingWindow, TumblingWindow  # noqa: E402
+
+__all__ += ["AggregationPipeline", "PipelineStore", "AnalyticsEngine", "StreamAnalytics",
+            "MessageQueue", "QueueFullError", "QueueManager", "QueueStore", "StreamProcessor",
+            "SlidingWindow", "TumblingWindow"]

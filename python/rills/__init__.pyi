@@ -18,5 +18,17 @@ from .tasks import (
     TableJoinTask as TableJoinTask,
 )
 
+from .window_task import WindowTask as WindowTask
+from .aggregation import AggregationPipeline as AggregationPipeline, PipelineStore as PipelineStore
+from .analytics import AnalyticsEngine as AnalyticsEngine, StreamAnalytics as StreamAnalytics
+from .queue import (
+    MessageQueue as MessageQueue,
+    QueueFullError as QueueFullError,
+    QueueManager as QueueManager,
+    QueueStore as QueueStore,
+)
+from .stream import StreamProcessor as StreamProcessor
+from .windowing import SlidingWindow as SlidingWindow, TumblingWindow as TumblingWindow
+
 __version__: str
 __all__: list[str]

@@ -299,6 +299,18 @@ class RillEngine:
         except KeyError:
             pass
 
+    def add_window_task(self, task: Any) -> None:
+        """Add an event-time window task (rills.window_task.WindowTask)."""
+        from .window_task import attach_window_task
+
+        attach_window_task(self, task)
+
+    def remove_window_task(self, task: Any) -> None:
+        """Remove a window task (or the task of that name); unknown tasks are ignored."""
+        from .window_task import detach_window_task
+
+        detach_window_task(self, task)
+
     @property
     def sql_tasks(self) -> EngineList[ScheduledSQLTask]:
         """The scheduled SQL tasks, ordered by name: a live sequence over the engine.

@@ -77,6 +77,10 @@ class RillEngine:
         """Schedule a join task."""
     def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
         """Unschedule a join task."""
+    def add_window_task(self, task: Any) -> None:
+        """Add an event-time window task (rills.WindowTask)."""
+    def remove_window_task(self, task: Any) -> None:
+        """Remove a window task (or the task of that name)."""
     @property
     def sql_tasks(self) -> EngineList[ScheduledSQLTask]:
         """Scheduled SQL tasks."""

@@ -12,6 +12,10 @@
 #include "py_callback.h"
 #include "rill/table/live_table.h"
 
+namespace rill {
+class Engine;
+}  // namespace rill
+
 namespace rills {
 
 namespace nb = nanobind;
@@ -39,5 +43,10 @@ nb::dict StatsToDict(const rill::ConnectorStats& stats);
 void BindTable(nb::module_& m);
 void BindConnector(nb::module_& m);
 void BindEngine(nb::module_& m);
+void BindWindow(nb::module_& m);  // bind_window.cc
+
+/// Return the rill::Engine of a rills._core.Engine object (RuntimeError when
+/// closed). Defined in bind_engine.cc.
+rill::Engine& CoreEngine(nb::handle engine);
 
 }  // namespace rills

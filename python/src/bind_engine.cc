@@ -280,6 +280,8 @@ nb::dict TaskStatsToDict(const rill::TaskStats& s) {
 
 }  // namespace
 
+rill::Engine& CoreEngine(nb::handle engine) { return nb::cast<PyEngine&>(engine).engine(); }
+
 void BindEngine(nb::module_& m) {
   using Table = std::shared_ptr<LiveTable>;
   nb::class_<PyEngine>(m, "Engine", "The C++ engine (see rills.RillEngine).")

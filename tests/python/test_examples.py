@@ -33,3 +33,9 @@ def test_benchmark_streams_json():
     assert records and all(set(r) == {"name", "value", "unit"} for r in records)
     names = {r["name"] for r in records}
     assert "python_tick_10k_latency_ms" in names and "python_sql_1k_rows_per_s" in names
+
+
+def test_toolkit_demo():
+    out = _run("toolkit_demo.py")
+    assert "'Laptop': {'count': 2, 'sum': 2299.98, 'avg': 1149.99}" in out
+    assert "Events in sliding window: 30" in out and "window_start" in out

@@ -14,6 +14,7 @@
 #include "rill/common/logging.h"
 #include "rill/connector/connector.h"
 #include "rill/engine/system_tables_internal.h"
+#include "rill/engine/window_task.h"
 #include "rill/sql/sql_engine.h"
 
 namespace rill {
@@ -269,6 +270,26 @@ Status Engine::AddJoinTask(std::shared_ptr<TableJoinTask> task) {
 Status Engine::RemoveJoinTask(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   return RemoveTask(tasks_, task_kinds_, name, "join");
+}
+
+Status Engine::AddWindowTask(std::shared_ptr<WindowTask> task) {
+  if (!task) return Status::Invalid("null window task");
+  task->Attach(this);  // before the tick can run it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RILL_RETURN_NOT_OK(AddTask(tasks_, task_kinds_, task, "window"));
+  }
+  return task->RegisterMetrics(this);
+}
+Status Engine::RemoveWindowTask(const std::string& name) {
+  std::shared_ptr<Task> task;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(name)) task = tasks_[name];
+    RILL_RETURN_NOT_OK(RemoveTask(tasks_, task_kinds_, name, "window"));
+  }
+  std::static_pointer_cast<WindowTask>(task)->Detach(this);
+  return Status::OK();
 }
 
 std::map<std::string, TaskStats> Engine::TaskStatistics() const {

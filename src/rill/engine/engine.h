@@ -56,6 +56,7 @@ namespace rill {
 
 class Connector;
 class SqlEngine;
+class WindowTask;
 
 /// How an Engine is made (Engine::Make validates it).
 struct EngineOptions {
@@ -179,6 +180,9 @@ class Engine {
   Status RemoveSqlTask(const std::string& name);
   Status AddJoinTask(std::shared_ptr<TableJoinTask> task);
   Status RemoveJoinTask(const std::string& name);
+  /// Add an event-time window task (window_task.h). Invalid if the name is taken.
+  Status AddWindowTask(std::shared_ptr<WindowTask> task);
+  Status RemoveWindowTask(const std::string& name);
   /// A copy of each task's counters, by task name.
   std::map<std::string, TaskStats> TaskStatistics() const;
   /// The SQL and join tasks, ordered by name (engine_declared.cc).

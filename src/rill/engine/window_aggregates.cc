@@ -1,0 +1,545 @@
+// Incremental window aggregates. See window_aggregates_internal.h.
+#include "rill/engine/window_aggregates_internal.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/compute/cast.h>
+#include <arrow/type.h>
+#include <arrow/type_traits.h>
+#include <boost/unordered/unordered_flat_set.hpp>
+
+namespace rill::window_internal {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t DoubleBits(double d) {
+  if (d == 0) d = 0;  // -0.0 and 0.0 are one value
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof(bits));
+  return bits;
+}
+
+// How each storage type reads an input row and builds its output.
+template <typename T>
+struct Traits;
+
+template <>
+struct Traits<int64_t> {
+  using Builder = arrow::Int64Builder;
+  static int64_t Get(const InputColumn& in, int64_t i) { return in.i64[i]; }
+  static int64_t Bytes(const int64_t&) { return 0; }
+};
+
+template <>
+struct Traits<double> {
+  using Builder = arrow::DoubleBuilder;
+  static double Get(const InputColumn& in, int64_t i) {
+    return in.kind == ValueKind::kInt ? static_cast<double>(in.i64[i]) : in.f64[i];
+  }
+  static int64_t Bytes(const double&) { return 0; }
+};
+
+template <>
+struct Traits<std::string> {
+  using Builder = arrow::StringBuilder;
+  static std::string_view Get(const InputColumn& in, int64_t i) { return in.str->GetView(i); }
+  static int64_t Bytes(const std::string& s) {
+    return s.capacity() > 15 ? static_cast<int64_t>(s.capacity()) : 0;
+  }
+};
+
+template <typename T, typename F>
+Result<std::shared_ptr<arrow::Array>> BuildArray(const std::vector<uint32_t>& gids,
+                                                 const std::vector<uint8_t>& has, F&& value) {
+  typename Traits<T>::Builder builder;
+  RILL_RETURN_NOT_OK(builder.Reserve(static_cast<int64_t>(gids.size())));
+  for (uint32_t g : gids) {
+    if (has[g]) {
+      RILL_RETURN_NOT_OK(builder.Append(value(g)));
+    } else {
+      RILL_RETURN_NOT_OK(builder.AppendNull());
+    }
+  }
+  std::shared_ptr<arrow::Array> out;
+  RILL_RETURN_NOT_OK(builder.Finish(&out));
+  return out;
+}
+
+class CountState : public AggState {
+ public:
+  explicit CountState(bool star) : star_(star) {}
+  void Grow(size_t n) override { n_.resize(n, 0); }
+  void Reset(uint32_t g) override { n_[g] = 0; }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t*, int64_t) override {
+    if (star_ || !in->has_nulls) {
+      for (size_t i = 0; i < n; ++i) ++n_[gids[i]];
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) n_[gids[i]] += in->IsValid(rows[i]) ? 1 : 0;
+  }
+  void Merge(uint32_t into, uint32_t from) override { n_[into] += n_[from]; }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    arrow::Int64Builder b;
+    RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
+    for (uint32_t g : gids) b.UnsafeAppend(n_[g]);
+    std::shared_ptr<arrow::Array> out;
+    RILL_RETURN_NOT_OK(b.Finish(&out));
+    return out;
+  }
+  int64_t variable_bytes() const override { return 0; }
+  int64_t slot_bytes() const override { return sizeof(int64_t); }
+
+ private:
+  bool star_;
+  std::vector<int64_t> n_;
+};
+
+// sum (T = int64 or double, the input's kind) and avg (T = double, divided on output).
+template <typename T, bool kAvg>
+class SumState : public AggState {
+ public:
+  void Grow(size_t n) override {
+    sum_.resize(n, 0);
+    nn_.resize(n, 0);
+  }
+  void Reset(uint32_t g) override {
+    sum_[g] = 0;
+    nn_[g] = 0;
+  }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t*, int64_t) override {
+    for (size_t i = 0; i < n; ++i) {
+      if (in->has_nulls && !in->IsValid(rows[i])) continue;
+      sum_[gids[i]] += Traits<T>::Get(*in, rows[i]);
+      ++nn_[gids[i]];
+    }
+  }
+  void Merge(uint32_t into, uint32_t from) override {
+    sum_[into] += sum_[from];
+    nn_[into] += nn_[from];
+  }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    std::vector<uint8_t> has(nn_.size());
+    for (uint32_t g : gids) has[g] = nn_[g] > 0;
+    if constexpr (kAvg) {
+      return BuildArray<double>(gids, has, [&](uint32_t g) { return sum_[g] / nn_[g]; });
+    } else {
+      return BuildArray<T>(gids, has, [&](uint32_t g) { return sum_[g]; });
+    }
+  }
+  int64_t variable_bytes() const override { return 0; }
+  int64_t slot_bytes() const override { return sizeof(T) + sizeof(int64_t); }
+
+ private:
+  std::vector<T> sum_;
+  std::vector<int64_t> nn_;
+};
+
+template <typename T, bool kMax>
+class MinMaxState : public AggState {
+ public:
+  void Grow(size_t n) override {
+    v_.resize(n);
+    has_.resize(n, 0);
+  }
+  void Reset(uint32_t g) override {
+    bytes_ -= Traits<T>::Bytes(v_[g]);
+    v_[g] = T();
+    has_[g] = 0;
+  }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t*, int64_t) override {
+    for (size_t i = 0; i < n; ++i) {
+      if (in->has_nulls && !in->IsValid(rows[i])) continue;
+      Offer(gids[i], Traits<T>::Get(*in, rows[i]));
+    }
+  }
+  void Merge(uint32_t into, uint32_t from) override {
+    if (has_[from]) Offer(into, v_[from]);
+    Reset(from);
+  }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    return BuildArray<T>(gids, has_, [&](uint32_t g) -> const T& { return v_[g]; });
+  }
+  int64_t variable_bytes() const override { return bytes_; }
+  int64_t slot_bytes() const override { return sizeof(T) + 1; }
+
+ private:
+  template <typename V>
+  void Offer(uint32_t g, const V& value) {
+    // NaN compares false both ways; like DuckDB, treat it as the largest value.
+    bool better;
+    if constexpr (std::is_same_v<T, double>) {
+      const bool vn = std::isnan(value), cn = std::isnan(v_[g]);
+      better = kMax ? (vn && !cn) || (!vn && !cn && value > v_[g])
+                    : (cn && !vn) || (!vn && !cn && value < v_[g]);
+    } else {
+      better = kMax ? value > v_[g] : value < v_[g];
+    }
+    if (!has_[g] || better) {
+      bytes_ -= Traits<T>::Bytes(v_[g]);
+      v_[g] = T(value);
+      bytes_ += Traits<T>::Bytes(v_[g]);
+      has_[g] = 1;
+    }
+  }
+  std::vector<T> v_;
+  std::vector<uint8_t> has_;
+  int64_t bytes_ = 0;
+};
+
+// first / last non-null value by event time; ties go to the earlier (first) or
+// later (last) arrival.
+template <typename T, bool kLast>
+class FirstLastState : public AggState {
+ public:
+  void Grow(size_t n) override {
+    v_.resize(n);
+    t_.resize(n, 0);
+    seq_.resize(n, 0);
+    has_.resize(n, 0);
+  }
+  void Reset(uint32_t g) override {
+    bytes_ -= Traits<T>::Bytes(v_[g]);
+    v_[g] = T();
+    has_[g] = 0;
+  }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t* times, int64_t seq0) override {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t r = rows[i];
+      if (in->has_nulls && !in->IsValid(r)) continue;
+      Offer(gids[i], Traits<T>::Get(*in, r), times[r], seq0 + r);
+    }
+  }
+  void Merge(uint32_t into, uint32_t from) override {
+    if (has_[from]) Offer(into, v_[from], t_[from], seq_[from]);
+    Reset(from);
+  }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    return BuildArray<T>(gids, has_, [&](uint32_t g) -> const T& { return v_[g]; });
+  }
+  int64_t variable_bytes() const override { return bytes_; }
+  int64_t slot_bytes() const override { return sizeof(T) + 17; }
+
+ private:
+  template <typename V>
+  void Offer(uint32_t g, const V& value, int64_t t, int64_t seq) {
+    const bool better = kLast ? (t > t_[g] || (t == t_[g] && seq > seq_[g]))
+                              : (t < t_[g] || (t == t_[g] && seq < seq_[g]));
+    if (!has_[g] || better) {
+      bytes_ -= Traits<T>::Bytes(v_[g]);
+      v_[g] = T(value);
+      bytes_ += Traits<T>::Bytes(v_[g]);
+      t_[g] = t;
+      seq_[g] = seq;
+      has_[g] = 1;
+    }
+  }
+  std::vector<T> v_;
+  std::vector<int64_t> t_;
+  std::vector<int64_t> seq_;
+  std::vector<uint8_t> has_;
+  int64_t bytes_ = 0;
+};
+
+// Exact distinct count. Numbers are kept as their 64-bit patterns (ints as
+// themselves, floats as bits), strings as strings.
+template <typename T>
+class DistinctState : public AggState {
+ public:
+  using Set = boost::unordered_flat_set<T>;
+  void Grow(size_t n) override { sets_.resize(n); }
+  void Reset(uint32_t g) override {
+    if (sets_[g]) bytes_ -= Bytes(*sets_[g]);
+    sets_[g].reset();
+  }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t*, int64_t) override {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t r = rows[i];
+      if (in->has_nulls && !in->IsValid(r)) continue;
+      auto& set = sets_[gids[i]];
+      if (!set) set = std::make_unique<Set>();
+      const int64_t before = Bytes(*set);
+      if constexpr (std::is_same_v<T, std::string>) {
+        set->emplace(in->str->GetView(r));
+      } else {
+        set->insert(in->kind == ValueKind::kInt ? static_cast<uint64_t>(in->i64[r])
+                                                : DoubleBits(in->f64[r]));
+      }
+      bytes_ += Bytes(*set) - before;
+    }
+  }
+  void Merge(uint32_t into, uint32_t from) override {
+    if (!sets_[from]) return;
+    if (!sets_[into]) sets_[into] = std::make_unique<Set>();
+    bytes_ -= Bytes(*sets_[into]);
+    for (const auto& v : *sets_[from]) sets_[into]->insert(v);
+    bytes_ += Bytes(*sets_[into]);
+    Reset(from);
+  }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    arrow::Int64Builder b;
+    RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
+    for (uint32_t g : gids) b.UnsafeAppend(sets_[g] ? static_cast<int64_t>(sets_[g]->size()) : 0);
+    std::shared_ptr<arrow::Array> out;
+    RILL_RETURN_NOT_OK(b.Finish(&out));
+    return out;
+  }
+  int64_t variable_bytes() const override { return bytes_; }
+  int64_t slot_bytes() const override { return sizeof(void*); }
+
+ private:
+  static int64_t Bytes(const Set& s) {
+    int64_t b = static_cast<int64_t>(s.bucket_count() * (sizeof(T) + 1)) + 64;
+    if constexpr (std::is_same_v<T, std::string>) b += static_cast<int64_t>(s.size()) * 16;
+    return b;
+  }
+  std::vector<std::unique_ptr<Set>> sets_;
+  int64_t bytes_ = 0;
+};
+
+class ApproxDistinctState : public AggState {
+ public:
+  void Grow(size_t n) override { sketches_.resize(n); }
+  void Reset(uint32_t g) override {
+    if (sketches_[g]) bytes_ -= sketches_[g]->bytes();
+    sketches_[g].reset();
+  }
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
+              const int64_t*, int64_t) override {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t r = rows[i];
+      if (in->has_nulls && !in->IsValid(r)) continue;
+      auto& sketch = sketches_[gids[i]];
+      if (!sketch) sketch = std::make_unique<HyperLogLog>();
+      const int64_t before = sketch->bytes();
+      sketch->Add(HashValue(*in, r));
+      bytes_ += sketch->bytes() - before;
+    }
+  }
+  void Merge(uint32_t into, uint32_t from) override {
+    if (!sketches_[from]) return;
+    if (!sketches_[into]) sketches_[into] = std::make_unique<HyperLogLog>();
+    bytes_ -= sketches_[into]->bytes();
+    sketches_[into]->Merge(*sketches_[from]);
+    bytes_ += sketches_[into]->bytes();
+    Reset(from);
+  }
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
+    arrow::Int64Builder b;
+    RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
+    for (uint32_t g : gids) b.UnsafeAppend(sketches_[g] ? sketches_[g]->Estimate() : 0);
+    std::shared_ptr<arrow::Array> out;
+    RILL_RETURN_NOT_OK(b.Finish(&out));
+    return out;
+  }
+  int64_t variable_bytes() const override { return bytes_; }
+  int64_t slot_bytes() const override { return sizeof(void*); }
+
+ private:
+  std::vector<std::unique_ptr<HyperLogLog>> sketches_;
+  int64_t bytes_ = 0;
+};
+
+template <template <typename, bool> class State, bool kFlag>
+Result<std::unique_ptr<AggState>> ByKind(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kInt:
+      return std::make_unique<State<int64_t, kFlag>>();
+    case ValueKind::kDouble:
+      return std::make_unique<State<double, kFlag>>();
+    case ValueKind::kString:
+      return std::make_unique<State<std::string, kFlag>>();
+  }
+  return Status::Invalid("unknown value kind");
+}
+
+constexpr int kHllBits = 12;
+constexpr int kHllRegisters = 1 << kHllBits;
+constexpr size_t kHllSmall = 64;
+
+}  // namespace
+
+Result<ValueKind> KindOf(const arrow::DataType& type) {
+  using arrow::Type;
+  switch (type.id()) {
+    case Type::BOOL:
+    case Type::INT8:
+    case Type::INT16:
+    case Type::INT32:
+    case Type::INT64:
+    case Type::UINT8:
+    case Type::UINT16:
+    case Type::UINT32:
+    case Type::UINT64:
+    case Type::TIMESTAMP:
+    case Type::DATE32:
+    case Type::DATE64:
+    case Type::TIME32:
+    case Type::TIME64:
+    case Type::DURATION:
+      return ValueKind::kInt;
+    case Type::HALF_FLOAT:
+    case Type::FLOAT:
+    case Type::DOUBLE:
+    case Type::DECIMAL128:
+    case Type::DECIMAL256:
+      return ValueKind::kDouble;
+    case Type::STRING:
+    case Type::LARGE_STRING:
+    case Type::STRING_VIEW:
+      return ValueKind::kString;
+    case Type::DICTIONARY:
+      return KindOf(*static_cast<const arrow::DictionaryType&>(type).value_type());
+    default:
+      return Status::TypeError("type ", type.ToString(),
+                               " cannot be aggregated incrementally (use a DuckDB expression)");
+  }
+}
+
+bool InputColumn::IsValid(int64_t i) const { return !has_nulls || array->IsValid(i); }
+
+Result<InputColumn> MakeInputColumn(const std::shared_ptr<arrow::Array>& array) {
+  InputColumn in;
+  RILL_ASSIGN_OR_RAISE(in.kind, KindOf(*array->type()));
+  std::shared_ptr<arrow::DataType> target = in.kind == ValueKind::kInt      ? arrow::int64()
+                                            : in.kind == ValueKind::kDouble ? arrow::float64()
+                                                                            : arrow::utf8();
+  in.array = array;
+  if (!array->type()->Equals(*target)) {
+    arrow::compute::CastOptions options = arrow::compute::CastOptions::Unsafe(target);
+    RILL_ASSIGN_OR_RAISE(auto datum, arrow::compute::Cast(array, options));
+    in.array = datum.make_array();
+  }
+  in.has_nulls = in.array->null_count() > 0;
+  switch (in.kind) {
+    case ValueKind::kInt:
+      in.i64 = static_cast<const arrow::Int64Array&>(*in.array).raw_values();
+      break;
+    case ValueKind::kDouble:
+      in.f64 = static_cast<const arrow::DoubleArray&>(*in.array).raw_values();
+      break;
+    case ValueKind::kString:
+      in.str = static_cast<const arrow::StringArray*>(in.array.get());
+      break;
+  }
+  return in;
+}
+
+uint64_t HashValue(const InputColumn& in, int64_t i) {
+  switch (in.kind) {
+    case ValueKind::kInt:
+      return Mix(static_cast<uint64_t>(in.i64[i]));
+    case ValueKind::kDouble:
+      return Mix(DoubleBits(in.f64[i]));
+    case ValueKind::kString:
+      return Mix(std::hash<std::string_view>()(in.str->GetView(i)));
+  }
+  return 0;
+}
+
+Result<std::unique_ptr<AggState>> MakeAggState(WindowAggKind fn, ValueKind kind) {
+  const bool text = kind == ValueKind::kString;
+  switch (fn) {
+    case WindowAggKind::kCountStar:
+      return std::make_unique<CountState>(/*star=*/true);
+    case WindowAggKind::kCount:
+      return std::make_unique<CountState>(/*star=*/false);
+    case WindowAggKind::kSum:
+      if (text) break;
+      if (kind == ValueKind::kInt) return std::make_unique<SumState<int64_t, false>>();
+      return std::make_unique<SumState<double, false>>();
+    case WindowAggKind::kAvg:
+      if (text) break;
+      return std::make_unique<SumState<double, true>>();
+    case WindowAggKind::kMin:
+      return ByKind<MinMaxState, false>(kind);
+    case WindowAggKind::kMax:
+      return ByKind<MinMaxState, true>(kind);
+    case WindowAggKind::kFirst:
+      return ByKind<FirstLastState, false>(kind);
+    case WindowAggKind::kLast:
+      return ByKind<FirstLastState, true>(kind);
+    case WindowAggKind::kCountDistinct:
+      if (text) return std::make_unique<DistinctState<std::string>>();
+      return std::make_unique<DistinctState<uint64_t>>();
+    case WindowAggKind::kApproxCountDistinct:
+      return std::make_unique<ApproxDistinctState>();
+    case WindowAggKind::kSql:
+      return Status::Invalid("SQL aggregations have no incremental state");
+  }
+  return Status::Invalid("sum and avg need a numeric column, not a string column");
+}
+
+// HyperLogLog ------------------------------------------------------------------
+
+void HyperLogLog::Add(uint64_t hash) {
+  if (!registers_) {
+    for (uint64_t h : small_) {
+      if (h == hash) return;
+    }
+    small_.push_back(hash);
+    if (small_.size() >= kHllSmall) Promote();
+    return;
+  }
+  const uint32_t index = static_cast<uint32_t>(hash >> (64 - kHllBits));
+  const uint64_t rest = (hash << kHllBits) | (uint64_t{1} << (kHllBits - 1));
+  const uint8_t rank = static_cast<uint8_t>(__builtin_clzll(rest) + 1);
+  if (rank > registers_[index]) registers_[index] = rank;
+}
+
+void HyperLogLog::Promote() {
+  registers_.reset(new uint8_t[kHllRegisters]());
+  std::vector<uint64_t> small = std::move(small_);
+  small_.clear();
+  small_.shrink_to_fit();
+  for (uint64_t h : small) Add(h);
+}
+
+void HyperLogLog::Merge(const HyperLogLog& other) {
+  if (!other.registers_) {
+    for (uint64_t h : other.small_) Add(h);
+    return;
+  }
+  if (!registers_) Promote();
+  for (int i = 0; i < kHllRegisters; ++i) {
+    if (other.registers_[i] > registers_[i]) registers_[i] = other.registers_[i];
+  }
+}
+
+int64_t HyperLogLog::Estimate() const {
+  if (!registers_) return static_cast<int64_t>(small_.size());
+  const double m = kHllRegisters;
+  double sum = 0;
+  int zeros = 0;
+  for (int i = 0; i < kHllRegisters; ++i) {
+    sum += std::ldexp(1.0, -registers_[i]);
+    zeros += registers_[i] == 0;
+  }
+  double estimate = (0.7213 / (1 + 1.079 / m)) * m * m / sum;
+  if (estimate <= 2.5 * m && zeros > 0) estimate = m * std::log(m / zeros);
+  return static_cast<int64_t>(std::llround(estimate));
+}
+
+int64_t HyperLogLog::bytes() const {
+  return static_cast<int64_t>(sizeof(*this) + small_.capacity() * sizeof(uint64_t)) +
+         (registers_ ? kHllRegisters : 0);
+}
+
+}  // namespace rill::window_internal

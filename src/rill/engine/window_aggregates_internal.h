@@ -1,0 +1,88 @@
+// Incremental aggregate state of window groups, stored column-wise by group
+// id (gid). Private to the window operator.
+//
+// Every aggregate keeps one slot per gid in flat vectors (count, sum, min, ...)
+// so that updating a group is O(1) and freeing one is a reset of its slot.
+// Values are read through InputColumn, which views an input array as one of
+// three kinds: integers (every integer type, bool, timestamps, dates: int64),
+// floats (float64) and strings (utf8).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+#include "rill/engine/window_options.h"
+
+namespace rill::window_internal {
+
+enum class ValueKind { kInt, kDouble, kString };
+
+/// Return the kind `type` is aggregated as; TypeError for other types.
+Result<ValueKind> KindOf(const arrow::DataType& type);
+
+/// A read view of one input column for one batch.
+struct InputColumn {
+  ValueKind kind = ValueKind::kInt;
+  std::shared_ptr<arrow::Array> array;  // int64, float64 or utf8
+  const int64_t* i64 = nullptr;
+  const double* f64 = nullptr;
+  const arrow::StringArray* str = nullptr;
+  bool has_nulls = false;
+
+  bool IsValid(int64_t i) const;
+};
+
+/// View `array` as its kind (casting to int64 / float64 / utf8 when needed).
+Result<InputColumn> MakeInputColumn(const std::shared_ptr<arrow::Array>& array);
+
+/// A 64-bit hash of row `i` (for distinct counting and sketches).
+uint64_t HashValue(const InputColumn& in, int64_t i);
+
+/// One aggregate over every group. Tick-thread (owner) only.
+class AggState {
+ public:
+  virtual ~AggState() = default;
+  /// Make room for gids below `n`.
+  virtual void Grow(size_t n) = 0;
+  /// Forget group `gid` (its slot may be reused).
+  virtual void Reset(uint32_t gid) = 0;
+  /// Add rows[i] of `in` (event time times[rows[i]], arrival seq0 + rows[i]) to
+  /// group gids[i], for i < n. `in` is null for count(*).
+  virtual void Update(const uint32_t* gids, const int64_t* rows, size_t n,
+                      const InputColumn* in, const int64_t* times, int64_t seq0) = 0;
+  /// Fold group `from` into `into` (session merges); `from` is reset after.
+  virtual void Merge(uint32_t into, uint32_t from) = 0;
+  /// Return the values of `gids`, in order.
+  virtual Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) = 0;
+  /// Approximate bytes held beyond the per-group slots (sets, sketches, strings).
+  virtual int64_t variable_bytes() const = 0;
+  /// Bytes of one group's fixed slot.
+  virtual int64_t slot_bytes() const = 0;
+};
+
+/// Create the state of an incremental aggregation over a column of `kind`
+/// (ignored for count(*)). Invalid for kSql or a kind the function does not
+/// take (sum/avg of strings).
+Result<std::unique_ptr<AggState>> MakeAggState(WindowAggKind fn, ValueKind kind);
+
+/// HyperLogLog with 2^12 registers; exact (a small list of hashes) below 64
+/// distinct hashes.
+class HyperLogLog {
+ public:
+  void Add(uint64_t hash);
+  void Merge(const HyperLogLog& other);
+  int64_t Estimate() const;
+  int64_t bytes() const;
+
+ private:
+  void Promote();
+  std::vector<uint64_t> small_;
+  std::unique_ptr<uint8_t[]> registers_;
+};
+
+}  // namespace rill::window_internal

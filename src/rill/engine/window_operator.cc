@@ -1,0 +1,646 @@
+// WindowOperator: assigning rows to windows, the watermark, closing windows.
+// Output tables are built in window_output.cc.
+#include "rill/engine/window_operator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <arrow/array.h>
+#include <arrow/compute/cast.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
+
+#include "rill/engine/window_operator_internal.h"
+#include "rill/table/schema.h"
+
+namespace rill {
+
+using window_internal::AggSlot;
+using window_internal::CloseEntry;
+using window_internal::InputColumn;
+using window_internal::Session;
+using window_internal::ValueKind;
+
+namespace {
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t ToMicros(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e6)); }
+
+double ToSeconds(int64_t us) {
+  if (us == INT64_MIN) return -std::numeric_limits<double>::infinity();
+  if (us == INT64_MAX) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(us) / 1e6;
+}
+
+}  // namespace
+
+namespace window_internal {
+
+Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
+                 std::vector<uint8_t>* valid) {
+  const int64_t n = array.length();
+  us->resize(n);
+  valid->assign(n, 1);
+  for (int64_t i = 0; i < n; ++i) (*valid)[i] = array.IsValid(i) ? 1 : 0;
+  const auto& type = *array.type();
+  auto raw64 = [&] { return array.data()->GetValues<int64_t>(1); };
+  switch (type.id()) {
+    case arrow::Type::TIMESTAMP: {
+      const auto unit = static_cast<const arrow::TimestampType&>(type).unit();
+      const int64_t* v = raw64();
+      for (int64_t i = 0; i < n; ++i) {
+        switch (unit) {
+          case arrow::TimeUnit::SECOND: (*us)[i] = v[i] * 1000000; break;
+          case arrow::TimeUnit::MILLI: (*us)[i] = v[i] * 1000; break;
+          case arrow::TimeUnit::MICRO: (*us)[i] = v[i]; break;
+          case arrow::TimeUnit::NANO: (*us)[i] = FloorDiv(v[i], 1000); break;
+        }
+      }
+      return Status::OK();
+    }
+    case arrow::Type::DATE32: {
+      const int32_t* v = array.data()->GetValues<int32_t>(1);
+      for (int64_t i = 0; i < n; ++i) (*us)[i] = int64_t{v[i]} * 86400 * 1000000;
+      return Status::OK();
+    }
+    case arrow::Type::DATE64: {
+      const int64_t* v = raw64();
+      for (int64_t i = 0; i < n; ++i) (*us)[i] = v[i] * 1000;
+      return Status::OK();
+    }
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::HALF_FLOAT: {
+      std::shared_ptr<arrow::Array> cast;
+      if (type.id() == arrow::Type::DOUBLE) {
+        cast = arrow::MakeArray(array.data());
+      } else {
+        RILL_ASSIGN_OR_RAISE(auto d, arrow::compute::Cast(arrow::MakeArray(array.data()),
+                                                          arrow::float64()));
+        cast = d.make_array();
+      }
+      const double* v = static_cast<const arrow::DoubleArray&>(*cast).raw_values();
+      for (int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(v[i]) || std::fabs(v[i]) > 9e12) {
+          (*valid)[i] = 0;
+          continue;
+        }
+        (*us)[i] = ToMicros(v[i]);
+      }
+      return Status::OK();
+    }
+    default:
+      break;
+  }
+  if (!arrow::is_integer(type.id())) {
+    return Status::TypeError("time column of type ", type.ToString(),
+                             " is no time: use unix seconds (a number), a timestamp or a date");
+  }
+  RILL_ASSIGN_OR_RAISE(auto d, arrow::compute::Cast(arrow::MakeArray(array.data()),
+                                                    arrow::int64()));
+  const int64_t* v = static_cast<const arrow::Int64Array&>(*d.make_array()).raw_values();
+  for (int64_t i = 0; i < n; ++i) (*us)[i] = v[i] * 1000000;
+  return Status::OK();
+}
+
+void EncodeKey(const std::vector<InputColumn>& keys, int64_t i, std::string* out) {
+  for (const auto& k : keys) {
+    if (!k.IsValid(i)) {
+      out->push_back('\0');
+      continue;
+    }
+    out->push_back('\1');
+    switch (k.kind) {
+      case ValueKind::kInt:
+        out->append(reinterpret_cast<const char*>(&k.i64[i]), 8);
+        break;
+      case ValueKind::kDouble: {
+        double d = k.f64[i];
+        if (d == 0) d = 0;  // -0.0 groups with 0.0
+        out->append(reinterpret_cast<const char*>(&d), 8);
+        break;
+      }
+      case ValueKind::kString: {
+        const std::string_view s = k.str->GetView(i);
+        const uint32_t len = static_cast<uint32_t>(s.size());
+        out->append(reinterpret_cast<const char*>(&len), 4);
+        out->append(s.data(), s.size());
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace window_internal
+
+const char* LateReasonName(LateReason reason) {
+  return reason == LateReason::kNullTime ? "null event time" : "behind watermark";
+}
+
+// Make ---------------------------------------------------------------------------
+
+WindowOperator::WindowOperator(std::unique_ptr<Impl> impl, WindowSpec spec)
+    : impl_(std::move(impl)), spec_(std::move(spec)) {}
+
+WindowOperator::~WindowOperator() = default;
+
+Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
+    WindowSpec spec, std::shared_ptr<arrow::Schema> input_schema, SqlEngine* sql) {
+  RILL_RETURN_NOT_OK(spec.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->spec = spec;
+  impl->sql = sql;
+  impl->input_schema = input_schema;
+  impl->time_column = spec.time_column.empty() ? kUpdateTsColumn : spec.time_column;
+  auto field = input_schema->GetFieldByName(impl->time_column);
+  if (!field) {
+    return Status::KeyError("time column '", impl->time_column, "' not found in ",
+                            input_schema->ToString());
+  }
+  impl->time_type = field->type();
+  switch (field->type()->id()) {
+    case arrow::Type::TIMESTAMP:
+      impl->bound_type = arrow::timestamp(
+          arrow::TimeUnit::MICRO,
+          static_cast<const arrow::TimestampType&>(*field->type()).timezone());
+      break;
+    case arrow::Type::DATE32:
+    case arrow::Type::DATE64:
+      impl->bound_type = arrow::timestamp(arrow::TimeUnit::MICRO);
+      break;
+    default:
+      if (!arrow::is_integer(field->type()->id()) && !arrow::is_floating(field->type()->id())) {
+        return Status::TypeError("time column '", impl->time_column, "' of type ",
+                                 field->type()->ToString(),
+                                 " is no time: use unix seconds, a timestamp or a date");
+      }
+      impl->bound_type = arrow::float64();
+  }
+  impl->size_us = ToMicros(spec.size_seconds);
+  impl->slide_us = spec.kind == WindowKind::kHopping && spec.slide_seconds > 0
+                       ? ToMicros(spec.slide_seconds)
+                       : impl->size_us;
+  impl->gap_us = ToMicros(spec.gap_seconds);
+  impl->lateness_us = ToMicros(spec.allowed_lateness_seconds);
+  impl->idle_us = ToMicros(spec.idle_timeout_seconds);
+  if (spec.kind != WindowKind::kSession && (impl->size_us <= 0 || impl->slide_us <= 0)) {
+    return Status::Invalid("window size and slide must be at least one microsecond");
+  }
+  if (spec.kind == WindowKind::kSession && impl->gap_us <= 0) {
+    return Status::Invalid("session gap must be at least one microsecond");
+  }
+  for (const auto& key : spec.group_by) {
+    auto f = input_schema->GetFieldByName(key);
+    if (!f) return Status::KeyError("group_by column '", key, "' not found");
+    RILL_ASSIGN_OR_RAISE(auto kind, window_internal::KindOf(*f->type()));
+    impl->key_types.push_back(f->type());
+    impl->key_kinds.push_back(kind);
+  }
+  for (const auto& agg : spec.aggregations) {
+    AggSlot slot{agg, nullptr, nullptr};
+    if (agg.kind == WindowAggKind::kSql) {
+      if (sql == nullptr) {
+        return Status::Invalid("aggregation '", agg.output, "' = ", agg.expression,
+                               " needs DuckDB, which this window has no access to");
+      }
+      impl->has_sql = true;
+    } else if (agg.kind == WindowAggKind::kCountStar) {
+      RILL_ASSIGN_OR_RAISE(slot.state,
+                           window_internal::MakeAggState(agg.kind, ValueKind::kInt));
+    } else {
+      auto f = input_schema->GetFieldByName(agg.column);
+      if (!f) {
+        return Status::KeyError("aggregation '", agg.output, "': column '", agg.column,
+                                "' not found");
+      }
+      auto kind = window_internal::KindOf(*f->type());
+      if (!kind.ok()) {
+        return kind.status().WithMessage("aggregation '", agg.output, "': ",
+                                         kind.status().message());
+      }
+      auto state = window_internal::MakeAggState(agg.kind, *kind);
+      if (!state.ok()) {
+        return state.status().WithMessage("aggregation '", agg.output, "' over '", agg.column,
+                                          "': ", state.status().message());
+      }
+      slot.state = std::move(state).ValueUnsafe();
+      slot.input_type = f->type();
+    }
+    impl->aggs.push_back(std::move(slot));
+  }
+  std::unique_ptr<WindowOperator> op(new WindowOperator(std::move(impl), std::move(spec)));
+  RILL_ASSIGN_OR_RAISE(auto empty, op->impl_->Build({}, 0));
+  op->output_schema_ = empty->schema();
+  op->impl_->PublishStats();
+  return op;
+}
+
+// Groups ---------------------------------------------------------------------------
+
+uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, const std::string& key) {
+  uint32_t gid;
+  if (!free_gids.empty()) {
+    gid = free_gids.back();
+    free_gids.pop_back();
+  } else {
+    gid = static_cast<uint32_t>(g_start.size());
+    const size_t n = gid + 1;
+    if (n > g_alive.size()) {
+      const size_t cap = std::max<size_t>(1024, g_alive.size() * 2);
+      g_start.reserve(cap);
+      for (auto& a : aggs) {
+        if (a.state) a.state->Grow(cap);
+      }
+      g_end.resize(cap);
+      g_key.resize(cap);
+      g_refs.resize(cap);
+      g_dirty.resize(cap, 0);
+      g_alive.resize(cap, 0);
+    }
+    g_start.push_back(0);
+  }
+  g_start[gid] = start;
+  g_end[gid] = end;
+  g_key[gid] = key;
+  g_alive[gid] = 1;
+  ++live_groups;
+  key_bytes += static_cast<int64_t>(key.size());
+  return gid;
+}
+
+void WindowOperator::Impl::FreeGroup(uint32_t gid) {
+  for (auto& a : aggs) {
+    if (a.state) a.state->Reset(gid);
+  }
+  for (const auto& ref : g_refs[gid]) {
+    auto& slot = slots[ref.slot];
+    if (--slot.refs == 0) {
+      slot.batch.reset();
+      free_slots.push_back(ref.slot);
+    }
+  }
+  ref_count -= static_cast<int64_t>(g_refs[gid].size());
+  std::vector<window_internal::RowRef>().swap(g_refs[gid]);
+  key_bytes -= static_cast<int64_t>(g_key[gid].size());
+  std::string().swap(g_key[gid]);
+  g_alive[gid] = 0;
+  g_dirty[gid] = 0;
+  --live_groups;
+  free_gids.push_back(gid);
+}
+
+void WindowOperator::Impl::Touch(uint32_t gid, int64_t row) {
+  pend_gids.push_back(gid);
+  pend_rows.push_back(row);
+  if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
+    g_dirty[gid] = 1;
+    dirty.push_back(gid);
+  }
+}
+
+void WindowOperator::Impl::FlushPending() {
+  const size_t n = pend_gids.size();
+  if (n == 0) return;
+  for (size_t a = 0; a < aggs.size(); ++a) {
+    if (!aggs[a].state) continue;
+    aggs[a].state->Update(pend_gids.data(), pend_rows.data(), n, in.aggs[a].get(),
+                          in.times.data(), in.seq0);
+  }
+  if (has_sql && in.slot >= 0) {
+    for (size_t i = 0; i < n; ++i) {
+      g_refs[pend_gids[i]].push_back(
+          {static_cast<uint32_t>(in.slot), static_cast<uint32_t>(pend_rows[i])});
+    }
+    slots[in.slot].refs += static_cast<int64_t>(n);
+    ref_count += static_cast<int64_t>(n);
+  }
+  pend_gids.clear();
+  pend_rows.clear();
+}
+
+void WindowOperator::Impl::AddToWindow(int64_t start, const std::string& key, int64_t row) {
+  auto it = windows.find(start);
+  if (it == windows.end()) {
+    it = windows.emplace(start, window_internal::Window{start + size_us, {}}).first;
+    if (!spare_maps.empty()) {
+      it->second.groups = std::move(spare_maps.back());
+      spare_maps.pop_back();
+    } else {
+      // Windows of a steady stream hold about as many keys as the last closed one.
+      it->second.groups.reserve(expected_groups);
+    }
+  }
+  auto [g, inserted] = it->second.groups.try_emplace(key, 0);
+  if (inserted) g->second = NewGroup(start, start + size_us, key);
+  Touch(g->second, row);
+}
+
+void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
+  for (auto& a : aggs) {
+    if (a.state) a.state->Merge(into, from);
+  }
+  auto& refs = g_refs[from];
+  g_refs[into].insert(g_refs[into].end(), refs.begin(), refs.end());
+  refs.clear();  // moved: FreeGroup must not release them
+  if (spec.emit == EmitMode::kOnUpdate && !g_dirty[into]) {
+    g_dirty[into] = 1;
+    dirty.push_back(into);
+  }
+  FreeGroup(from);
+}
+
+void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64_t row) {
+  auto& list = sessions[key];
+  // Sessions of one key are disjoint and at least `gap` apart, so an event
+  // overlaps (is within gap of) at most two of them, adjacent in start order.
+  size_t first = list.size(), count = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (t < list[i].last + gap_us && list[i].start - gap_us < t) {
+      if (count == 0) first = i;
+      ++count;
+    }
+  }
+  uint32_t gid;
+  if (count == 0) {
+    gid = NewGroup(t, t + gap_us, key);
+    auto pos = std::lower_bound(list.begin(), list.end(), t,
+                                [](const Session& s, int64_t v) { return s.start < v; });
+    list.insert(pos, Session{t, t, gid});
+    ++open_sessions;
+    // One entry per session: when it pops after the session grew, it is pushed
+    // again with the new end (see Emit), so extending a session costs nothing here.
+    close_queue.push(CloseEntry{g_end[gid], gid});
+  } else {
+    Session& target = list[first];
+    gid = target.gid;
+    if (count > 1) {
+      FlushPending();  // pending rows of the merged session must land first
+      for (size_t j = first + count - 1; j > first; --j) {
+        target.start = std::min(target.start, list[j].start);
+        target.last = std::max(target.last, list[j].last);
+        MergeGroups(gid, list[j].gid);
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
+        --open_sessions;
+      }
+    }
+    Session& s = list[first];
+    s.start = std::min(s.start, t);
+    s.last = std::max(s.last, t);
+    g_start[gid] = s.start;
+    g_end[gid] = s.last + gap_us;
+  }
+  Touch(gid, row);
+}
+
+// Consume ------------------------------------------------------------------------
+
+Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
+                               LateRows* late) {
+  Impl& s = *impl_;
+  const auto& spec = s.spec;
+  const int64_t n = batch->num_rows();
+  if (n == 0) return Status::OK();
+  auto column = [&](const std::string& name) -> Result<std::shared_ptr<arrow::Array>> {
+    auto c = batch->GetColumnByName(name);
+    if (!c) return Status::KeyError("column '", name, "' not in the input batch");
+    return c;
+  };
+  RILL_ASSIGN_OR_RAISE(auto time_array, column(s.time_column));
+  RILL_RETURN_NOT_OK(window_internal::ReadTimes(*time_array, &s.in.times, &s.in.time_valid));
+  s.in.keys.clear();
+  for (const auto& key : spec.group_by) {
+    RILL_ASSIGN_OR_RAISE(auto c, column(key));
+    RILL_ASSIGN_OR_RAISE(auto input, window_internal::MakeInputColumn(c));
+    s.in.keys.push_back(std::move(input));
+  }
+  s.in.aggs.clear();
+  for (const auto& a : s.aggs) {
+    if (!a.state || a.agg.kind == WindowAggKind::kCountStar) {
+      s.in.aggs.emplace_back();
+      continue;
+    }
+    RILL_ASSIGN_OR_RAISE(auto c, column(a.agg.column));
+    RILL_ASSIGN_OR_RAISE(auto input, window_internal::MakeInputColumn(c));
+    s.in.aggs.push_back(std::make_unique<InputColumn>(std::move(input)));
+  }
+  s.in.seq0 = s.seq;
+  s.seq += n;
+  s.in.slot = -1;
+  if (s.has_sql) {
+    uint32_t slot;
+    if (!s.free_slots.empty()) {
+      slot = s.free_slots.back();
+      s.free_slots.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(s.slots.size());
+      s.slots.emplace_back();
+    }
+    s.slots[slot] = window_internal::BatchSlot{batch, 0};
+    s.in.slot = slot;
+  }
+
+  if (late) late->watermark = ToSeconds(s.watermark_us);
+  int64_t late_rows = 0, null_rows = 0, on_time = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t t = s.in.times[r];
+    if (!s.in.time_valid[r] || t < s.watermark_us) {
+      const bool null_time = !s.in.time_valid[r];
+      (null_time ? null_rows : late_rows)++;
+      if (late) {
+        late->rows.push_back(r);
+        late->reasons.push_back(null_time ? LateReason::kNullTime
+                                          : LateReason::kBehindWatermark);
+        late->event_times.push_back(null_time ? std::nan("") : ToSeconds(t));
+      }
+      continue;
+    }
+    ++on_time;
+    s.key_buf.clear();
+    window_internal::EncodeKey(s.in.keys, r, &s.key_buf);
+    s.max_t_us = std::max(s.max_t_us, t);
+    switch (spec.kind) {
+      case WindowKind::kTumbling:
+        s.AddToWindow(FloorDiv(t, s.size_us) * s.size_us, s.key_buf, r);
+        break;
+      case WindowKind::kHopping:
+        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us; start > t - s.size_us;
+             start -= s.slide_us) {
+          s.AddToWindow(start, s.key_buf, r);
+        }
+        break;
+      case WindowKind::kSession:
+        s.AddToSession(s.key_buf, t, r);
+        break;
+    }
+  }
+  s.FlushPending();
+  if (s.in.slot >= 0 && s.slots[s.in.slot].refs == 0) {
+    s.slots[s.in.slot].batch.reset();
+    s.free_slots.push_back(static_cast<uint32_t>(s.in.slot));
+  }
+  if (on_time > 0) {
+    s.rows_since_emit = true;
+    s.last_arrival = now;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.stats_mu);
+    s.stats.rows_in += n;
+    s.stats.late_rows += late_rows;
+    s.stats.null_time_rows += null_rows;
+  }
+  return Status::OK();
+}
+
+// Emit -----------------------------------------------------------------------------
+
+Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
+  Impl& s = *impl_;
+  if (s.max_t_us != INT64_MIN) {
+    int64_t target = s.max_t_us - s.lateness_us;
+    if (!s.rows_since_emit && s.idle_us > 0 && (now - s.last_arrival) * 1e6 >= s.idle_us) {
+      // Idle source: let event time follow processing time.
+      target += ToMicros(now - s.last_arrival);
+    }
+    s.watermark_us = std::max(s.watermark_us, target);
+  }
+  s.rows_since_emit = false;
+  std::vector<uint32_t> closing;
+  if (s.spec.kind == WindowKind::kSession) {
+    while (!s.close_queue.empty() && s.close_queue.top().end <= s.watermark_us) {
+      const CloseEntry e = s.close_queue.top();
+      s.close_queue.pop();
+      if (!s.g_alive[e.gid]) continue;  // merged away or closed (or freed and reused)
+      if (s.g_end[e.gid] > s.watermark_us) {
+        s.close_queue.push(CloseEntry{s.g_end[e.gid], e.gid});  // it grew: requeue
+        continue;
+      }
+      closing.push_back(e.gid);
+    }
+    std::sort(closing.begin(), closing.end());
+    closing.erase(std::unique(closing.begin(), closing.end()), closing.end());
+  } else {
+    while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
+      const auto& groups = s.windows.begin()->second.groups;
+      const size_t first = closing.size();
+      for (const auto& [key, gid] : groups) closing.push_back(gid);
+      // Gid order makes emitting and freeing walk the state arrays sequentially
+      // (and the free list hands out consecutive gids again).
+      std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
+      s.expected_groups = groups.size();
+      if (s.spare_maps.size() < 4) {
+        auto& reused = s.windows.begin()->second.groups;
+        reused.clear();
+        s.spare_maps.push_back(std::move(reused));
+      }
+      s.windows.erase(s.windows.begin());
+    }
+  }
+  std::vector<uint32_t> rows;
+  for (uint32_t gid : s.dirty) {
+    if (s.g_dirty[gid] && s.g_end[gid] > s.watermark_us) rows.push_back(gid);
+    s.g_dirty[gid] = 0;
+  }
+  s.dirty.clear();
+  const size_t updates = rows.size();
+  rows.insert(rows.end(), closing.begin(), closing.end());
+  RILL_ASSIGN_OR_RAISE(auto out, s.Build(rows, updates));
+  for (uint32_t gid : closing) {
+    if (s.spec.kind == WindowKind::kSession) {
+      auto it = s.sessions.find(s.g_key[gid]);
+      auto& list = it->second;
+      list.erase(std::find_if(list.begin(), list.end(),
+                              [&](const Session& x) { return x.gid == gid; }));
+      if (list.empty()) s.sessions.erase(it);
+      --s.open_sessions;
+    }
+    s.FreeGroup(gid);
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.stats_mu);
+    s.stats.groups_emitted += static_cast<int64_t>(closing.size());
+    s.stats.updates_emitted += static_cast<int64_t>(updates);
+  }
+  s.PublishStats();
+  return out;
+}
+
+Result<std::shared_ptr<arrow::Table>> WindowOperator::Flush() {
+  Impl& s = *impl_;
+  std::vector<uint32_t> all;
+  for (uint32_t gid = 0; gid < s.g_start.size(); ++gid) {
+    if (s.g_alive[gid]) all.push_back(gid);
+  }
+  std::sort(all.begin(), all.end(), [&](uint32_t a, uint32_t b) {
+    return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
+  });
+  RILL_ASSIGN_OR_RAISE(auto out, s.Build(all, 0));
+  for (uint32_t gid : all) s.FreeGroup(gid);
+  s.windows.clear();
+  s.sessions.clear();
+  s.open_sessions = 0;
+  s.close_queue = Impl::CloseQueue();
+  s.dirty.clear();
+  {
+    std::lock_guard<std::mutex> lock(s.stats_mu);
+    s.stats.groups_emitted += static_cast<int64_t>(all.size());
+  }
+  s.PublishStats();
+  return out;
+}
+
+Result<std::shared_ptr<arrow::Table>> WindowOperator::Peek() {
+  Impl& s = *impl_;
+  std::vector<uint32_t> all;
+  for (uint32_t gid = 0; gid < s.g_start.size(); ++gid) {
+    if (s.g_alive[gid]) all.push_back(gid);
+  }
+  std::sort(all.begin(), all.end(), [&](uint32_t a, uint32_t b) {
+    return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
+  });
+  return s.Build(all, all.size());
+}
+
+double WindowOperator::watermark() const { return ToSeconds(impl_->watermark_us); }
+
+WindowStats WindowOperator::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->stats_mu);
+  return impl_->stats;
+}
+
+int64_t WindowOperator::Impl::StateBytes() const {
+  int64_t per_group = 64;  // start, end, flags, key string, refs vector, map entry
+  int64_t variable = key_bytes + ref_count * static_cast<int64_t>(sizeof(window_internal::RowRef));
+  for (const auto& a : aggs) {
+    if (!a.state) continue;
+    per_group += a.state->slot_bytes();
+    variable += a.state->variable_bytes();
+  }
+  for (const auto& spare : spare_maps) {
+    variable += static_cast<int64_t>(spare.bucket_count() * (sizeof(std::string) + 5));
+  }
+  return live_groups * per_group + variable +
+         static_cast<int64_t>(windows.size() + sessions.size()) * 64;
+}
+
+void WindowOperator::Impl::PublishStats() {
+  const int64_t open = spec.kind == WindowKind::kSession
+                           ? open_sessions
+                           : static_cast<int64_t>(windows.size());
+  const int64_t bytes = StateBytes();
+  std::lock_guard<std::mutex> lock(stats_mu);
+  stats.windows_open = open;
+  stats.groups_open = live_groups;
+  stats.state_bytes = bytes;
+  stats.watermark = ToSeconds(watermark_us);
+  stats.max_event_time = ToSeconds(max_t_us);
+}
+
+}  // namespace rill

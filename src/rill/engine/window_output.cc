@@ -1,0 +1,233 @@
+// WindowOperator: building output tables from groups (window bounds, decoded
+// keys, aggregate values, DuckDB aggregations over kept rows).
+#include <cstring>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/datum.h>
+#include <arrow/compute/cast.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
+
+#include "rill/engine/window_operator_internal.h"
+#include "rill/sql/sql_engine.h"
+
+namespace rill {
+
+using window_internal::ValueKind;
+
+namespace {
+
+constexpr char kGidColumn[] = "__rill_gid";
+constexpr char kRowsView[] = "__rill_window_rows";
+
+// Cast `array` to `type` when Arrow can; keep it as is otherwise (dictionary
+// and large strings stay utf8).
+std::shared_ptr<arrow::Array> CastOrKeep(const std::shared_ptr<arrow::Array>& array,
+                                         const std::shared_ptr<arrow::DataType>& type) {
+  if (!type || array->type()->Equals(*type) || type->id() == arrow::Type::DICTIONARY ||
+      type->id() == arrow::Type::LARGE_STRING || type->id() == arrow::Type::STRING_VIEW) {
+    return array;
+  }
+  auto cast = arrow::compute::Cast(array, arrow::compute::CastOptions::Unsafe(type));
+  return cast.ok() ? cast->make_array() : array;
+}
+
+std::shared_ptr<arrow::DataType> KindType(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kInt:
+      return arrow::int64();
+    case ValueKind::kDouble:
+      return arrow::float64();
+    case ValueKind::kString:
+      return arrow::utf8();
+  }
+  return arrow::int64();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
+    const std::vector<uint32_t>& gids, size_t updates) {
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  const int64_t n = static_cast<int64_t>(gids.size());
+
+  // Window bounds.
+  for (int which = 0; which < 2; ++which) {
+    const auto& v = which == 0 ? g_start : g_end;
+    std::shared_ptr<arrow::Array> array;
+    if (bound_type->id() == arrow::Type::TIMESTAMP) {
+      arrow::TimestampBuilder b(bound_type, arrow::default_memory_pool());
+      RILL_RETURN_NOT_OK(b.Reserve(n));
+      for (uint32_t g : gids) b.UnsafeAppend(v[g]);
+      RILL_RETURN_NOT_OK(b.Finish(&array));
+    } else {
+      arrow::DoubleBuilder b;
+      RILL_RETURN_NOT_OK(b.Reserve(n));
+      for (uint32_t g : gids) b.UnsafeAppend(static_cast<double>(v[g]) / 1e6);
+      RILL_RETURN_NOT_OK(b.Finish(&array));
+    }
+    fields.push_back(arrow::field(which == 0 ? "window_start" : "window_end", bound_type,
+                                  /*nullable=*/false));
+    columns.push_back(std::move(array));
+  }
+
+  // Keys, decoded from their encoding (see EncodeKey).
+  const size_t nkeys = spec.group_by.size();
+  std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders;
+  for (size_t k = 0; k < nkeys; ++k) {
+    std::unique_ptr<arrow::ArrayBuilder> b;
+    RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(),
+                                          KindType(key_kinds[k]), &b));
+    RILL_RETURN_NOT_OK(b->Reserve(n));
+    builders.push_back(std::move(b));
+  }
+  for (uint32_t g : gids) {
+    const char* p = g_key[g].data();
+    for (size_t k = 0; k < nkeys; ++k) {
+      if (*p++ == '\0') {
+        RILL_RETURN_NOT_OK(builders[k]->AppendNull());
+        continue;
+      }
+      switch (key_kinds[k]) {
+        case ValueKind::kInt: {
+          int64_t v;
+          std::memcpy(&v, p, 8);
+          p += 8;
+          RILL_RETURN_NOT_OK(static_cast<arrow::Int64Builder&>(*builders[k]).Append(v));
+          break;
+        }
+        case ValueKind::kDouble: {
+          double v;
+          std::memcpy(&v, p, 8);
+          p += 8;
+          RILL_RETURN_NOT_OK(static_cast<arrow::DoubleBuilder&>(*builders[k]).Append(v));
+          break;
+        }
+        case ValueKind::kString: {
+          uint32_t len;
+          std::memcpy(&len, p, 4);
+          p += 4;
+          RILL_RETURN_NOT_OK(
+              static_cast<arrow::StringBuilder&>(*builders[k]).Append(p, static_cast<int32_t>(len)));
+          p += len;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t k = 0; k < nkeys; ++k) {
+    std::shared_ptr<arrow::Array> array;
+    RILL_RETURN_NOT_OK(builders[k]->Finish(&array));
+    array = CastOrKeep(array, key_types[k]);
+    fields.push_back(arrow::field(spec.group_by[k], array->type()));
+    columns.push_back(std::move(array));
+  }
+
+  // Aggregations.
+  std::vector<std::shared_ptr<arrow::Array>> sql_columns;
+  if (has_sql) {
+    RILL_ASSIGN_OR_RAISE(sql_columns, SqlColumns(gids));
+  }
+  size_t next_sql = 0;
+  for (const auto& a : aggs) {
+    std::shared_ptr<arrow::Array> array;
+    if (!a.state) {
+      array = sql_columns[next_sql++];
+    } else {
+      RILL_ASSIGN_OR_RAISE(array, a.state->Finish(gids));
+      const auto k = a.agg.kind;
+      if (k == WindowAggKind::kMin || k == WindowAggKind::kMax || k == WindowAggKind::kFirst ||
+          k == WindowAggKind::kLast) {
+        array = CastOrKeep(array, a.input_type);
+      }
+    }
+    fields.push_back(arrow::field(a.agg.output, array->type()));
+    columns.push_back(std::move(array));
+  }
+
+  if (spec.emit == EmitMode::kOnUpdate) {
+    arrow::BooleanBuilder b;
+    RILL_RETURN_NOT_OK(b.Reserve(n));
+    for (int64_t i = 0; i < n; ++i) b.UnsafeAppend(static_cast<size_t>(i) >= updates);
+    std::shared_ptr<arrow::Array> array;
+    RILL_RETURN_NOT_OK(b.Finish(&array));
+    fields.push_back(arrow::field("is_final", arrow::boolean(), /*nullable=*/false));
+    columns.push_back(std::move(array));
+  }
+  return arrow::Table::Make(arrow::schema(fields), columns, n);
+}
+
+// Runs one DuckDB query over the kept rows of every group in `gids`, grouped by
+// the group's position in `gids`, and returns one column per kSql aggregation
+// with the values in the order of `gids`.
+Result<std::vector<std::shared_ptr<arrow::Array>>> WindowOperator::Impl::SqlColumns(
+    const std::vector<uint32_t>& gids) {
+  std::vector<std::vector<int64_t>> rows(slots.size()), positions(slots.size());
+  for (size_t i = 0; i < gids.size(); ++i) {
+    for (const auto& ref : g_refs[gids[i]]) {
+      rows[ref.slot].push_back(ref.row);
+      positions[ref.slot].push_back(static_cast<int64_t>(i));
+    }
+  }
+  auto schema = input_schema->AddField(input_schema->num_fields(),
+                                       arrow::field(kGidColumn, arrow::int64()));
+  RILL_RETURN_NOT_OK(schema.status());
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    if (rows[slot].empty()) continue;
+    arrow::Int64Builder idx, pos;
+    RILL_RETURN_NOT_OK(idx.AppendValues(rows[slot]));
+    RILL_RETURN_NOT_OK(pos.AppendValues(positions[slot]));
+    std::shared_ptr<arrow::Array> idx_array, pos_array;
+    RILL_RETURN_NOT_OK(idx.Finish(&idx_array));
+    RILL_RETURN_NOT_OK(pos.Finish(&pos_array));
+    RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(arrow::Datum(slots[slot].batch), arrow::Datum(idx_array)));
+    auto batch = taken.record_batch();
+    RILL_ASSIGN_OR_RAISE(batch, batch->AddColumn(batch->num_columns(), kGidColumn, pos_array));
+    batches.push_back(std::move(batch));
+  }
+  RILL_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(*schema, batches));
+  std::string query = "SELECT " + QuoteIdentifier(kGidColumn);
+  for (const auto& a : aggs) {
+    if (a.state) continue;
+    query += ", " + a.agg.expression + " AS " + QuoteIdentifier(a.agg.output);
+  }
+  query += " FROM " + QuoteIdentifier(kRowsView) + " GROUP BY " + QuoteIdentifier(kGidColumn);
+  auto result = sql->QueryWith(query, {{kRowsView, table}});
+  if (!result.ok()) {
+    return result.status().WithMessage("window aggregation failed: ", result.status().message());
+  }
+  // Position -> result row, then gather each result column into gids order.
+  RILL_ASSIGN_OR_RAISE(auto combined, (*result)->CombineChunks());
+  std::vector<int64_t> where(gids.size(), -1);
+  if (combined->num_rows() > 0) {
+    RILL_ASSIGN_OR_RAISE(auto pos64,
+                         arrow::compute::Cast(combined->column(0)->chunk(0), arrow::int64()));
+    const auto& pos_values = static_cast<const arrow::Int64Array&>(*pos64.make_array());
+    for (int64_t r = 0; r < pos_values.length(); ++r) where[pos_values.Value(r)] = r;
+  }
+  arrow::Int64Builder take;
+  for (int64_t w : where) {
+    RILL_RETURN_NOT_OK(w < 0 ? take.AppendNull() : take.Append(w));
+  }
+  std::shared_ptr<arrow::Array> take_indices;
+  RILL_RETURN_NOT_OK(take.Finish(&take_indices));
+  std::vector<std::shared_ptr<arrow::Array>> out;
+  for (int c = 1; c < combined->num_columns(); ++c) {
+    std::shared_ptr<arrow::Array> values = combined->column(c)->num_chunks() > 0
+                                               ? combined->column(c)->chunk(0)
+                                               : nullptr;
+    if (!values) {
+      RILL_ASSIGN_OR_RAISE(values, arrow::MakeEmptyArray(combined->schema()->field(c)->type()));
+    }
+    RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(values, take_indices));
+    out.push_back(taken.make_array());
+  }
+  return out;
+}
+
+}  // namespace rill
