@@ -366,6 +366,30 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
   return result;
 }
 
+Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  Status status;
+  try {
+    for (const auto& sql : statements) {
+      auto parsed = pc->conn->ExtractStatements(sql);
+      if (parsed.size() != 1 || parsed[0]->type != duckdb::StatementType::CREATE_STATEMENT) {
+        status = Status::Invalid("DefineHelpers runs one CREATE statement at a time [query: ",
+                                 sql, "]");
+        break;
+      }
+      auto result = pc->conn->Query(std::move(parsed[0]));
+      if (result->HasError()) {
+        status = QueryError(result->GetError(), sql);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    status = Status::Invalid(ErrorMessage(e));
+  }
+  impl_->Release(std::move(pc));
+  return status;
+}
+
 int64_t SqlEngine::MemoryUsage() const {
   return static_cast<int64_t>(impl_->db->instance->GetBufferManager().GetUsedMemory());
 }

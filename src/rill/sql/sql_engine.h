@@ -75,6 +75,13 @@ class SqlEngine {
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
 
+  /// Run DDL that defines shared helper objects (CREATE SCHEMA, CREATE [OR
+  /// REPLACE] VIEW, CREATE [OR REPLACE] MACRO), visible to the queries of
+  /// every connection; views and macros see each connection's live tables.
+  /// Used by the pgwire catalog layer. Invalid (nothing run) for any other
+  /// statement, with DuckDB's message when one fails.
+  Status DefineHelpers(const std::vector<std::string>& statements);
+
   /// Return the full schema (system columns included) of a registered table.
   /// KeyError if unknown.
   Result<std::shared_ptr<arrow::Schema>> TableSchema(const std::string& name) const;

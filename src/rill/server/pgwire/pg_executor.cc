@@ -2,6 +2,7 @@
 
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/sql/sql_engine.h"
 #include "rill/server/pgwire/pg_catalog.h"
 
 namespace rill::pgwire {
@@ -9,7 +10,7 @@ namespace rill::pgwire {
 EnginePgExecutor::EnginePgExecutor(Engine* engine, MetricsStore* metrics)
     : engine_(engine), metrics_(metrics) {}
 
-Status EnginePgExecutor::Init() { return Status::OK(); }
+Status EnginePgExecutor::Init() { return engine_->sql().DefineHelpers(CatalogDefinitionSql()); }
 
 Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& database,
                                                             std::string_view sql,

@@ -59,7 +59,7 @@ std::string SqlStateFor(const Status& status) {
     return "42P01";
   }
   if (has("Function with name") || has("Macro Function")) return "42883";
-  if (has("Referenced column") || has("column") && has("not found")) return "42703";
+  if (has("Referenced column") || (has("column") && has("not found"))) return "42703";
   if (has("Division by zero")) return "22012";
   if (has("Out of Range")) return "22003";
   if (has("Conversion Error") || has("Could not convert")) return "22P02";
@@ -163,7 +163,8 @@ std::optional<PgSession::Outcome> PgSession::RunSessionStatement(const std::stri
     return out;
   }
   if (w0 == "SET") {
-    if (w1 == "TRANSACTION" || w1 == "SESSION" && words.size() > 2 && words[2] == "CHARACTERISTICS") {
+    if (w1 == "TRANSACTION" ||
+        (w1 == "SESSION" && words.size() > 2 && words[2] == "CHARACTERISTICS")) {
       out.tag = "SET";
       return out;
     }
@@ -294,7 +295,8 @@ PgSession::Outcome PgSession::Run(const std::string& sql) {
   if (auto session = RunSessionStatement(sql)) {
     return std::move(*session);
   }
-  std::string rewritten = RewriteCatalogSql(sql);
+  CatalogSessionInfo info{database_, user_, pid_, &settings_};
+  std::string rewritten = RewriteCatalogSql(sql, info);
   control_->Reset();
   auto table = config_->executor->Run(database_, rewritten, control_.get());
   if (control_->cancelled()) {
