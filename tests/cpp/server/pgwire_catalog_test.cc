@@ -40,6 +40,7 @@ TEST(PgCatalogRewrite, CastsToPostgresOnlyTypes) {
   EXPECT_EQ(Rewrite("select x::oid, y::pg_catalog.int2[], z::\"char\""),
             "select x::BIGINT, y::int2[], z::VARCHAR");
   EXPECT_EQ(Rewrite("select 'orders'::regclass"), "select rill_pg.regclass_oid('orders')");
+  EXPECT_EQ(Rewrite("select oid::regtype::text"), "select rill_pg.regtype_name(oid)::VARCHAR");
 }
 
 TEST(PgCatalogRewrite, NamesGenerateSeriesValueByItsAlias) {

@@ -57,7 +57,7 @@ const std::set<std::string>& CatalogFunctions() {
       "pg_size_pretty", "pg_get_partkeydef", "pg_is_in_recovery", "txid_current",
       "pg_postmaster_start_time", "inet_server_addr", "inet_server_port",
       "pg_get_serial_sequence", "array_lower", "array_upper", "pg_tablespace_location",
-      "to_regclass", "pg_get_function_identity_arguments", "pg_get_function_result",
+      "to_regclass", "to_regtype", "pg_get_function_identity_arguments", "pg_get_function_result",
       "pg_get_triggerdef", "pg_get_ruledef", "pg_has_role", "pg_relation_is_publishable",
       "pg_table_size", "pg_indexes_size", "pg_get_function_arguments", "pg_get_keywords",
       "pg_get_userbyid", "pg_collation_is_visible", "pg_conversion_is_visible"};
@@ -188,8 +188,13 @@ class Rewriter {
     }
     const char* replacement = CastReplacement(type);
     if (replacement == nullptr) {
-      // 'name'::regclass → the table's OID (by name, schema prefix ignored).
-      out_.insert(LastOperandStart(), std::string(kCatalogSchema) + ".regclass_oid(");
+      // 'name'::regclass → the OID named (schema prefix ignored); oid::regclass
+      // → the name of the OID (as its text form is used).
+      size_t operand = LastOperandStart();
+      bool literal = operand < out_.size() && out_[operand] == '\'';
+      std::string kind = type == "regtype" ? "regtype" : "regclass";
+      out_.insert(operand, std::string(kCatalogSchema) + "." + kind +
+                               (literal ? "_oid(" : "_name("));
       out_.append(")");
       return after;
     }
@@ -349,6 +354,10 @@ class Rewriter {
   size_t Unqualified(const std::string& word, size_t i, size_t end, bool call) {
     if (call && CatalogFunctions().count(word) > 0) {
       out_.append(std::string(kCatalogSchema) + "." + word);
+      return end;
+    }
+    if (call && word == "json_build_object") {
+      out_.append("json_object");
       return end;
     }
     if (call && word == "current_database") {

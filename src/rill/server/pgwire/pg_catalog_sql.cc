@@ -33,6 +33,13 @@ std::vector<std::string> CatalogDefinitionSql() {
   std::vector<std::string> sql;
   auto add = [&](std::string s) { sql.push_back(std::move(s)); };
   add("CREATE SCHEMA IF NOT EXISTS rill_pg");
+  // PostgreSQL's OID alias types, for CAST(x AS regclass) in client SQL (the
+  // :: form is rewritten to lookups instead).
+  for (const char* t : {"regclass", "regtype", "regproc", "regnamespace", "regrole", "oid",
+                        "xid"}) {
+    add(std::string("CREATE TYPE IF NOT EXISTS ") + t + " AS BIGINT");
+  }
+  add("CREATE TYPE IF NOT EXISTS name AS VARCHAR");
   add(std::string("CREATE OR REPLACE VIEW rill_pg.pg_type AS SELECT t.oid, t.typname, "
                   "CAST(11 AS BIGINT) AS typnamespace, CAST(10 AS BIGINT) AS typowner, "
                   "CAST(t.typlen AS SMALLINT) AS typlen, t.typlen > 0 AND t.typlen <= 8 AS typbyval, "
@@ -158,6 +165,14 @@ std::vector<std::string> CatalogDefinitionSql() {
   add(R"sql(CREATE OR REPLACE MACRO rill_pg.regclass_oid(rel) AS
       (SELECT oid FROM rill_pg.live_tables
        WHERE name = replace(string_split(CAST(rel AS VARCHAR), '.')[-1], '"', '') LIMIT 1))sql");
+  add("CREATE OR REPLACE MACRO rill_pg.regclass_name(o) AS "
+      "coalesce((SELECT name FROM rill_pg.live_tables WHERE oid = o), CAST(o AS VARCHAR))");
+  add(R"sql(CREATE OR REPLACE MACRO rill_pg.regtype_oid(n) AS
+      (SELECT oid FROM rill_pg.pg_type WHERE typname = lower(replace(CAST(n AS VARCHAR), 'pg_catalog.', ''))
+         OR rill_pg.scalar_type_name(oid) = lower(CAST(n AS VARCHAR)) LIMIT 1))sql");
+  add("CREATE OR REPLACE MACRO rill_pg.regtype_name(o) AS rill_pg.format_type(o, -1)");
+  add("CREATE OR REPLACE MACRO rill_pg.to_regtype(n) AS rill_pg.regtype_oid(n)");
+  add("CREATE OR REPLACE MACRO rill_pg.to_regclass(n) AS rill_pg.regclass_oid(n)");
   add(R"sql(CREATE OR REPLACE VIEW rill_pg.pg_attribute AS SELECT
       rill_pg.rel_oid(c.table_name) AS attrelid, c.column_name AS attname,
       CAST(rill_pg.duck_type_oid(c.data_type) AS BIGINT) AS atttypid, 0 AS attstattarget,
@@ -262,7 +277,10 @@ std::vector<std::string> CatalogDefinitionSql() {
                         "CAST(0 AS BIGINT) AS extnamespace");
   empty("pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS definition");
   empty("pg_views", "'' AS schemaname, '' AS viewname, '' AS viewowner, '' AS definition");
-  empty("pg_sequence", "CAST(0 AS BIGINT) AS seqrelid");
+  empty("pg_sequence", "CAST(0 AS BIGINT) AS seqrelid, CAST(0 AS BIGINT) AS seqtypid, "
+                       "CAST(0 AS BIGINT) AS seqstart, CAST(0 AS BIGINT) AS seqincrement, "
+                       "CAST(0 AS BIGINT) AS seqmax, CAST(0 AS BIGINT) AS seqmin, "
+                       "CAST(0 AS BIGINT) AS seqcache, false AS seqcycle");
   empty("pg_depend", "CAST(0 AS BIGINT) AS classid, CAST(0 AS BIGINT) AS objid, "
                      "0 AS objsubid, CAST(0 AS BIGINT) AS refclassid, "
                      "CAST(0 AS BIGINT) AS refobjid, 0 AS refobjsubid, '' AS deptype");

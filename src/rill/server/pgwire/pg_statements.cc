@@ -152,6 +152,15 @@ std::optional<PgSession::Outcome> PgSession::RunSessionStatement(const std::stri
     out.tag = w0 == "BEGIN" ? "BEGIN" : "START TRANSACTION";
     return out;
   }
+  if (w0 == "SAVEPOINT" || w0 == "RELEASE") {
+    out.tag = w0;  // nothing to undo: sessions only read
+    return out;
+  }
+  if (w0 == "ROLLBACK" && w1 == "TO") {
+    failed_transaction_ = false;
+    out.tag = "ROLLBACK";
+    return out;
+  }
   if (w0 == "COMMIT" || w0 == "END" || w0 == "ROLLBACK" || w0 == "ABORT") {
     if (!in_transaction_) {
       writer_.Notice("25P01", "there is no transaction in progress");
@@ -205,6 +214,9 @@ std::optional<PgSession::Outcome> PgSession::RunSessionStatement(const std::stri
   if (w0 == "SHOW") {
     std::string name = Lower(w1);
     if (name == "time" && words.size() > 2 && words[2] == "ZONE") name = "timezone";
+    if (name == "transaction" && words.size() > 2 && words[2] == "ISOLATION") {
+      name = "transaction_isolation";
+    }
     if (name == "all" || settings_.count(name) > 0) {
       return RunShow(name);
     }
