@@ -27,6 +27,7 @@
 
 #include "rill/sql/arrow_scan_internal.h"
 #include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/query_interrupt.h"
 #include "rill/table/live_table.h"
 
 namespace rill {
@@ -189,7 +190,26 @@ struct SqlEngine::Impl {
     }
   }
 
-  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql) {
+  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql,
+                                            QueryInterrupt* interrupt = nullptr) {
+    if (interrupt == nullptr) {
+      return RunStatement(pc, sql);
+    }
+    if (interrupt->interrupted()) {
+      return Status::Cancelled("query interrupted before it started");
+    }
+    duckdb::Connection* conn = pc.conn.get();
+    interrupt->Attach([conn] { conn->Interrupt(); });
+    auto result = RunStatement(pc, sql);
+    interrupt->Detach();
+    if (interrupt->interrupted() && !result.ok()) {
+      return Status::Cancelled("query interrupted: ", result.status().message());
+    }
+    return result;
+  }
+
+  Result<std::shared_ptr<arrow::Table>> RunStatement(PooledConnection& pc,
+                                                     std::string_view sql) {
     try {
       auto statements = pc.conn->ExtractStatements(std::string(sql));
       if (statements.size() != 1) {
@@ -320,6 +340,14 @@ std::vector<std::string> SqlEngine::TableNames() const {
 Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql) {
   RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
   auto result = impl_->Run(*pc, sql);
+  impl_->Release(std::move(pc));
+  return result;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql,
+                                                       QueryInterrupt* interrupt) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  auto result = impl_->Run(*pc, sql, interrupt);
   impl_->Release(std::move(pc));
   return result;
 }

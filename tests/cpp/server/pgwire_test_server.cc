@@ -3,7 +3,7 @@
 // "TOKEN <token>", then reads commands on stdin:
 //   push <n>   append n orders (ids continue) and run one tick; prints "ok"
 //   quit       exit
-// Options: --token T, --port N, --auth scram|cleartext|none, --rows N.
+// Options: --token T, --port N, --auth scram|cleartext|none, --rows N, --timeout-ms N.
 #include <iostream>
 #include <string>
 #include <thread>
@@ -80,12 +80,14 @@ int main(int argc, char** argv) {
   std::string token = "rill-test-token", auth = "scram";
   int port = 0;
   int64_t rows = 100;
+  int64_t timeout_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
     if (arg == "--token") token = argv[i + 1];
     if (arg == "--port") port = std::stoi(argv[i + 1]);
     if (arg == "--auth") auth = argv[i + 1];
     if (arg == "--rows") rows = std::stoll(argv[i + 1]);
+    if (arg == "--timeout-ms") timeout_ms = std::stoll(argv[i + 1]);
   }
   (void)rill::InitializeArrowCompute();
   auto engine = rill::Engine::Make().ValueOrDie();
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
   auto metrics = rill::MetricsStore::Make(engine.get(), metrics_options).ValueOrDie();
   (void)metrics->Flush();
 
-  rill::pgwire::EnginePgExecutor executor(engine.get(), metrics.get());
+  rill::pgwire::EnginePgExecutor executor(engine.get(), metrics.get(), timeout_ms);
   if (auto st = executor.Init(); !st.ok()) {
     std::cerr << st.ToString() << std::endl;
     return 1;

@@ -9,13 +9,11 @@ namespace rill::pgwire {
 
 void PgQueryControl::Cancel() {
   cancelled_.store(true);
-  std::function<void()> interrupt;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    interrupt = interrupt_;
-  }
-  if (interrupt) {
-    interrupt();
+  // Called under the lock, so that the hook cannot run after SetInterrupt(nullptr)
+  // returned (its target may be gone by then). Hooks only set flags.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (interrupt_) {
+    interrupt_();
   }
 }
 

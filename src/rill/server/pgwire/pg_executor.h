@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,7 +30,7 @@ constexpr const char* kMetricsDatabase = "rill_metrics";
 
 /// Cancellation of the query a session is running. The executor installs an
 /// interrupt hook while a query runs; Cancel() marks the query cancelled and
-/// calls the hook (outside the control's lock).
+/// calls the hook under the control's lock (so hooks must only set flags).
 class PgQueryControl {
  public:
   /// Mark the running query (if any) cancelled and interrupt it.
@@ -64,7 +65,9 @@ class PgExecutor {
 class EnginePgExecutor : public PgExecutor {
  public:
   /// `metrics` may be null: the metrics database is then unavailable.
-  EnginePgExecutor(Engine* engine, MetricsStore* metrics);
+  /// Queries on live tables running longer than `query_timeout_ms` (0 = no
+  /// limit) are interrupted and fail with Cancelled (SQLSTATE 57014).
+  EnginePgExecutor(Engine* engine, MetricsStore* metrics, int64_t query_timeout_ms = 0);
   /// Install the catalog compatibility macros (pg_catalog.h) in the engine's
   /// DuckDB. Call once before serving.
   Status Init();
@@ -74,6 +77,7 @@ class EnginePgExecutor : public PgExecutor {
  private:
   Engine* engine_;
   MetricsStore* metrics_;
+  int64_t query_timeout_ms_;
 };
 
 }  // namespace rill::pgwire
