@@ -119,6 +119,10 @@ Status PgSession::OnParse(std::string_view body) {
   if (!m.ok()) {
     return Fatal(session_internal::kProtocolViolation, m.status());
   }
+  if (!IsValidUtf8(m->query) || !IsValidUtf8(m->name)) {
+    ExtendedError("22021", Status::Invalid("invalid byte sequence for encoding \"UTF8\""));
+    return Status::OK();
+  }
   if (!m->name.empty() && statements_.count(m->name) > 0) {
     ExtendedError("42P05", Status::Invalid("prepared statement \"", m->name,
                                            "\" already exists"));
@@ -174,6 +178,11 @@ Status PgSession::OnBind(std::string_view body) {
     int16_t format = m->param_formats.empty()       ? 0
                      : m->param_formats.size() == 1 ? m->param_formats[0]
                                                     : m->param_formats[i];
+    if (format == 0 && m->params[i].has_value() && !IsValidUtf8(*m->params[i])) {
+      ExtendedError("22021", Status::Invalid("parameter $", i + 1,
+                                             ": invalid byte sequence for encoding \"UTF8\""));
+      return Status::OK();
+    }
     auto literal = ParameterLiteral(m->params[i], statement.param_types[i], format);
     if (!literal.ok()) {
       ExtendedError("22P02", Status::Invalid("parameter $", i + 1, ": ",

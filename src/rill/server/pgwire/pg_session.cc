@@ -80,6 +80,11 @@ Status PgSession::HandleFrame(const PgFrame& frame) {
     if (!sql.ok()) {
       return Fatal(session_internal::kProtocolViolation, sql.status());
     }
+    if (!IsValidUtf8(*sql)) {
+      SendErrorCode("22021", "invalid byte sequence for encoding \"UTF8\" in query");
+      writer_.ReadyForQuery(TransactionStatus());
+      return Status::OK();
+    }
     SimpleQuery(*sql);
     return Status::OK();
   }

@@ -30,6 +30,9 @@ Result<std::string> SubstituteParameters(std::string_view sql,
 /// and opening parentheses skipped), e.g. {"SET", "SESSION"}.
 std::vector<std::string> LeadingWords(std::string_view sql, int count);
 
+/// True if `s` is well-formed UTF-8 (no overlong forms, surrogates or NUL).
+bool IsValidUtf8(std::string_view s);
+
 /// Return `sql` without comments and surrounding whitespace or trailing ';'.
 std::string TrimStatement(std::string_view sql);
 

@@ -178,7 +178,7 @@ void AppendUnit(int64_t n, const char* unit, bool* any, bool* neg, std::string* 
   AppendNumber(n, out);
   out->push_back(' ');
   out->append(unit);
-  if (n != 1 && n != -1) {
+  if (n != 1) {
     out->push_back('s');
   }
   *any = true;
