@@ -105,7 +105,7 @@ bool ParseSet(const std::string& trimmed, std::string* name, std::string* value)
   std::string lower = Lower(rest);
   size_t pos = lower.find_first_not_of(" \t\r\n");
   for (const char* scope : {"session ", "local "}) {
-    if (lower.compare(pos, std::strlen(scope), scope) == 0) {
+    if (pos != std::string::npos && lower.compare(pos, std::strlen(scope), scope) == 0) {
       pos = lower.find_first_not_of(" \t\r\n", pos + std::strlen(scope));
     }
   }
