@@ -33,14 +33,17 @@ std::string WithLength(char type, int32_t length, const std::string& body) {
   return m + body;
 }
 
-std::vector<Case> Corpus() {
+// Collects the cases; each Add* method generates one family.
+struct CorpusBuilder {
   std::vector<Case> cases;
-  auto fatal = [&](std::string name, std::string bytes, bool after = true) {
+  void fatal(std::string name, std::string bytes, bool after = true) {
     cases.push_back({std::move(name), std::move(bytes), after, Expect::kFatal, ""});
-  };
-  auto error = [&](std::string name, std::string bytes, std::string state) {
+  }
+  void error(std::string name, std::string bytes, std::string state) {
     cases.push_back({std::move(name), std::move(bytes), true, Expect::kError, std::move(state)});
-  };
+  }
+
+  void AddStartupCases() {
   // A. Startup packet lengths out of 8..10000.
   for (int32_t len : {INT_MIN, -1000, -1, 0, 1, 2, 3, 4, 5, 6, 7, 10001, 10002, 65536, INT_MAX}) {
     std::string m;
@@ -78,6 +81,9 @@ std::vector<Case> Corpus() {
     Put32(&m, static_cast<int32_t>(body.size() + 4));
     cases.push_back({"startup without user", m + body, false, Expect::kFatal, "28000"});
   }
+  }
+
+  void AddTypeAndLengthCases() {
   // C. Unknown message types after startup.
   const std::string valid_types = "QPBDECSHXdcf";
   for (int t = 0; t < 256; ++t) {
@@ -88,6 +94,9 @@ std::vector<Case> Corpus() {
   for (int32_t len : {INT_MIN, -1, 0, 1, 2, 3, (1 << 20) + 1, INT_MAX}) {
     fatal("Q length " + std::to_string(len), WithLength('Q', len, CStr("SELECT 1")));
   }
+  }
+
+  void AddTruncationCases() {
   // E. Every length-consistent truncation of valid messages; F. trailing bytes.
   const std::vector<std::pair<std::string, std::string>> valid = {
       {"Query", Query("SELECT 'abc'")},
@@ -108,6 +117,9 @@ std::vector<Case> Corpus() {
   }
   fatal("Describe target X", Msg('D', "X" + CStr("s")));
   fatal("Close target 0", Msg('C', std::string(1, '\0') + CStr("s")));
+  }
+
+  void AddOrderAndUtf8Cases() {
   // G. Messages out of order.
   error("Bind unknown statement", Bind("", "nope", {}, {}, {}) + Sync(), "26000");
   error("Execute unknown portal", Execute("nope", 0) + Sync(), "34000");
@@ -120,7 +132,8 @@ std::vector<Case> Corpus() {
   fatal("password after startup", Msg('p', CStr("token")));
   // Read as a typed message, a startup packet is type 0 with a length within
   // the cap: the session waits for the rest (as PostgreSQL does).
-  cases.push_back({"startup packet after startup", startup, true, Expect::kSurvive, ""});
+  cases.push_back({"startup packet after startup", Startup({{"user", "someone"}}), true,
+                     Expect::kSurvive, ""});
   fatal("SASL response after startup", Msg('p', CStr("SCRAM-SHA-256") + std::string(4, '\xff')));
   // H. Bad UTF-8 in queries, statements and text parameters.
   for (const std::string bad : {"\xff", "\xc0\x80", "\xed\xa0\x80", "\xf8\x88\x80\x80\x80",
@@ -130,6 +143,9 @@ std::vector<Case> Corpus() {
     error("bad UTF-8 param",
           Parse("", "SELECT $1") + Bind("", "", {}, {"x" + bad}, {}) + Sync(), "22021");
   }
+  }
+
+  void AddParameterCases() {
   // I. Parameter count mismatches and bad parameter values.
   for (int n : {0, 1, 3, 10}) {
     std::vector<std::optional<std::string>> params(static_cast<size_t>(n), std::string("1"));
@@ -174,6 +190,9 @@ std::vector<Case> Corpus() {
     Put32(&sasl, INT_MAX);
     fatal("SASL initial response length INT_MAX", Msg('p', sasl));
   }
+  }
+
+  void AddMutations() {
   // K. Random mutations of a valid stream: must not crash; the output stays
   // well-formed (checked by the runner).
   const std::string stream = Parse("s", "SELECT $1::INTEGER + 1", {23}) +
@@ -189,7 +208,18 @@ std::vector<Case> Corpus() {
     if (rng() % 3 == 0) m.resize(rng() % m.size());
     cases.push_back({"mutation " + std::to_string(i), m, true, Expect::kSurvive, ""});
   }
-  return cases;
+  }
+};
+
+std::vector<Case> Corpus() {
+  CorpusBuilder b;
+  b.AddStartupCases();
+  b.AddTypeAndLengthCases();
+  b.AddTruncationCases();
+  b.AddOrderAndUtf8Cases();
+  b.AddParameterCases();
+  b.AddMutations();
+  return b.cases;
 }
 
 bool WellFormed(const std::string& out) {

@@ -27,11 +27,9 @@ constexpr const char* kTypeRows = R"sql(
   (705,'unknown',-2,'X',0,0), (2249,'record',-1,'P',0,2287), (2287,'_record',-1,'A',2249,0)
 )sql";
 
-}  // namespace
-
-std::vector<std::string> CatalogDefinitionSql() {
-  std::vector<std::string> sql;
-  auto add = [&](std::string s) { sql.push_back(std::move(s)); };
+// The schema, OID alias types and pg_type (macros below read it).
+void DefineSchemaAndTypes(std::vector<std::string>* sql) {
+  auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   add("CREATE SCHEMA IF NOT EXISTS rill_pg");
   // PostgreSQL's OID alias types, for CAST(x AS regclass) in client SQL (the
   // :: form is rewritten to lookups instead).
@@ -56,6 +54,11 @@ std::vector<std::string> CatalogDefinitionSql() {
                   "'-' AS typsubscript "
                   "FROM (VALUES ") + kTypeRows +
       ") AS t(oid, typname, typlen, typcategory, typelem, typarray)");
+}
+
+// PostgreSQL functions clients call.
+void DefineFunctions(std::vector<std::string>* sql) {
+  auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   // ---- functions ----------------------------------------------------------
   add("CREATE OR REPLACE MACRO rill_pg.rel_oid(name) AS "
       "CAST(16384 + hash(name) % 1000000000 AS BIGINT)");
@@ -140,6 +143,11 @@ std::vector<std::string> CatalogDefinitionSql() {
   add("CREATE OR REPLACE MACRO rill_pg.pg_get_function_arguments(a) AS ''");
   add("CREATE OR REPLACE MACRO rill_pg.pg_collation_is_visible(a) AS true");
   add("CREATE OR REPLACE MACRO rill_pg.pg_conversion_is_visible(a) AS true");
+}
+
+// Catalog relations with rows: live tables, databases, roles, ...
+void DefineRelations(std::vector<std::string>* sql) {
+  auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   // ---- relations ----------------------------------------------------------
   add("CREATE OR REPLACE VIEW rill_pg.live_tables AS SELECT view_name AS name, "
       "rill_pg.rel_oid(view_name) AS oid, column_count FROM duckdb_views() "
@@ -215,6 +223,11 @@ std::vector<std::string> CatalogDefinitionSql() {
       "false AS hasrules, false AS hastriggers, false AS rowsecurity FROM rill_pg.live_tables");
   add("CREATE OR REPLACE VIEW rill_pg.pg_settings AS SELECT name, value AS setting FROM "
       "duckdb_settings() WHERE false");
+}
+
+// Catalogs Rill has nothing for, with the columns clients read.
+void DefineEmptyCatalogs(std::vector<std::string>* sql) {
+  auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   // Empty catalogs with the columns clients read.
   auto empty = [&](const char* name, const char* columns) {
     add(std::string("CREATE OR REPLACE VIEW rill_pg.") + name + " AS SELECT * FROM (SELECT " +
@@ -292,6 +305,11 @@ std::vector<std::string> CatalogDefinitionSql() {
   empty("pg_cast", "CAST(0 AS BIGINT) AS oid, CAST(0 AS BIGINT) AS castsource, "
                    "CAST(0 AS BIGINT) AS casttarget");
   empty("pg_operator", "CAST(0 AS BIGINT) AS oid, '' AS oprname");
+}
+
+// information_schema over the live tables.
+void DefineInformationSchema(std::vector<std::string>* sql) {
+  auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   // information_schema over the live tables.
   add("CREATE OR REPLACE VIEW rill_pg.information_schema_schemata AS SELECT * FROM (VALUES "
       "('rill', 'public', 'rill'), ('rill', 'pg_catalog', 'rill'), "
@@ -319,6 +337,17 @@ std::vector<std::string> CatalogDefinitionSql() {
       'NEVER' AS is_generated, 'NO' AS is_updatable
       FROM duckdb_columns() c JOIN rill_pg.live_tables t ON t.name = c.table_name
       WHERE c.database_name = 'temp')sql");
+}
+
+}  // namespace
+
+std::vector<std::string> CatalogDefinitionSql() {
+  std::vector<std::string> sql;
+  DefineSchemaAndTypes(&sql);
+  DefineFunctions(&sql);
+  DefineRelations(&sql);
+  DefineEmptyCatalogs(&sql);
+  DefineInformationSchema(&sql);
   return sql;
 }
 

@@ -139,6 +139,7 @@ class PgSession {
   Outcome Run(const std::string& sql);
   std::optional<Outcome> RunSessionStatement(const std::string& sql);
   Outcome RunShow(const std::string& name);
+  Outcome RunSet(const std::string& sql, const std::vector<std::string>& words);
   void SendError(const Status& status);
   void SendErrorCode(std::string_view sqlstate, std::string_view message);
   void SendRowDescription(const arrow::Schema& schema, const std::vector<int16_t>& formats);

@@ -172,31 +172,7 @@ std::optional<PgSession::Outcome> PgSession::RunSessionStatement(const std::stri
     return out;
   }
   if (w0 == "SET") {
-    if (w1 == "TRANSACTION" ||
-        (w1 == "SESSION" && words.size() > 2 && words[2] == "CHARACTERISTICS")) {
-      out.tag = "SET";
-      return out;
-    }
-    std::string name, value;
-    if (!session_internal::ParseSet(TrimStatement(sql), &name, &value)) {
-      out.status = Status::Invalid("syntax error in SET statement");
-      out.sqlstate = "42601";
-      return out;
-    }
-    if (name == "client_encoding" && Lower(value) != "utf8" && Lower(value) != "unicode" &&
-        Lower(value) != "utf-8") {
-      out.status = Status::Invalid("only client_encoding UTF8 is supported, not '", value, "'");
-      out.sqlstate = "22023";
-      return out;
-    }
-    settings_[name] = value;
-    for (const char* reported : session_internal::kReportedSettings) {
-      if (name == reported) {
-        writer_.ParameterStatus(session_internal::DisplayName(name), value);
-      }
-    }
-    out.tag = "SET";
-    return out;
+    return RunSet(sql, words);
   }
   if (w0 == "RESET") {
     auto defaults = session_internal::DefaultSettings(*config_);
@@ -260,6 +236,37 @@ std::optional<PgSession::Outcome> PgSession::RunSessionStatement(const std::stri
     return out;
   }
   return std::nullopt;
+}
+
+PgSession::Outcome PgSession::RunSet(const std::string& sql,
+                                     const std::vector<std::string>& words) {
+  const std::string w1 = words.size() > 1 ? words[1] : "";
+  Outcome out;
+  if (w1 == "TRANSACTION" ||
+      (w1 == "SESSION" && words.size() > 2 && words[2] == "CHARACTERISTICS")) {
+    out.tag = "SET";
+    return out;
+  }
+  std::string name, value;
+  if (!session_internal::ParseSet(TrimStatement(sql), &name, &value)) {
+    out.status = Status::Invalid("syntax error in SET statement");
+    out.sqlstate = "42601";
+    return out;
+  }
+  if (name == "client_encoding" && Lower(value) != "utf8" && Lower(value) != "unicode" &&
+      Lower(value) != "utf-8") {
+    out.status = Status::Invalid("only client_encoding UTF8 is supported, not '", value, "'");
+    out.sqlstate = "22023";
+    return out;
+  }
+  settings_[name] = value;
+  for (const char* reported : session_internal::kReportedSettings) {
+    if (name == reported) {
+      writer_.ParameterStatus(session_internal::DisplayName(name), value);
+    }
+  }
+  out.tag = "SET";
+  return out;
 }
 
 PgSession::Outcome PgSession::RunShow(const std::string& name) {

@@ -351,6 +351,50 @@ using internal::AppendDate;
 using internal::AppendInterval;
 using internal::AppendTimeOfDay;
 
+namespace internal {
+
+// Dictionaries, lists, maps, structs, extension types and anything else.
+void AppendNestedText(const arrow::Array& array, int64_t row, std::string* out) {
+  switch (array.type_id()) {
+    case Type::DICTIONARY: {
+      const auto& d = static_cast<const arrow::DictionaryArray&>(array);
+      AppendText(*d.dictionary(), d.GetValueIndex(row), out);
+      return;
+    }
+    case Type::LIST: {
+      const auto& l = static_cast<const arrow::ListArray&>(array);
+      AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
+      return;
+    }
+    case Type::LARGE_LIST: {
+      const auto& l = static_cast<const arrow::LargeListArray&>(array);
+      AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
+      return;
+    }
+    case Type::FIXED_SIZE_LIST: {
+      const auto& l = static_cast<const arrow::FixedSizeListArray&>(array);
+      AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
+      return;
+    }
+    case Type::MAP:
+      AppendMap(static_cast<const arrow::MapArray&>(array), row, out);
+      return;
+    case Type::STRUCT:
+      AppendStruct(static_cast<const arrow::StructArray&>(array), row, out);
+      return;
+    case Type::EXTENSION:
+      AppendText(*static_cast<const arrow::ExtensionArray&>(array).storage(), row, out);
+      return;
+    default: {
+      auto scalar = array.GetScalar(row);
+      out->append(scalar.ok() ? (*scalar)->ToString() : std::string("?"));
+      return;
+    }
+  }
+}
+
+}  // namespace internal
+
 void AppendText(const arrow::Array& array, int64_t row, std::string* out) {
   using internal::AppendNumber;
   using internal::ToMicros;
@@ -446,40 +490,9 @@ void AppendText(const arrow::Array& array, int64_t row, std::string* out) {
       AppendInterval(v.months, v.days, v.nanoseconds / 1000, out);
       return;
     }
-    case Type::DICTIONARY: {
-      const auto& d = static_cast<const arrow::DictionaryArray&>(array);
-      AppendText(*d.dictionary(), d.GetValueIndex(row), out);
+    default:
+      internal::AppendNestedText(array, row, out);
       return;
-    }
-    case Type::LIST: {
-      const auto& l = static_cast<const arrow::ListArray&>(array);
-      internal::AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
-      return;
-    }
-    case Type::LARGE_LIST: {
-      const auto& l = static_cast<const arrow::LargeListArray&>(array);
-      internal::AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
-      return;
-    }
-    case Type::FIXED_SIZE_LIST: {
-      const auto& l = static_cast<const arrow::FixedSizeListArray&>(array);
-      internal::AppendList(*l.values(), l.value_offset(row), l.value_length(row), out);
-      return;
-    }
-    case Type::MAP:
-      internal::AppendMap(static_cast<const arrow::MapArray&>(array), row, out);
-      return;
-    case Type::STRUCT:
-      internal::AppendStruct(static_cast<const arrow::StructArray&>(array), row, out);
-      return;
-    case Type::EXTENSION:
-      AppendText(*static_cast<const arrow::ExtensionArray&>(array).storage(), row, out);
-      return;
-    default: {
-      auto scalar = array.GetScalar(row);
-      out->append(scalar.ok() ? (*scalar)->ToString() : std::string("?"));
-      return;
-    }
   }
 }
 

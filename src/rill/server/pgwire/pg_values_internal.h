@@ -16,6 +16,8 @@ constexpr int64_t kMicrosPerDay = 86400LL * 1000000;
 
 /// The bytes of a string or binary value (any of Arrow's layouts).
 std::string_view BinaryView(const arrow::Array& array, int64_t row);
+/// Append the text of nested and other rare types (AppendText's fallback).
+void AppendNestedText(const arrow::Array& array, int64_t row, std::string* out);
 /// True if AppendBinaryValue can encode values of `type`.
 bool HasBinary(const arrow::DataType& type);
 /// Append the binary form of `array[row]` (not NULL).
