@@ -340,3 +340,54 @@ def test_sqlalchemy_pandas_read_sql_and_inspect(server):
                                "created_at"]
     finally:
         engine.dispose()
+
+
+# ---- Grafana ------------------------------------------------------------------------
+# The statements of Grafana's PostgreSQL data source (health check and the query
+# builder's schema, table and column listings), as its postgresMetaQuery.ts builds them.
+
+GRAFANA_SCHEMA_CONSTRAINT = """
+          quote_ident(table_schema) IN (
+          SELECT
+            CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+          FROM
+            generate_series(
+              array_lower(string_to_array(current_setting('search_path'),','),1),
+              array_upper(string_to_array(current_setting('search_path'),','),1)
+            ) as i,
+            string_to_array(current_setting('search_path'),',') s
+          )"""
+
+
+def test_grafana_health_check_and_query_builder_listings(server):
+    c = GRAFANA_SCHEMA_CONSTRAINT
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchall() == []
+        schemas = conn.execute(
+            """SELECT schema_name AS "name" FROM information_schema.schemata
+               WHERE schema_name NOT IN ('information_schema', 'pg_catalog', 'pg_toast')
+               ORDER BY schema_name""").fetchall()
+        assert schemas == [("public",)]
+        tables = conn.execute(
+            """SELECT quote_ident(table_name) AS "table" FROM information_schema.tables
+               WHERE quote_ident(table_schema) = 'public' ORDER BY 1""").fetchall()
+        assert ("orders",) in tables
+        tables = conn.execute(
+            f"""SELECT CASE WHEN {c} THEN quote_ident(table_name)
+                  ELSE quote_ident(table_schema) || '.' || quote_ident(table_name) END AS "table"
+                FROM information_schema.tables
+                WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog')
+                ORDER BY CASE WHEN {c} THEN 0 ELSE 1 END, 1""").fetchall()
+        assert ("orders",) in tables
+        columns = conn.execute(
+            f"""SELECT quote_ident(column_name) AS "column", data_type AS "type"
+                FROM information_schema.columns
+                WHERE CASE WHEN array_length(parse_ident('orders'),1) = 2
+                  THEN quote_ident(table_schema) = (parse_ident('orders'))[1]
+                    AND quote_ident(table_name) = (parse_ident('orders'))[2]
+                  ELSE quote_ident(table_name) = 'orders' AND {c} END""").fetchall()
+        assert columns[:6] == [("order_id", "bigint"), ("customer", "text"),
+                               ("amount", "double precision"), ("quantity", "integer"),
+                               ("paid", "boolean"), ("created_at", "timestamp without time zone")]

@@ -257,6 +257,13 @@ class Rewriter {
     if (word == "generate_series" && call) {
       return GenerateSeries(i, end, next);
     }
+    if (word == "string_to_array" && call && InFromList()) {
+      return ScalarInFrom(i, end, next);
+    }
+    if (word == "user" && !call && (LastWord() == "then" || LastWord() == "else")) {
+      out_.append(QuoteLiteral(session_.user));  // PostgreSQL's bare `user`
+      return end;
+    }
     if (word == "collate") {
       // COLLATE pg_catalog.default / "default" / "C": DuckDB has no such collations.
       size_t t = next;
@@ -273,6 +280,59 @@ class Rewriter {
       return Qualified(word, end + 1);
     }
     return Unqualified(word, i, end, call);
+  }
+
+  // The previous word written (lower case), "" if the last token is not a word.
+  std::string LastWord() const {
+    size_t k = out_.size();
+    while (k > 0 && std::isspace(static_cast<unsigned char>(out_[k - 1]))) --k;
+    size_t e = k;
+    while (k > 0 && IsWordChar(out_[k - 1])) --k;
+    return Lower(std::string_view(out_).substr(k, e - k));
+  }
+
+  // True when the next item is a FROM item: after FROM or a ',' (PostgreSQL's
+  // grammar is needed to be sure; callers only use it for scalar calls).
+  bool InFromList() const {
+    size_t k = out_.size();
+    while (k > 0 && std::isspace(static_cast<unsigned char>(out_[k - 1]))) --k;
+    return (k > 0 && out_[k - 1] == ',') || LastWord() == "from";
+  }
+
+  // A scalar function as a FROM item, `f(...) alias`: DuckDB wants a table,
+  // so it becomes `(SELECT f(...) AS alias) alias`.
+  size_t ScalarInFrom(size_t i, size_t end, size_t open) {
+    size_t close = MatchingParen(open);
+    if (close >= sql_.size()) {
+      out_.append(sql_.substr(i, end - i));
+      return end;
+    }
+    size_t a = SkipSpace(close + 1);
+    size_t alias_end = WordEnd(a);
+    std::string alias(sql_.substr(a, alias_end - a));
+    if (alias.empty() || !IsWordStart(sql_[a])) {
+      out_.append(sql_.substr(i, end - i));
+      return end;
+    }
+    out_.append("(SELECT " + std::string(sql_.substr(i, end - i)));
+    out_.append(Rewriter(sql_.substr(end, close + 1 - end), session_).Run());
+    out_.append(" AS " + alias + ") " + alias);
+    return alias_end;
+  }
+
+  // Index of the ')' closing the '(' at `open` (strings skipped), or size.
+  size_t MatchingParen(size_t open) const {
+    int depth = 0;
+    for (size_t k = open; k < sql_.size(); ++k) {
+      size_t skipped = SkipOpaque(k);
+      if (skipped != k) {
+        k = skipped - 1;
+        continue;
+      }
+      if (sql_[k] == '(') ++depth;
+      if (sql_[k] == ')' && --depth == 0) return k;
+    }
+    return sql_.size();
   }
 
   // generate_series(...) alias → generate_series(...) alias(alias), so that the
