@@ -306,6 +306,21 @@ def test_statement_timeout_gives_57014():
         s.close()
 
 
+def test_idle_connections_are_closed():
+    s = Server("--rows", "1", "--idle-timeout-ms", "300")
+    try:
+        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            time.sleep(1.0)
+            with pytest.raises(psycopg.OperationalError):
+                conn.execute("SELECT 1")
+        # Other connections are unaffected.
+        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT 2").fetchone() == (2,)
+    finally:
+        s.close()
+
+
 def test_cancel_request_from_psycopg(server):
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         threading.Timer(1.0, conn.cancel).start()

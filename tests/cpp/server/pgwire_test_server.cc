@@ -3,7 +3,8 @@
 // "TOKEN <token>", then reads commands on stdin:
 //   push <n>   append n orders (ids continue) and run one tick; prints "ok"
 //   quit       exit
-// Options: --token T, --port N, --auth scram|cleartext|none, --rows N, --timeout-ms N.
+// Options: --token T, --port N, --auth scram|cleartext|none, --rows N, --timeout-ms N,
+// --idle-timeout-ms N.
 #include <iostream>
 #include <string>
 #include <thread>
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   int port = 0;
   int64_t rows = 100;
   int64_t timeout_ms = 0;
+  int64_t idle_timeout_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
     if (arg == "--token") token = argv[i + 1];
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
     if (arg == "--auth") auth = argv[i + 1];
     if (arg == "--rows") rows = std::stoll(argv[i + 1]);
     if (arg == "--timeout-ms") timeout_ms = std::stoll(argv[i + 1]);
+    if (arg == "--idle-timeout-ms") idle_timeout_ms = std::stoll(argv[i + 1]);
   }
   (void)rill::InitializeArrowCompute();
   auto engine = rill::Engine::Make().ValueOrDie();
@@ -117,7 +120,9 @@ int main(int argc, char** argv) {
   config.token = auth == "none" ? "" : token;
   config.auth = auth == "cleartext" ? rill::pgwire::PgAuthMethod::kCleartext
                                     : rill::pgwire::PgAuthMethod::kScramSha256;
-  auto service = rill::pgwire::PgService::Make(config).ValueOrDie();
+  rill::pgwire::PgServiceOptions service_options;
+  service_options.idle_timeout_ms = idle_timeout_ms;
+  auto service = rill::pgwire::PgService::Make(config, service_options).ValueOrDie();
 
   boost::asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),

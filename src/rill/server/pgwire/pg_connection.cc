@@ -1,6 +1,9 @@
 #include "rill/server/pgwire/pg_connection.h"
 
+#include <chrono>
+
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 namespace rill::pgwire {
@@ -9,7 +12,10 @@ namespace rill::pgwire {
 class PgConnection : public std::enable_shared_from_this<PgConnection> {
  public:
   PgConnection(PgService* service, boost::asio::ip::tcp::socket socket)
-      : service_(service), socket_(std::move(socket)), session_(&service->config_) {
+      : service_(service),
+        socket_(std::move(socket)),
+        idle_timer_(socket_.get_executor()),
+        session_(&service->config_) {
     session_.set_flush([this](std::string& out) { return WriteAll(out); });
   }
 
@@ -52,8 +58,18 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
 
   void ReadMore() {
     auto self = shared_from_this();
+    if (service_->options_.idle_timeout_ms > 0) {
+      // Closing the socket ends the pending read, which finishes the connection.
+      idle_timer_.expires_after(std::chrono::milliseconds(service_->options_.idle_timeout_ms));
+      idle_timer_.async_wait([self](const boost::system::error_code& ec) {
+        if (!ec) {
+          self->Close();
+        }
+      });
+    }
     socket_.async_read_some(boost::asio::buffer(buffer_),
                             [self](const boost::system::error_code& ec, size_t n) {
+                              self->idle_timer_.cancel();
                               if (ec) {
                                 self->Finish();
                                 return;
@@ -73,6 +89,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
 
   PgService* service_;
   boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer idle_timer_;
   PgSession session_;
   std::array<char, 64 * 1024> buffer_{};
 };
