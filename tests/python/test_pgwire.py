@@ -406,3 +406,24 @@ def test_grafana_health_check_and_query_builder_listings(server):
         assert columns[:6] == [("order_id", "bigint"), ("customer", "text"),
                                ("amount", "double precision"), ("quantity", "integer"),
                                ("paid", "boolean"), ("created_at", "timestamp without time zone")]
+
+
+# ---- pgjdbc ------------------------------------------------------------------------
+
+def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_path):
+    jars = sorted((ROOT / "build" / "pgjdbc").glob("postgresql-*.jar"))
+    if not jars or shutil.which("javac") is None:
+        pytest.skip("pgjdbc jar (scripts/setup fetches it into build/pgjdbc) or the JDK is missing")
+    source = ROOT / "tests" / "java" / "PgwireJdbc.java"
+    subprocess.run(["javac", "-d", str(tmp_path), "-cp", str(jars[-1]), str(source)], check=True,
+                   timeout=120)
+    r = subprocess.run(["java", "-cp", f"{jars[-1]}:{tmp_path}", "PgwireJdbc", str(server.port),
+                        server.token], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert lines["product"] == "PostgreSQL 16"
+    assert "public.orders" in lines["tables"].split(",")
+    expected = orders_oracle().execute(
+        "SELECT order_id, customer, amount FROM orders WHERE order_id >= 10 "
+        "AND customer = 'customer_3' ORDER BY order_id").fetchall()
+    assert lines["rows"].split() == [f"{i}:{c}:{float(a)}" for i, c, a in expected]

@@ -74,6 +74,17 @@ TEST(PgMessages, ParsesStartupSslAndCancel) {
   EXPECT_FALSE(ParseStartupPacket(v2).ok());
 }
 
+TEST(PgMessages, TellsPostgresFirstBytesFromHttp) {
+  EXPECT_TRUE(IsPostgresStart(Startup({{"user", "u"}})));
+  EXPECT_TRUE(IsPostgresStart(SslRequest()));
+  EXPECT_FALSE(IsPostgresStart("GET / HTTP/1.1\r\n"));
+  EXPECT_FALSE(IsPostgresStart(SslRequest().substr(0, 7)));
+  std::string huge;
+  Put32(&huge, 20000);
+  Put32(&huge, 196608);
+  EXPECT_FALSE(IsPostgresStart(huge));
+}
+
 TEST(PgMessages, ParsesBindWithNullAndBinaryParameters) {
   std::string body = Bind("p", "s", {0, 1}, {std::string("42"), std::nullopt}, {1}).substr(5);
   auto b = ParseBind(body);

@@ -15,6 +15,19 @@ int32_t LoadInt32(const char* p) {
 
 }  // namespace
 
+bool IsPostgresStart(std::string_view first_bytes) {
+  if (first_bytes.size() < 8) {
+    return false;
+  }
+  int32_t length = LoadInt32(first_bytes.data());
+  int32_t code = LoadInt32(first_bytes.data() + 4);
+  if (length < kMinStartupPacket || length > kMaxStartupPacket) {
+    return false;
+  }
+  return (code >> 16) == 3 || code == kSslRequestCode || code == kGssEncRequestCode ||
+         code == kCancelRequestCode;
+}
+
 Result<std::optional<PgFrame>> PgFrameDecoder::Next() {
   // Drop consumed bytes once they dominate the buffer, so it stays bounded.
   if (consumed_ > 0 && consumed_ * 2 >= buffer_.size()) {

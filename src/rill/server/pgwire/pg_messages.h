@@ -36,6 +36,13 @@ constexpr int64_t kDefaultMaxMessageBytes = 64LL << 20;
 /// At most this many parameters in Parse and Bind.
 constexpr int kMaxParameters = 65535;
 
+/// True if `first_bytes` (at least 8 bytes of a new connection) start a
+/// PostgreSQL startup, SSLRequest, GSSENCRequest or CancelRequest packet: an
+/// int32 length within 8..10,000 followed by the protocol version 3.x or one
+/// of the request codes. For the server's listener, which tells pgwire from
+/// HTTP by these bytes.
+bool IsPostgresStart(std::string_view first_bytes);
+
 /// One frame cut from the byte stream: `type` is 0 for startup-phase packets.
 struct PgFrame {
   char type = 0;
