@@ -29,10 +29,12 @@ public class PgwireJdbc {
       }
       System.out.println("tables " + String.join(",", tables));
       try (PreparedStatement ps = conn.prepareStatement(
-          "SELECT order_id, customer, amount FROM orders WHERE order_id >= ? AND customer = ?"
+          "SELECT order_id, customer, amount FROM orders WHERE order_id BETWEEN ? AND ?"
+          + " AND customer = ?"
           + " ORDER BY order_id")) {
         ps.setLong(1, 10);
-        ps.setString(2, "customer_3");
+        ps.setInt(2, 99);
+        ps.setString(3, "customer_3");
         // Several executions: pgjdbc switches to a named server-side statement.
         for (int round = 0; round < 6; ++round) {
           StringBuilder line = new StringBuilder("rows");

@@ -424,6 +424,6 @@ def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_p
     assert lines["product"] == "PostgreSQL 16"
     assert "public.orders" in lines["tables"].split(",")
     expected = orders_oracle().execute(
-        "SELECT order_id, customer, amount FROM orders WHERE order_id >= 10 "
+        "SELECT order_id, customer, amount FROM orders WHERE order_id BETWEEN 10 AND 99 "
         "AND customer = 'customer_3' ORDER BY order_id").fetchall()
     assert lines["rows"].split() == [f"{i}:{c}:{float(a)}" for i, c, a in expected]
