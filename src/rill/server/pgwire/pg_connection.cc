@@ -17,6 +17,9 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
         idle_timer_(socket_.get_executor()),
         session_(&service->config_) {
     session_.set_flush([this](std::string& out) { return WriteAll(out); });
+    // Answers are small and sent whole: do not let Nagle hold them back.
+    boost::system::error_code ec;
+    socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   }
 
   void Start(std::string initial) {
