@@ -27,6 +27,7 @@
 
 #include "rill/sql/arrow_scan_internal.h"
 #include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/query_interrupt.h"
 #include "rill/table/live_table.h"
 
 namespace rill {
@@ -189,7 +190,26 @@ struct SqlEngine::Impl {
     }
   }
 
-  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql) {
+  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql,
+                                            QueryInterrupt* interrupt = nullptr) {
+    if (interrupt == nullptr) {
+      return RunStatement(pc, sql);
+    }
+    if (interrupt->interrupted()) {
+      return Status::Cancelled("query interrupted before it started");
+    }
+    duckdb::Connection* conn = pc.conn.get();
+    interrupt->Attach([conn] { conn->Interrupt(); });
+    auto result = RunStatement(pc, sql);
+    interrupt->Detach();
+    if (interrupt->interrupted() && !result.ok()) {
+      return Status::Cancelled("query interrupted: ", result.status().message());
+    }
+    return result;
+  }
+
+  Result<std::shared_ptr<arrow::Table>> RunStatement(PooledConnection& pc,
+                                                     std::string_view sql) {
     try {
       auto statements = pc.conn->ExtractStatements(std::string(sql));
       if (statements.size() != 1) {
@@ -324,6 +344,14 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql) {
   return result;
 }
 
+Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql,
+                                                       QueryInterrupt* interrupt) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  auto result = impl_->Run(*pc, sql, interrupt);
+  impl_->Release(std::move(pc));
+  return result;
+}
+
 Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
     std::string_view sql,
     const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views) {
@@ -364,6 +392,30 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
     impl_->Release(std::move(pc));
   }
   return result;
+}
+
+Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  Status status;
+  try {
+    for (const auto& sql : statements) {
+      auto parsed = pc->conn->ExtractStatements(sql);
+      if (parsed.size() != 1 || parsed[0]->type != duckdb::StatementType::CREATE_STATEMENT) {
+        status = Status::Invalid("DefineHelpers runs one CREATE statement at a time [query: ",
+                                 sql, "]");
+        break;
+      }
+      auto result = pc->conn->Query(std::move(parsed[0]));
+      if (result->HasError()) {
+        status = QueryError(result->GetError(), sql);
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    status = Status::Invalid(ErrorMessage(e));
+  }
+  impl_->Release(std::move(pc));
+  return status;
 }
 
 int64_t SqlEngine::MemoryUsage() const {

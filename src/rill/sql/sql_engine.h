@@ -29,6 +29,7 @@
 namespace rill {
 
 class LiveTable;
+class QueryInterrupt;
 
 struct SqlOptions {
   /// DuckDB threads for queries (0 = DuckDB's default).
@@ -66,6 +67,11 @@ class SqlEngine {
   /// not a read statement. Every table is read at one version for the whole
   /// query.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql);
+  /// As Query, but `interrupt` (may be null) can stop the query from another
+  /// thread: the query then fails with Cancelled. Already interrupted: fails
+  /// at once.
+  Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql,
+                                              QueryInterrupt* interrupt);
 
   /// Run `sql` with each (name, table) pair of `views` exposed as a temporary
   /// view called `name`, visible to this query only (it hides a registered
@@ -74,6 +80,13 @@ class SqlEngine {
   Result<std::shared_ptr<arrow::Table>> QueryWith(
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
+
+  /// Run DDL that defines shared helper objects (CREATE SCHEMA, CREATE [OR
+  /// REPLACE] VIEW, CREATE [OR REPLACE] MACRO), visible to the queries of
+  /// every connection; views and macros see each connection's live tables.
+  /// Used by the pgwire catalog layer. Invalid (nothing run) for any other
+  /// statement, with DuckDB's message when one fails.
+  Status DefineHelpers(const std::vector<std::string>& statements);
 
   /// Return the full schema (system columns included) of a registered table.
   /// KeyError if unknown.

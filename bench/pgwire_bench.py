@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""pgwire benchmarks: psycopg against Rill's pgwire and against a real PostgreSQL.
+
+Both servers run on 127.0.0.1 in the same run with the same rows; repetitions
+alternate between them. Prints one JSON line per measurement (bench/run's
+format): the Rill value, PostgreSQL's value as the baseline and the ratio,
+oriented so that bigger is better for Rill.
+
+  pgwire_fetch_rows_per_s_1m   fetch a 1M-row, 6-column table (target >= 1.0x)
+  pgwire_small_query_p50_ms_c1 / _p99_ms_c1 / _p50_ms_c16 / _p99_ms_c16
+                               a one-row query from 1 and 16 concurrent
+                               connections (target: latency <= 1.5x PostgreSQL's)
+
+Usage: bench/pgwire_bench.py [--rows N] [--reps N] [--server PATH]
+PostgreSQL comes from Debian's `postgresql` (initdb/pg_ctl on PATH or in
+/usr/lib/postgresql/*/bin), started with a temporary data directory.
+"""
+
+import argparse
+import glob
+import json
+import os
+import pathlib
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psycopg
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SMALL_QUERY = "SELECT 42 AS answer, 'forty-two' AS label"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bin(name):
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if not candidates:
+        sys.exit(f"pgwire_bench: {name} not found (install Debian postgresql)")
+    return candidates[-1]
+
+
+class Postgres:
+    """A throw-away PostgreSQL server (run as user postgres when we are root)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="rill-pgbench-")
+        self.port = free_port()
+        self.prefix = []
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        data = os.path.join(self.dir, "data")
+        subprocess.run(self.prefix + [pg_bin("initdb"), "-D", data, "-A", "trust", "-U", "bench",
+                                      "-E", "UTF8"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(self.prefix + [pg_bin("pg_ctl"), "-D", data, "-w", "-l",
+                                      os.path.join(self.dir, "log"), "-o",
+                                      f"-p {self.port} -c listen_addresses=127.0.0.1 "
+                                      f"-k {self.dir}", "start"],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.data = data
+        self.dsn = f"host=127.0.0.1 port={self.port} user=bench dbname=postgres"
+
+    def close(self):
+        subprocess.run(self.prefix + [pg_bin("pg_ctl"), "-D", self.data, "-m", "fast", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Rill:
+    """tests/cpp/server/pgwire_test_server with `rows` orders."""
+
+    def __init__(self, path, rows):
+        self.proc = subprocess.Popen([path, "--rows", str(rows)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        port = int(self.proc.stdout.readline().split()[1])
+        token = self.proc.stdout.readline().split()[1]
+        self.dsn = f"host=127.0.0.1 port={port} user=bench dbname=rill password={token}"
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=30)
+
+
+FETCH = "SELECT order_id, customer, amount, quantity, paid, created_at FROM orders"
+
+
+def load_postgres(pg, rows):
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f"""
+            CREATE TABLE orders AS SELECT i::bigint AS order_id,
+              'customer_' || (i % 7) AS customer, i * 1.25::float8 AS amount,
+              (i % 5 + 1)::int AS quantity, i % 2 = 0 AS paid,
+              timestamp '2023-11-14 22:13:20' + i * interval '1 second' AS created_at
+            FROM generate_series(0, {rows - 1}) i""")
+        conn.execute("VACUUM ANALYZE orders")
+
+
+def fetch_rate(dsn):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        start = time.perf_counter()
+        rows = conn.execute(FETCH).fetchall()
+        elapsed = time.perf_counter() - start
+    return len(rows) / elapsed, len(rows)
+
+
+def latencies(dsn, clients, per_client):
+    results = []
+    lock = threading.Lock()
+
+    def worker():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(SMALL_QUERY).fetchall()  # warm up
+            mine = []
+            for _ in range(per_client):
+                start = time.perf_counter()
+                conn.execute(SMALL_QUERY).fetchall()
+                mine.append((time.perf_counter() - start) * 1000)
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results.sort()
+    return results[len(results) // 2], results[min(len(results) - 1, int(len(results) * 0.99))]
+
+
+def record(name, value, unit, base, reps, target):
+    ratio = value / base if unit.endswith("/s") else base / value
+    rec = {"name": name, "value": round(value, 4), "unit": unit, "baseline": "postgresql",
+           "baseline_value": round(base, 4), "ratio": round(ratio, 4),
+           "targets": [{"value": target, "met": ratio >= target}], "reps": reps}
+    print(json.dumps(rec), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--server", default=str(ROOT / "build" / "release" / "tests" / "cpp" /
+                                            "pgwire_test_server"))
+    args = ap.parse_args()
+    pg = Postgres()
+    rill = None
+    try:
+        load_postgres(pg, args.rows)
+        rill = Rill(args.server, args.rows)
+        rates = {"rill": [], "pg": []}
+        for _ in range(args.reps):
+            for key, dsn in (("rill", rill.dsn), ("pg", pg.dsn)):
+                rate, n = fetch_rate(dsn)
+                assert n == args.rows, (key, n)
+                rates[key].append(rate)
+        record(f"pgwire_fetch_rows_per_s_{args.rows // 1_000_000}m"
+               if args.rows >= 1_000_000 else f"pgwire_fetch_rows_per_s_{args.rows}",
+               statistics.median(rates["rill"]), "rows/s", statistics.median(rates["pg"]),
+               args.reps, 1.0)
+        for clients in (1, 16):
+            lat = {"rill": [], "pg": []}
+            for _ in range(args.reps):
+                for key, dsn in (("rill", rill.dsn), ("pg", pg.dsn)):
+                    lat[key].append(latencies(dsn, clients, 200 if clients == 1 else 50))
+            for i, pct in ((0, "p50"), (1, "p99")):
+                # Target: Rill's latency <= 1.5x PostgreSQL's, i.e. ratio >= 1/1.5.
+                record(f"pgwire_small_query_{pct}_ms_c{clients}",
+                       statistics.median(x[i] for x in lat["rill"]), "ms",
+                       statistics.median(x[i] for x in lat["pg"]), args.reps, round(1 / 1.5, 4))
+    finally:
+        if rill is not None:
+            rill.close()
+        pg.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+// Catalog compatibility: what psql, psycopg, SQLAlchemy, pgjdbc and Grafana
+// send to discover tables, made to run on DuckDB. Two parts:
+//  - CatalogDefinitionSql(): a schema `rill_pg` of views and macros shaped like
+//    PostgreSQL's catalogs (pg_class, pg_attribute, pg_type with real OIDs,
+//    pg_database, pg_collation, information_schema.tables/columns, ...) and
+//    functions (pg_get_userbyid, format_type, quote_ident, parse_ident,
+//    version, ...), installed once into DuckDB's catalog. Live tables (the
+//    DuckDB views of each connection) appear as tables of schema `public`.
+//  - RewriteCatalogSql(): the client's statement with PostgreSQL-only syntax
+//    turned into DuckDB's (OPERATOR(pg_catalog.~), COLLATE pg_catalog.default,
+//    ::regclass and friends) and catalog names pointed at `rill_pg`; the
+//    session's own values (current_database(), current_user,
+//    current_setting('x')) inlined as literals.
+//
+// Threads: pure functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rill::pgwire {
+
+/// The schema holding the compatibility objects.
+constexpr const char* kCatalogSchema = "rill_pg";
+
+/// The CREATE SCHEMA / VIEW / MACRO statements of the compatibility layer.
+std::vector<std::string> CatalogDefinitionSql();
+
+/// What the rewrite inlines for the session.
+struct CatalogSessionInfo {
+  std::string database;
+  std::string user;
+  int32_t pid = 0;
+  const std::map<std::string, std::string>* settings = nullptr;  ///< lower-case names
+};
+
+/// Return `sql` with PostgreSQL-only constructs rewritten for DuckDB.
+/// Strings, quoted identifiers and comments are left alone.
+std::string RewriteCatalogSql(std::string_view sql, const CatalogSessionInfo& session);
+
+}  // namespace rill::pgwire

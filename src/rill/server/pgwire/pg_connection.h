@@ -1,0 +1,71 @@
+// Asio glue: serve PgSessions over accepted TCP sockets.
+//
+// The server's listener accepts a connection, reads its first bytes to tell a
+// PostgreSQL client from HTTP, and hands the socket over with those bytes:
+//
+//     pg_service->HandOver(std::move(socket), std::move(first_bytes));
+//
+// Socket reads are asynchronous on the socket's executor (the listener's
+// io_context); each batch of received bytes is processed on the service's
+// query pool, where SQL may block, and the answer is written from there with
+// blocking writes (one operation at a time per connection). Idle connections
+// therefore hold no thread.
+//
+// Threads: HandOver may be called from any thread. PgService must outlive
+// the io_context's handlers of its connections (call Shutdown first).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "rill/server/pgwire/pg_session.h"
+
+namespace rill::pgwire {
+
+struct PgServiceOptions {
+  /// Threads that run sessions' queries (one per concurrently running query).
+  int query_threads = 16;
+  /// Close a connection idle (no bytes received) for this long; 0 = never.
+  int64_t idle_timeout_ms = 0;
+};
+
+class PgConnection;
+
+/// Owns the query pool and the live connections of the pgwire protocol.
+class PgService {
+ public:
+  /// `config` is completed with PrepareServerConfig. Invalid without executor.
+  static Result<std::unique_ptr<PgService>> Make(PgServerConfig config,
+                                                 PgServiceOptions options = {});
+  ~PgService();
+
+  /// Serve `socket` (already accepted, `initial_bytes` already read from it).
+  void HandOver(boost::asio::ip::tcp::socket socket, std::string initial_bytes);
+  /// Close every connection and wait for running work. Idempotent.
+  void Shutdown();
+  /// Connections being served.
+  int64_t active_connections() const { return active_.load(); }
+  const PgServerConfig& config() const { return config_; }
+
+ private:
+  friend class PgConnection;
+  PgService(PgServerConfig config, PgServiceOptions options);
+  void Forget(PgConnection* connection);
+
+  PgServerConfig config_;
+  PgServiceOptions options_;
+  boost::asio::thread_pool pool_;
+  std::atomic<int64_t> active_{0};
+  std::mutex mu_;
+  std::set<std::shared_ptr<PgConnection>> connections_;  // guarded by mu_
+  bool shut_down_ = false;                                // guarded by mu_
+};
+
+}  // namespace rill::pgwire

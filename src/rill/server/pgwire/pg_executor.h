@@ -1,0 +1,83 @@
+// What a pgwire session needs from the engine: run one read-only SQL
+// statement against a database, and let a CancelRequest interrupt it.
+//
+// Threads: Run may be called from any thread, concurrently for different
+// sessions. PgQueryControl::Cancel may be called from any thread while Run
+// is executing on another.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+
+namespace rill {
+class Engine;
+class MetricsStore;
+}  // namespace rill
+
+namespace rill::pgwire {
+
+/// The database name that selects the metrics database.
+constexpr const char* kMetricsDatabase = "rill_metrics";
+
+/// Cancellation of the query a session is running. The executor installs an
+/// interrupt hook while a query runs; Cancel() marks the query cancelled and
+/// calls the hook under the control's lock (so hooks must only set flags).
+class PgQueryControl {
+ public:
+  /// Mark the running query (if any) cancelled and interrupt it.
+  void Cancel();
+  /// True once Cancel() was called since the last Reset().
+  bool cancelled() const { return cancelled_.load(); }
+  /// Clear the cancelled mark (before a new query).
+  void Reset() { cancelled_.store(false); }
+  /// Install (or clear, with nullptr) the hook Cancel() calls.
+  void SetInterrupt(std::function<void()> interrupt);
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::function<void()> interrupt_;  // guarded by mu_
+};
+
+/// Runs SQL for pgwire sessions.
+class PgExecutor {
+ public:
+  virtual ~PgExecutor() = default;
+  /// Run one read-only statement on `database` (kMetricsDatabase or anything
+  /// else for the live tables). Errors keep DuckDB's message; Cancelled when
+  /// `control` was cancelled.
+  virtual Result<std::shared_ptr<arrow::Table>> Run(const std::string& database,
+                                                    std::string_view sql,
+                                                    PgQueryControl* control) = 0;
+};
+
+/// Executor over an Engine (live tables) and optionally a MetricsStore (the
+/// `rill_metrics` database). Both must outlive it.
+class EnginePgExecutor : public PgExecutor {
+ public:
+  /// `metrics` may be null: the metrics database is then unavailable.
+  /// Queries on live tables running longer than `query_timeout_ms` (0 = no
+  /// limit) are interrupted and fail with Cancelled (SQLSTATE 57014).
+  EnginePgExecutor(Engine* engine, MetricsStore* metrics, int64_t query_timeout_ms = 0);
+  /// Install the catalog compatibility macros (pg_catalog.h) in the engine's
+  /// DuckDB. Call once before serving.
+  Status Init();
+  Result<std::shared_ptr<arrow::Table>> Run(const std::string& database, std::string_view sql,
+                                            PgQueryControl* control) override;
+
+ private:
+  Engine* engine_;
+  MetricsStore* metrics_;
+  int64_t query_timeout_ms_;
+};
+
+}  // namespace rill::pgwire

@@ -1,0 +1,429 @@
+"""PostgreSQL wire protocol with real clients over real sockets on 127.0.0.1.
+
+The server is tests/cpp/server/pgwire_test_server (an Engine with an `orders`
+table of 100 rows: order_id i, customer 'customer_<i % 7>', amount i * 1.25,
+quantity i % 5 + 1, paid i even, created_at 2023-11-14 22:13:20 + i s).
+Clients: psql, psycopg 3, SQLAlchemy + pandas. DuckDB's Python client is the
+oracle for values.
+"""
+
+import datetime
+import decimal
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import duckdb
+import psycopg
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SERVER = pathlib.Path(
+    os.environ.get("RILL_PGWIRE_TEST_SERVER",
+                   ROOT / "build" / "release" / "tests" / "cpp" / "pgwire_test_server"))
+ROWS = 100
+
+
+class Server:
+    def __init__(self, *args):
+        if not SERVER.exists():
+            pytest.skip(f"{SERVER} is not built (cmake --build ... --target pgwire_test_server)")
+        self.proc = subprocess.Popen([str(SERVER), *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline().split()[1])
+        self.token = self.proc.stdout.readline().split()[1]
+
+    def push(self, n):
+        """Push n more orders through a connector and run one tick."""
+        self.proc.stdin.write(f"push {n}\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "ok"
+
+    def dsn(self, dbname="rill", password=None):
+        return (f"host=127.0.0.1 port={self.port} user=tester dbname={dbname} "
+                f"password={password or self.token}")
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--rows", str(ROWS))
+    yield s
+    s.close()
+
+
+def orders_oracle():
+    """The same orders in DuckDB (the oracle)."""
+    con = duckdb.connect()
+    con.execute(f"""
+        CREATE TABLE orders AS SELECT i AS order_id, 'customer_' || (i % 7) AS customer,
+          i * 1.25 AS amount, CAST(i % 5 + 1 AS INTEGER) AS quantity, i % 2 = 0 AS paid,
+          TIMESTAMP '2023-11-14 22:13:20' + to_seconds(i) AS created_at
+        FROM range({ROWS}) t(i)""")
+    return con
+
+
+def psql(server, *args, password=None, timeout=30, **kwargs):
+    if shutil.which("psql") is None:
+        pytest.skip("psql (Debian postgresql-client) is not installed")
+    env = dict(os.environ, PGPASSWORD=password or server.token, PGCONNECT_TIMEOUT="10")
+    return subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tester",
+                           "-d", "rill", "-X", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, **kwargs)
+
+
+# ---- psql ------------------------------------------------------------------------
+
+def test_psql_runs_queries_with_scram_authentication(server):
+    r = psql(server, "-At", "-c", "SELECT count(*), sum(amount) FROM orders WHERE paid")
+    assert r.returncode == 0, r.stderr
+    expected = orders_oracle().execute(
+        "SELECT count(*), sum(amount) FROM orders WHERE paid").fetchone()
+    count, total = r.stdout.strip().split("|")
+    assert int(count) == expected[0]
+    assert float(total) == pytest.approx(float(expected[1]))
+
+
+def test_psql_lists_tables_and_describes_orders(server):
+    r = psql(server, "-c", r"\dt")
+    assert r.returncode == 0, r.stderr
+    assert "orders" in r.stdout and "public" in r.stdout
+    r = psql(server, "-c", r"\d orders")
+    assert r.returncode == 0, r.stderr
+    lines = {line.split("|")[0].strip(): line.split("|")[1].strip()
+             for line in r.stdout.splitlines() if line.count("|") >= 2}
+    assert lines["order_id"] == "bigint"
+    assert lines["customer"] == "text"
+    assert lines["amount"] == "double precision"
+    assert lines["quantity"] == "integer"
+    assert lines["paid"] == "boolean"
+    assert lines["created_at"] == "timestamp without time zone"
+    r = psql(server, "-c", r"\l")
+    assert r.returncode == 0, r.stderr
+    assert "rill_metrics" in r.stdout
+
+
+def test_psql_rejects_a_wrong_token(server):
+    r = psql(server, "-c", "SELECT 1", password="not-the-token")
+    assert r.returncode == 2
+    assert "password authentication failed" in r.stderr
+
+
+def test_psql_ctrl_c_cancels_a_long_query(server):
+    if shutil.which("psql") is None:
+        pytest.skip("psql is not installed")
+    env = dict(os.environ, PGPASSWORD=server.token)
+    proc = subprocess.Popen(
+        ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tester", "-d", "rill",
+         "-c", "SELECT count(*) FROM range(1000000000000) a"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    start = time.time()
+    proc.send_signal(signal.SIGINT)  # psql sends a CancelRequest
+    out, err = proc.communicate(timeout=30)
+    assert "canceling statement due to user request" in err
+    assert time.time() - start < 10
+
+
+def test_psql_sees_rows_pushed_after_a_tick(server):
+    def count():
+        r = psql(server, "-At", "-c", "SELECT count(*) FROM orders")
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout)
+    before = count()
+    server.push(5)
+    assert count() == before + 5
+
+
+# ---- psycopg -------------------------------------------------------------------
+
+def test_psycopg_simple_and_parameterized_queries(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        rows = conn.execute("SELECT order_id, customer FROM orders WHERE order_id < 3 "
+                            "ORDER BY order_id").fetchall()
+        assert rows == [(0, "customer_0"), (1, "customer_1"), (2, "customer_2")]
+        rows = conn.execute(
+            "SELECT order_id, amount FROM orders WHERE customer = %s AND order_id < %s "
+            "ORDER BY order_id", ("customer_3", 20)).fetchall()
+        assert rows == [(3, 3.75), (10, 12.5), (17, 21.25)]
+        # A parameter that looks like SQL stays a value.
+        rows = conn.execute("SELECT count(*) FROM orders WHERE customer = %s",
+                            ("x' OR '1'='1",)).fetchall()
+        assert rows == [(0,)]
+
+
+def test_psycopg_server_side_cursor_fetches_in_chunks(server):
+    oracle = [r[0] for r in orders_oracle().execute(
+        "SELECT order_id FROM orders ORDER BY order_id").fetchall()]
+    with psycopg.connect(server.dsn()) as conn:
+        with conn.cursor(name="chunks") as cur:
+            cur.itersize = 7
+            cur.execute("SELECT order_id FROM orders WHERE order_id < %s ORDER BY order_id",
+                        (ROWS,))
+            first = cur.fetchmany(15)
+            rest = cur.fetchall()
+    assert [r[0] for r in first + rest] == oracle
+
+
+def test_holdable_cursor_in_autocommit(server):
+    # Execute row limits with PortalSuspended are pinned by the C++ session test
+    # (psycopg fetches with FETCH statements instead).
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        with conn.cursor(name="limited", withhold=True) as named:
+            named.itersize = 3
+            rows = list(named.execute("SELECT order_id FROM orders ORDER BY order_id LIMIT 10"))
+        assert [r[0] for r in rows] == list(range(10))
+
+
+TYPE_QUERY = """SELECT
+  true AS b, CAST(-3 AS TINYINT) AS i1, CAST(300 AS SMALLINT) AS i2, 70000 AS i4,
+  CAST(9000000000 AS BIGINT) AS i8, CAST(200 AS UTINYINT) AS u1,
+  CAST(4000000000 AS UINTEGER) AS u4, CAST(1.5 AS REAL) AS f4, CAST(-2.25 AS DOUBLE) AS f8,
+  CAST('12345.6789' AS DECIMAL(18, 4)) AS dec, CAST('-0.001' AS DECIMAL(10, 3)) AS dec_small,
+  CAST(123456789012345678901234567890 AS HUGEINT) AS huge, 'héllo, "world"' AS txt,
+  '' AS empty_text, CAST('\\x00\\xff' AS BLOB) AS blob, DATE '2024-02-29' AS d,
+  DATE '0044-03-15' AS d_old, TIME '13:14:15.123456' AS t,
+  TIMESTAMP '2024-01-02 03:04:05.678' AS ts, TIMESTAMPTZ '2024-01-02 03:04:05+00' AS tstz,
+  INTERVAL '3 days 04:05:06' AS iv, [1, 2, NULL] AS int_list,
+  ['a', 'b c', NULL, ''] AS text_list, [1.5, 2.5] AS double_list,
+  CAST(NULL AS INTEGER) AS null_int, CAST('NaN' AS DOUBLE) AS nan,
+  CAST('infinity' AS DOUBLE) AS inf"""
+
+
+def duck_values():
+    return list(duckdb.connect().execute(TYPE_QUERY).fetchone())
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_column_types_round_trip_like_duckdb(server, binary):
+    expected = duck_values()
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        cur = conn.cursor(binary=binary)
+        got = list(cur.execute(TYPE_QUERY).fetchone())
+        names = [d.name for d in cur.description]
+        oids = [d.type_code for d in cur.description]
+    assert 0 not in oids and 705 not in oids
+    for name, g, e in zip(names, got, expected):
+        if isinstance(e, float) and e != e:
+            assert g != g, name
+        elif isinstance(e, datetime.datetime) and e.tzinfo is not None:
+            assert g == e, name
+        elif name == "huge":
+            # PostgreSQL has no 128-bit integer: HUGEINT travels as numeric.
+            assert g == decimal.Decimal(e) and g.as_tuple().exponent == 0, name
+        else:
+            assert g == e and type(g) == type(e), (name, g, e)
+
+
+def test_real_postgres_oids_for_common_types(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        cur = conn.execute("SELECT true, 1::SMALLINT, 1, 1::BIGINT, 1::REAL, 1::DOUBLE, "
+                           "1::DECIMAL(5,2), 'x', 'x'::BLOB, DATE '2024-01-01', "
+                           "TIME '01:00', TIMESTAMP '2024-01-01', TIMESTAMPTZ '2024-01-01', "
+                           "INTERVAL 1 DAY, [1], ['a'], {'a': 1}")
+        oids = [d.type_code for d in cur.description]
+    assert oids == [16, 21, 23, 20, 700, 701, 1700, 25, 17, 1082, 1083, 1114, 1184, 1186,
+                    1007, 1009, 25]
+
+
+def test_errors_carry_sqlstates(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        cases = [("SELEC 1", "42601"), ("SELECT * FROM no_such_table", "42P01"),
+                 ("INSERT INTO orders VALUES (1)", "25006"),
+                 ("CREATE TABLE t (a INT)", "25006"), ("DROP TABLE orders", "25006")]
+        for sql, state in cases:
+            with pytest.raises(psycopg.Error) as err:
+                conn.execute(sql)
+            assert err.value.sqlstate == state, sql
+            assert str(err.value)
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # the session goes on
+
+
+def test_session_statements_are_acknowledged(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        conn.execute("SET application_name = 'pgwire-test'")
+        assert conn.execute("SHOW application_name").fetchone() == ("pgwire-test",)
+        assert conn.execute("SHOW server_version").fetchone()[0].startswith("16.")
+        assert conn.execute("SHOW standard_conforming_strings").fetchone() == ("on",)
+        conn.execute("RESET application_name")
+        assert conn.execute("SHOW application_name").fetchone() == ("",)
+        conn.execute("BEGIN")
+        conn.execute("ROLLBACK")
+        conn.execute("DISCARD ALL")
+        assert conn.info.parameter_status("server_encoding") == "UTF8"
+        assert conn.info.parameter_status("integer_datetimes") == "on"
+        assert conn.info.backend_pid != 0
+
+
+def test_several_statements_and_empty_queries_in_one_message(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        pgconn = conn.pgconn
+        pgconn.send_query(b"SELECT 1; ; -- just a comment\n SELECT 'two'")
+        statuses = []
+        while (res := pgconn.get_result()) is not None:
+            statuses.append((res.status, res.ntuples))
+        assert [n for _, n in statuses] == [1, 1]
+        res = pgconn.exec_(b"  -- nothing\n")
+        assert res.status == psycopg.pq.ExecStatus.EMPTY_QUERY
+
+
+def test_catalog_functions(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        row = conn.execute("SELECT version(), current_setting('server_version_num'), "
+                           "quote_ident('a b'), quote_ident('ok'), current_database(), "
+                           "pg_catalog.format_type(1184, -1)").fetchone()
+        assert row[0].startswith("PostgreSQL 16")
+        assert row[1:] == ("160004", '"a b"', "ok", "rill", "timestamp with time zone")
+        nulls = conn.execute(
+            "SELECT count(*) FROM pg_catalog.pg_type WHERE oid IN "
+            "(16,17,20,21,23,25,700,701,1043,1082,1083,1114,1184,1186,1700,2950,114) "
+            "AND (typname IS NULL OR typlen IS NULL OR typtype IS NULL OR typelem IS NULL "
+            "OR typarray IS NULL OR typinput IS NULL)").fetchone()
+        assert nulls == (0,)
+
+
+def test_statement_timeout_gives_57014():
+    s = Server("--rows", "10", "--timeout-ms", "300")
+    try:
+        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.QueryCanceled) as err:
+                conn.execute("SELECT count(*) FROM range(1000000000000) a")
+            assert "timeout" in str(err.value)
+            assert conn.execute("SELECT count(*) FROM orders").fetchone() == (10,)
+    finally:
+        s.close()
+
+
+def test_idle_connections_are_closed():
+    s = Server("--rows", "1", "--idle-timeout-ms", "300")
+    try:
+        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            time.sleep(1.0)
+            with pytest.raises(psycopg.OperationalError):
+                conn.execute("SELECT 1")
+        # Other connections are unaffected.
+        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT 2").fetchone() == (2,)
+    finally:
+        s.close()
+
+
+def test_cancel_request_from_psycopg(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        threading.Timer(1.0, conn.cancel).start()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT count(*) FROM range(1000000000000) a")
+        assert conn.execute("SELECT 2").fetchone() == (2,)
+
+
+def test_metrics_database_is_selected_by_name(server):
+    with psycopg.connect(server.dsn(dbname="rill_metrics"), autocommit=True) as conn:
+        tables = {r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert "rill_alerts" in tables
+
+
+# ---- SQLAlchemy + pandas ------------------------------------------------------------
+
+def test_sqlalchemy_pandas_read_sql_and_inspect(server):
+    sa = pytest.importorskip("sqlalchemy")
+    pd = pytest.importorskip("pandas")
+    engine = sa.create_engine(
+        f"postgresql+psycopg://tester:{server.token}@127.0.0.1:{server.port}/rill")
+    try:
+        sql = "SELECT order_id, customer, amount FROM orders WHERE order_id < 10 ORDER BY order_id"
+        got = pd.read_sql(sql, engine)
+        expected = orders_oracle().execute(sql).df()
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+        inspector = sa.inspect(engine)
+        assert "orders" in inspector.get_table_names()
+        columns = [c["name"] for c in inspector.get_columns("orders")]
+        assert columns[:6] == ["order_id", "customer", "amount", "quantity", "paid",
+                               "created_at"]
+    finally:
+        engine.dispose()
+
+
+# ---- Grafana ------------------------------------------------------------------------
+# The statements of Grafana's PostgreSQL data source (health check and the query
+# builder's schema, table and column listings), as its postgresMetaQuery.ts builds them.
+
+GRAFANA_SCHEMA_CONSTRAINT = """
+          quote_ident(table_schema) IN (
+          SELECT
+            CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+          FROM
+            generate_series(
+              array_lower(string_to_array(current_setting('search_path'),','),1),
+              array_upper(string_to_array(current_setting('search_path'),','),1)
+            ) as i,
+            string_to_array(current_setting('search_path'),',') s
+          )"""
+
+
+def test_grafana_health_check_and_query_builder_listings(server):
+    c = GRAFANA_SCHEMA_CONSTRAINT
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'").fetchall() == []
+        schemas = conn.execute(
+            """SELECT schema_name AS "name" FROM information_schema.schemata
+               WHERE schema_name NOT IN ('information_schema', 'pg_catalog', 'pg_toast')
+               ORDER BY schema_name""").fetchall()
+        assert schemas == [("public",)]
+        tables = conn.execute(
+            """SELECT quote_ident(table_name) AS "table" FROM information_schema.tables
+               WHERE quote_ident(table_schema) = 'public' ORDER BY 1""").fetchall()
+        assert ("orders",) in tables
+        tables = conn.execute(
+            f"""SELECT CASE WHEN {c} THEN quote_ident(table_name)
+                  ELSE quote_ident(table_schema) || '.' || quote_ident(table_name) END AS "table"
+                FROM information_schema.tables
+                WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog')
+                ORDER BY CASE WHEN {c} THEN 0 ELSE 1 END, 1""").fetchall()
+        assert ("orders",) in tables
+        columns = conn.execute(
+            f"""SELECT quote_ident(column_name) AS "column", data_type AS "type"
+                FROM information_schema.columns
+                WHERE CASE WHEN array_length(parse_ident('orders'),1) = 2
+                  THEN quote_ident(table_schema) = (parse_ident('orders'))[1]
+                    AND quote_ident(table_name) = (parse_ident('orders'))[2]
+                  ELSE quote_ident(table_name) = 'orders' AND {c} END""").fetchall()
+        assert columns[:6] == [("order_id", "bigint"), ("customer", "text"),
+                               ("amount", "double precision"), ("quantity", "integer"),
+                               ("paid", "boolean"), ("created_at", "timestamp without time zone")]
+
+
+# ---- pgjdbc ------------------------------------------------------------------------
+
+def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_path):
+    jars = sorted((ROOT / "build" / "pgjdbc").glob("postgresql-*.jar"))
+    if not jars or shutil.which("javac") is None:
+        pytest.skip("pgjdbc jar (scripts/setup fetches it into build/pgjdbc) or the JDK is missing")
+    source = ROOT / "tests" / "java" / "PgwireJdbc.java"
+    subprocess.run(["javac", "-d", str(tmp_path), "-cp", str(jars[-1]), str(source)], check=True,
+                   timeout=120)
+    r = subprocess.run(["java", "-cp", f"{jars[-1]}:{tmp_path}", "PgwireJdbc", str(server.port),
+                        server.token], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert lines["product"] == "PostgreSQL 16"
+    assert "public.orders" in lines["tables"].split(",")
+    expected = orders_oracle().execute(
+        "SELECT order_id, customer, amount FROM orders WHERE order_id BETWEEN 10 AND 99 "
+        "AND customer = 'customer_3' ORDER BY order_id").fetchall()
+    assert lines["rows"].split() == [f"{i}:{c}:{float(a)}" for i, c, a in expected]
