@@ -236,10 +236,11 @@ Result<TaskOutput> WindowTask::Run(SqlEngine& sql, double now) {
     if (!batches->empty()) ++extra_.runs_with_rows;
   }
   if (!late_status.ok()) {
-    engine->RecordEvent(EngineEvent{now, Severity::kError, "engine", name(),
-                                    "Window task '" + name() + "' could not keep late rows in '" +
-                                        options_.late_table + "' (they are counted)",
-                                    late_status.ToString(), ""});
+    engine->RecordEvent(EngineEvent::Engine(
+        Severity::kError, name(),
+        "Window task '" + name() + "' could not keep late rows in '" + options_.late_table +
+            "' (they are counted)",
+        late_status.ToString(), now));
   }
   return TaskOutput{std::move(emitted).ValueUnsafe(), /*replace=*/false};
 }
