@@ -55,6 +55,21 @@ std::shared_ptr<arrow::DataType> PickType(FuzzedDataProvider& in) {
   }
 }
 
+/// Map random bytes to valid UTF-8 (a utf8 array holding anything else is an
+/// invalid Arrow array, which producers must not hand over): ASCII letters,
+/// digits and punctuation, and "é" for bytes above 0x7f.
+std::string ValidUtf8(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c >= 0x80) {
+      out += "\xc3\xa9";
+    } else {
+      out += static_cast<char>(c < 0x20 || c == 0x7f ? 'a' + c % 26 : c);
+    }
+  }
+  return out;
+}
+
 /// Random values of `type`: integers, floats and times are drawn as int64 or
 /// double and cast unsafely (any bit pattern the type can hold); strings are
 /// random bytes or numerals (so that string→number casts sometimes work).
@@ -72,7 +87,7 @@ std::shared_ptr<arrow::Array> RandomArray(FuzzedDataProvider& in,
       } else if (in.ConsumeBool()) {
         (void)b.Append(std::to_string(in.ConsumeIntegralInRange<int64_t>(-300, 300)));
       } else {
-        (void)b.Append(in.ConsumeRandomLengthString(12));
+        (void)b.Append(ValidUtf8(in.ConsumeRandomLengthString(12)));
       }
     }
     raw = b.Finish().ValueOrDie();
