@@ -1,7 +1,7 @@
 // The only file of src/rill/metrics that includes DuckDB. DuckDB throws; every
 // entry point catches and returns a Status carrying DuckDB's message.
 #include "rill/metrics/metrics_db_internal.h"
-#include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/duckdb_result.h"
 #include "rill/common/logging.h"
 
 #include <chrono>
@@ -410,7 +410,7 @@ Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) con
                              statements.size());
     }
     const auto type = statements[0]->type;
-    if (!sql_internal::IsReadStatement(*statements[0])) {
+    if (!IsReadStatement(*statements[0])) {
       return Status::Invalid("query_metrics is read-only: ",
                              duckdb::StatementTypeToString(type),
                              " statements are not allowed");
@@ -423,7 +423,7 @@ Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) con
       con.Query("ROLLBACK");
       return Status::Invalid("query_metrics: ", result->GetError());
     }
-    auto table = sql_internal::ResultToArrowTable(std::move(result), /*batch_rows=*/1 << 16);
+    auto table = ResultToArrowTable(std::move(result), /*batch_rows=*/1 << 16);
     con.Query("ROLLBACK");
     return table;
   } catch (const std::exception& e) {

@@ -26,7 +26,7 @@
 #include <duckdb/storage/buffer_manager.hpp>
 
 #include "rill/sql/arrow_scan_internal.h"
-#include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/duckdb_result.h"
 #include "rill/sql/query_interrupt.h"
 #include "rill/table/live_table.h"
 
@@ -34,8 +34,6 @@ namespace rill {
 namespace {
 
 using sql_internal::CreateScanView;
-using sql_internal::IsReadStatement;
-using sql_internal::ResultToArrowTable;
 using sql_internal::LiveTableSource;
 
 constexpr size_t kMaxIdleConnections = 8;

@@ -1,4 +1,4 @@
-#include "rill/table/int_location_map.h"
+#include "rill/table/int_location_map_internal.h"
 
 #include <arrow/util/bit_util.h>
 

@@ -1,6 +1,6 @@
-#include "rill/table/key_index.h"
+#include "rill/table/key_index_internal.h"
 
-#include "rill/table/int_location_map.h"
+#include "rill/table/int_location_map_internal.h"
 
 #include <cstring>
 #include <optional>

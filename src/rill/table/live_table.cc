@@ -17,19 +17,17 @@
 #include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
 #include "rill/table/gather_internal.h"
-#include "rill/table/key_index.h"
+#include "rill/table/key_index_internal.h"
+#include "rill/table/live_table_internal.h"
 
 namespace rill {
 
-namespace {
+using table_internal::AllAliveBitmap;
+using table_internal::Location;
+using table_internal::RowOf;
+using table_internal::SlotOf;
 
-constexpr uint64_t Location(uint32_t slot, int64_t row) {
-  return (static_cast<uint64_t>(slot) << 32) | static_cast<uint64_t>(row);
-}
-constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(location >> 32); }
-/// See CompactLocked: large tables may hold a chunk per this many live rows.
-constexpr int64_t kMinAverageChunkRows = 8192;
-constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
+namespace {
 
 Result<std::shared_ptr<arrow::Buffer>> FilledDoubles(int64_t n, double value) {
   RILL_ASSIGN_OR_RAISE(auto buffer,
@@ -39,117 +37,20 @@ Result<std::shared_ptr<arrow::Buffer>> FilledDoubles(int64_t n, double value) {
   return std::shared_ptr<arrow::Buffer>(std::move(buffer));
 }
 
+}  // namespace
+
+namespace table_internal {
+
 Result<std::shared_ptr<arrow::Buffer>> AllAliveBitmap(int64_t n) {
   RILL_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBitmap(n, TableMemoryPool()));
   std::memset(buffer->mutable_data(), 0xff, buffer->size());
   return std::shared_ptr<arrow::Buffer>(std::move(buffer));
 }
 
-bool SameUserColumns(const arrow::Schema& a, const arrow::Schema& b) {
-  if (a.num_fields() != b.num_fields()) return false;
-  for (int i = 0; i < a.num_fields(); ++i) {
-    if (a.field(i)->name() != b.field(i)->name() ||
-        !a.field(i)->type()->Equals(*b.field(i)->type())) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-// ---------------------------------------------------------------------------
-// TableVersion
-
-TableVersion::TableVersion(std::shared_ptr<arrow::Schema> schema,
-                           std::vector<VersionChunk> chunks, uint64_t version,
-                           double published_at)
-    : schema_(std::move(schema)),
-      chunks_(std::move(chunks)),
-      version_(version),
-      published_at_(published_at) {
-  for (const auto& c : chunks_) num_rows_ += c.live_rows;
-}
-
-int64_t TableVersion::nbytes() const {
-  int64_t total = 0;
-  for (const auto& c : chunks_) {
-    for (const auto& col : c.batch->columns()) {
-      for (const auto& buf : col->data()->buffers) {
-        if (buf) total += buf->size();
-      }
-    }
-    if (c.alive) total += c.alive->size();
-  }
-  return total;
-}
-
-Result<std::shared_ptr<arrow::RecordBatch>> TableVersion::LiveBatch(const VersionChunk& chunk) {
-  if (!chunk.alive || chunk.live_rows == chunk.batch->num_rows()) {
-    return chunk.batch;
-  }
-  return table_internal::GatherLiveRows(chunk.batch->schema(),
-                                        {{chunk.batch, chunk.alive, chunk.live_rows}},
-                                        TableMemoryPool());
-}
-
-Result<std::shared_ptr<arrow::Table>> TableVersion::ToTable() const {
-  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
-  batches.reserve(chunks_.size());
-  for (const auto& c : chunks_) {
-    if (c.live_rows == 0) continue;
-    RILL_ASSIGN_OR_RAISE(auto b, LiveBatch(c));
-    batches.push_back(std::move(b));
-  }
-  return arrow::Table::FromRecordBatches(schema_, batches);
-}
-
-namespace {
-
-/// Streams the live batches of one version; holds the version alive.
-class VersionReader final : public arrow::RecordBatchReader {
- public:
-  explicit VersionReader(std::shared_ptr<const TableVersion> version)
-      : version_(std::move(version)) {}
-  std::shared_ptr<arrow::Schema> schema() const override { return version_->schema(); }
-  Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
-    const auto& chunks = version_->chunks();
-    while (next_ < chunks.size() && chunks[next_].live_rows == 0) ++next_;
-    if (next_ >= chunks.size()) {
-      *out = nullptr;
-      return Status::OK();
-    }
-    RILL_ASSIGN_OR_RAISE(*out, TableVersion::LiveBatch(chunks[next_++]));
-    return Status::OK();
-  }
-
- private:
-  std::shared_ptr<const TableVersion> version_;
-  size_t next_ = 0;
-};
-
-}  // namespace
-
-Result<std::shared_ptr<arrow::RecordBatchReader>> TableVersion::MakeReader() const {
-  // The caller owns a shared_ptr to this version (it came from snapshot()),
-  // but we cannot reach it from `this`; copy the chunk list into a new version.
-  auto copy = std::make_shared<TableVersion>(schema_, chunks_, version_, published_at_);
-  return std::make_shared<VersionReader>(std::move(copy));
-}
+}  // namespace table_internal
 
 // ---------------------------------------------------------------------------
 // LiveTable
-
-struct LiveTable::Chunk {
-  std::shared_ptr<arrow::RecordBatch> batch;
-  std::shared_ptr<arrow::Buffer> alive;  // null = all alive
-  int64_t live_rows = 0;
-  const double* insert_ts = nullptr;     // raw z_insert_ts values of `batch`
-  bool has_time_range = false;           // min/max of the retention time column
-  double time_min = 0;
-  double time_max = 0;
-  bool in_use = false;
-};
 
 LiveTable::LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
                      std::vector<std::string> primary_key, TableMode mode, TableOptions options)
@@ -223,74 +124,6 @@ Result<std::shared_ptr<LiveTable>> LiveTable::Make(std::string name,
   table->current_.Store(std::make_shared<TableVersion>(
       table->schema_, std::vector<VersionChunk>{}, 0, table->clock_()));
   return table;
-}
-
-Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
-    const std::shared_ptr<arrow::RecordBatch>& batch) const {
-  const auto& in = *batch->schema();
-  const int64_t n = batch->num_rows();
-  auto check_nulls = [&](const arrow::Field& field,
-                         const std::shared_ptr<arrow::Array>& col) -> Status {
-    if (!field.nullable() && col->null_count() > 0) {
-      return Status::Invalid("Table '", name_, "': column '", field.name(),
-                             "' is not nullable but the batch has ", col->null_count(),
-                             " null value(s)");
-    }
-    return Status::OK();
-  };
-  if (SameUserColumns(in, *user_schema_)) {
-    for (int i = 0; i < user_schema_->num_fields(); ++i) {
-      RILL_RETURN_NOT_OK(check_nulls(*user_schema_->field(i), batch->column(i)));
-    }
-    if (batch->schema()->Equals(*user_schema_, /*check_metadata=*/false)) {
-      return batch;
-    }
-    return arrow::RecordBatch::Make(user_schema_, n, batch->columns());
-  }
-  for (const auto& f : in.fields()) {
-    if (!IsSystemColumn(f->name()) && user_schema_->GetFieldIndex(f->name()) < 0) {
-      std::string names;
-      for (const auto& uf : user_schema_->fields()) {
-        names += (names.empty() ? "" : ", ") + uf->name();
-      }
-      return Status::Invalid("Table '", name_, "' has no column '", f->name(),
-                             "' (its columns: ", names, ")");
-    }
-  }
-  std::vector<std::shared_ptr<arrow::Array>> columns;
-  columns.reserve(user_schema_->num_fields());
-  for (const auto& field : user_schema_->fields()) {
-    auto matches = in.GetAllFieldIndices(field->name());
-    if (matches.size() > 1) {
-      return Status::Invalid("Table '", name_, "': the batch has column '", field->name(),
-                             "' ", matches.size(), " times");
-    }
-    std::shared_ptr<arrow::Array> col;
-    if (matches.empty()) {
-      if (!field->nullable()) {
-        return Status::Invalid("Table '", name_, "': column '", field->name(), "' (",
-                               field->type()->ToString(),
-                               ") is missing from the batch and is not nullable");
-      }
-      RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(field->type(), n, TableMemoryPool()));
-    } else {
-      col = batch->column(matches[0]);
-      if (!col->type()->Equals(*field->type())) {
-        arrow::compute::ExecContext ctx(TableMemoryPool());
-        auto cast = arrow::compute::Cast(*col, field->type(), arrow::compute::CastOptions::Safe(),
-                                         &ctx);
-        if (!cast.ok()) {
-          return Status::Invalid("Table '", name_, "': column '", field->name(), "' has type ",
-                                 col->type()->ToString(), " but the table expects ",
-                                 field->type()->ToString(), ": ", cast.status().message());
-        }
-        col = *cast;
-      }
-      RILL_RETURN_NOT_OK(check_nulls(*field, col));
-    }
-    columns.push_back(std::move(col));
-  }
-  return arrow::RecordBatch::Make(user_schema_, n, std::move(columns));
 }
 
 Result<std::shared_ptr<arrow::Buffer>> LiveTable::NowBufferLocked(int64_t n, double now) {
@@ -475,170 +308,6 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   SetChunkLocked(slot, std::move(full), std::move(alive), live);
   order_.push_back(slot);
   live_rows_ += live;
-  return Status::OK();
-}
-
-Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
-  if (!options_.retention || !options_.retention->enabled()) {
-    return Status::OK();
-  }
-  const auto& policy = *options_.retention;
-  const int64_t before = live_rows_;
-  auto kill = [&](uint32_t slot, int64_t row) {
-    if (index_) EraseKeyLocked(slot, row);
-    KillRowLocked(Location(slot, row));
-  };
-  auto alive = [&](const Chunk& c, int64_t row) {
-    return !c.alive || arrow::bit_util::GetBit(c.alive->data(), row);
-  };
-  if (policy.max_age_seconds) {
-    const double cutoff = now - *policy.max_age_seconds;
-    for (uint32_t slot : order_) {
-      Chunk& c = slots_[slot];
-      if (c.live_rows == 0 || !c.has_time_range || c.time_min >= cutoff) continue;
-      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
-      RILL_ASSIGN_OR_RAISE(auto reader, MakeTimeReader(c.batch->column(time_column_)));
-      const int64_t rows = c.batch->num_rows();
-      for (int64_t r = 0; r < rows && c.live_rows > 0; ++r) {
-        if (!alive(c, r)) continue;
-        bool valid;
-        double t = reader(r, &valid);
-        if (valid && t < cutoff) kill(slot, r);
-      }
-    }
-  }
-  if (policy.max_rows && live_rows_ > *policy.max_rows) {
-    int64_t excess = live_rows_ - *policy.max_rows;
-    for (uint32_t slot : order_) {
-      if (excess == 0) break;
-      Chunk& c = slots_[slot];
-      if (c.live_rows == 0) continue;
-      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
-      const int64_t rows = c.batch->num_rows();
-      if (c.live_rows <= excess && !index_) {
-        // Whole chunk expires: no need to touch rows one by one.
-        excess -= c.live_rows;
-        live_rows_ -= c.live_rows;
-        c.live_rows = 0;
-        continue;
-      }
-      for (int64_t r = 0; r < rows && excess > 0 && c.live_rows > 0; ++r) {
-        if (!alive(c, r)) continue;
-        kill(slot, r);
-        --excess;
-      }
-    }
-  }
-  *expired += before - live_rows_;
-  return Status::OK();
-}
-
-void LiveTable::DropEmptyChunksLocked() {
-  size_t out = 0;
-  for (size_t i = 0; i < order_.size(); ++i) {
-    uint32_t slot = order_[i];
-    if (slots_[slot].live_rows == 0) {
-      slots_[slot] = Chunk{};
-      free_slots_.push_back(slot);
-    } else {
-      order_[out++] = slot;
-    }
-  }
-  order_.resize(out);
-}
-
-Status LiveTable::RewriteLocked(size_t begin, size_t end) {
-  // Rewrite order_[begin, end) into one chunk of their live rows.
-  std::vector<table_internal::GatherPart> parts;
-  int64_t total = 0;
-  for (size_t i = begin; i < end; ++i) {
-    const Chunk& c = slots_[order_[i]];
-    parts.push_back({c.batch, c.alive, c.live_rows});
-    total += c.live_rows;
-  }
-  if (parts.empty() ||
-      (parts.size() == 1 && parts[0].live_rows == parts[0].batch->num_rows())) {
-    return Status::OK();  // nothing to drop, nothing to merge
-  }
-  RILL_ASSIGN_OR_RAISE(auto merged,
-                       table_internal::GatherLiveRows(schema_, parts, TableMemoryPool()));
-  const uint32_t slot = AllocateSlotLocked();
-  SetChunkLocked(slot, std::move(merged), nullptr, total);
-  RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
-  for (size_t i = begin; i < end; ++i) {
-    uint32_t old = order_[i];
-    slots_[old] = Chunk{};
-    free_slots_.push_back(old);
-  }
-  order_.erase(order_.begin() + begin + 1, order_.begin() + end);
-  order_[begin] = slot;
-  return Status::OK();
-}
-
-Status LiveTable::CompactLocked(bool full) {
-  DropEmptyChunksLocked();
-  const int64_t target = std::max<int64_t>(options_.target_chunk_rows, 1);
-  if (full) {
-    // Rewrite everything into one batch, then cut it into chunks of `target`.
-    if (order_.empty()) return Status::OK();
-    RILL_RETURN_NOT_OK(RewriteLocked(0, order_.size()));
-    const uint32_t whole = order_[0];
-    std::shared_ptr<arrow::RecordBatch> all = slots_[whole].batch;
-    if (all->num_rows() <= target) return Status::OK();
-    order_.clear();
-    slots_[whole] = Chunk{};
-    free_slots_.push_back(whole);
-    for (int64_t start = 0; start < all->num_rows(); start += target) {
-      auto piece = all->Slice(start, std::min(target, all->num_rows() - start));
-      const uint32_t slot = AllocateSlotLocked();
-      const int64_t rows = piece->num_rows();
-      SetChunkLocked(slot, std::move(piece), nullptr, rows);
-      RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
-      order_.push_back(slot);
-    }
-    return Status::OK();
-  }
-  // Merging small chunks copies rows that dead-row compaction would not have
-  // touched, so a large table may hold more chunks than auto_compact_chunks, as
-  // long as they average kMinAverageChunkRows rows: a 1M-row table merges above
-  // 122 chunks, not 32, which cuts the rows compaction copies (and re-indexes)
-  // per upserted row from about 2 to about 1.2 under random upserts.
-  const int64_t max_chunks =
-      std::max(options_.auto_compact_chunks, live_rows_ / kMinAverageChunkRows);
-  const bool merge = options_.auto_compact_chunks > 0 &&
-                     static_cast<int64_t>(order_.size()) > max_chunks;
-  auto dirty = [&](const Chunk& c) {
-    return c.live_rows < c.batch->num_rows() &&
-           (full || c.batch->num_rows() - c.live_rows >
-                        options_.compact_dead_fraction * c.batch->num_rows());
-  };
-  size_t i = 0;
-  while (i < order_.size()) {
-    const Chunk& first = slots_[order_[i]];
-    bool small = merge && first.live_rows < target / 2;
-    if (!dirty(first) && !small) {
-      ++i;
-      continue;
-    }
-    // Grow a group of adjacent chunks, up to target rows, that are dirty (their
-    // rewrite is due anyway, so grouping them costs nothing) or, when merging,
-    // small.
-    size_t j = i + 1;
-    int64_t rows = first.live_rows;
-    while (j < order_.size()) {
-      const Chunk& next = slots_[order_[j]];
-      const bool joins = dirty(next) || (merge && next.live_rows < target / 2);
-      if (!joins || rows + next.live_rows > target) break;
-      rows += next.live_rows;
-      ++j;
-    }
-    if (j - i == 1 && !dirty(first)) {
-      ++i;
-      continue;
-    }
-    RILL_RETURN_NOT_OK(RewriteLocked(i, j));
-    ++i;
-  }
   return Status::OK();
 }
 

@@ -8,7 +8,11 @@
 // that readers load lock-free; compaction rewrites chunks whose rows are mostly
 // dead and merges small chunks.
 //
-// Threads: writes (Upsert, ApplyRetention, Compact, ReplaceState) may come from
+// Implemented in live_table.cc (creation, the write path, subscribers),
+// table_version.cc, reconcile.cc, retention.cc (expiring rows) and
+// compaction.cc; live_table_internal.h holds what they share.
+//
+// Threads: writes (Write, ReplaceState, ApplyRetention, Compact) may come from
 // any thread and are serialized by the table; normally the engine's tick thread
 // is the only writer. snapshot() and the read accessors may be called from any
 // thread at any time. Subscribers are called on the writing thread, after the
@@ -195,7 +199,7 @@ class LiveTable {
   LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
             std::vector<std::string> primary_key, TableMode mode, TableOptions options);
 
-  // All Locked* functions require write_mu_.
+  // A *Locked function must be called with write_mu_ held.
   Status WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                         WriteStats* stats);
   Status ApplyRetentionLocked(double now, int64_t* expired);

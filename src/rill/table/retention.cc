@@ -1,7 +1,13 @@
 #include "rill/table/retention.h"
 
 #include <arrow/array.h>
+#include <arrow/record_batch.h>
 #include <arrow/type.h>
+#include <arrow/util/bit_util.h>
+
+#include "rill/table/key_index_internal.h"
+#include "rill/table/live_table.h"
+#include "rill/table/live_table_internal.h"
 
 namespace rill {
 
@@ -89,6 +95,66 @@ Status CheckAppendRetention(const std::string& name, TableMode mode,
         "Retention policy (TTL) with max_rows or max_age_seconds is mandatory for "
         "append-only tables: table '", name, "' is in append mode without one");
   }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Applying a policy to a live table
+
+using table_internal::Location;
+
+Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
+  if (!options_.retention || !options_.retention->enabled()) {
+    return Status::OK();
+  }
+  const auto& policy = *options_.retention;
+  const int64_t before = live_rows_;
+  auto kill = [&](uint32_t slot, int64_t row) {
+    if (index_) EraseKeyLocked(slot, row);
+    KillRowLocked(Location(slot, row));
+  };
+  auto alive = [&](const Chunk& c, int64_t row) {
+    return !c.alive || arrow::bit_util::GetBit(c.alive->data(), row);
+  };
+  if (policy.max_age_seconds) {
+    const double cutoff = now - *policy.max_age_seconds;
+    for (uint32_t slot : order_) {
+      Chunk& c = slots_[slot];
+      if (c.live_rows == 0 || !c.has_time_range || c.time_min >= cutoff) continue;
+      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
+      RILL_ASSIGN_OR_RAISE(auto reader, MakeTimeReader(c.batch->column(time_column_)));
+      const int64_t rows = c.batch->num_rows();
+      for (int64_t r = 0; r < rows && c.live_rows > 0; ++r) {
+        if (!alive(c, r)) continue;
+        bool valid;
+        double t = reader(r, &valid);
+        if (valid && t < cutoff) kill(slot, r);
+      }
+    }
+  }
+  if (policy.max_rows && live_rows_ > *policy.max_rows) {
+    int64_t excess = live_rows_ - *policy.max_rows;
+    for (uint32_t slot : order_) {
+      if (excess == 0) break;
+      Chunk& c = slots_[slot];
+      if (c.live_rows == 0) continue;
+      if (index_) RILL_RETURN_NOT_OK(index_->Bind(*c.batch));
+      const int64_t rows = c.batch->num_rows();
+      if (c.live_rows <= excess && !index_) {
+        // Whole chunk expires: no need to touch rows one by one.
+        excess -= c.live_rows;
+        live_rows_ -= c.live_rows;
+        c.live_rows = 0;
+        continue;
+      }
+      for (int64_t r = 0; r < rows && excess > 0 && c.live_rows > 0; ++r) {
+        if (!alive(c, r)) continue;
+        kill(slot, r);
+        --excess;
+      }
+    }
+  }
+  *expired += before - live_rows_;
   return Status::OK();
 }
 

@@ -16,7 +16,7 @@
 #include <duckdb/function/table/arrow.hpp>
 #include <gtest/gtest.h>
 
-#include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/duckdb_result.h"
 #include "rill/sql/sql_engine.h"
 #include "rill/table/live_table.h"
 #include "sql/sql_test_util.h"
@@ -49,7 +49,7 @@ class NativeOracle {
     if (result->HasError()) {
       return Status::Invalid(result->GetError());
     }
-    return sql_internal::ResultToArrowTable(std::move(result));
+    return ResultToArrowTable(std::move(result));
   }
 
   /// Return the SQL literals of `select`'s single result row.

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rill/table/int_location_map.h"
+#include "rill/table/int_location_map_internal.h"
 
 namespace rill {
 namespace {

@@ -27,11 +27,6 @@ std::shared_ptr<arrow::Table> Contents(const LiveTable& table) {
   return result.ok() ? *result : nullptr;
 }
 
-std::vector<std::string> Sorted(std::vector<std::string> rows) {
-  std::sort(rows.begin(), rows.end());
-  return rows;
-}
-
 class SnapshotTable : public ::testing::Test {
  protected:
   std::shared_ptr<LiveTable> Make(std::shared_ptr<arrow::Schema> schema,
@@ -128,15 +123,6 @@ TEST_F(SnapshotTable, KeepsInsertTimeWhenAKeyRepeatsWithinALaterBatch) {
                                       test::FormatDouble(kT0 + 3)}));
 }
 
-TEST_F(SnapshotTable, UpsertsByStringKey) {
-  auto schema = SchemaOf({arrow::field("k", arrow::utf8()), arrow::field("v", arrow::int64())});
-  auto table = Make(schema, {"k"});
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"(["x", "y", ""])", "[1, 2, 3]"})));
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"(["y", "", "z"])", "[20, 30, 40]"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"k", "v"}),
-            Sorted({"|30", "x|1", "y|20", "z|40"}));
-}
-
 TEST_F(SnapshotTable, UpsertsByDictionaryStringKeyAcrossDifferentDictionaries) {
   auto dict_type = arrow::dictionary(arrow::int32(), arrow::utf8());
   auto schema = SchemaOf({arrow::field("k", dict_type), arrow::field("v", arrow::int64())});
@@ -180,15 +166,6 @@ TEST_F(SnapshotTable, UpsertsByCompositeKey) {
             (std::vector<std::string>{"1|x|1", "1|y|20", "2|x|30", "2|y|4", "3|y|50"}));
 }
 
-TEST_F(SnapshotTable, DoesNotConfuseCompositeKeysThatConcatenateAlike) {
-  auto schema = SchemaOf({arrow::field("a", arrow::utf8()), arrow::field("b", arrow::utf8()),
-                          arrow::field("v", arrow::int64())});
-  auto table = Make(schema, {"a", "b"});
-  RILL_ASSERT_OK(table->Write(
-      BatchOf(schema, {R"(["ab", "a", "", "abc"])", R"(["c", "bc", "abc", ""])", "[1, 2, 3, 4]"})));
-  EXPECT_EQ(table->num_rows(), 4);
-}
-
 TEST_F(SnapshotTable, TreatsNullKeysAsOneValue) {
   auto schema = IntKeySchema();
   auto table = Make(schema, {"id"});
@@ -201,35 +178,6 @@ TEST_F(SnapshotTable, TreatsNullKeysAsOneValue) {
   EXPECT_EQ(SortedRows(*Contents(*table), {"id", "v", "z_insert_ts"}),
             (std::vector<std::string>{"1|b|" + test::FormatDouble(kT0),
                                       "null|d|" + test::FormatDouble(kT0)}));
-}
-
-TEST_F(SnapshotTable, TellsANullStringKeyFromTheEmptyString) {
-  auto schema = SchemaOf({arrow::field("k", arrow::utf8()), arrow::field("v", arrow::int64())});
-  auto table = Make(schema, {"k"});
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {R"([null, "", null, ""])", "[1, 2, 3, 4]"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"k", "v"}), Sorted({"|4", "null|3"}));
-}
-
-TEST_F(SnapshotTable, TreatsNullsInCompositeKeysAsNotDistinct) {
-  auto schema = SchemaOf({arrow::field("a", arrow::int64()), arrow::field("b", arrow::utf8()),
-                          arrow::field("v", arrow::int64())});
-  auto table = Make(schema, {"a", "b"});
-  RILL_ASSERT_OK(table->Write(BatchOf(
-      schema, {"[1, null, 1, null, null]", R"([null, "x", null, null, "x"])", "[1, 2, 3, 4, 5]"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"a", "b", "v"}),
-            (std::vector<std::string>{"1|null|3", "null|null|4", "null|x|5"}));
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[null, 0]", R"([null, null])", "[40, 6]"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"a", "b", "v"}),
-            (std::vector<std::string>{"0|null|6", "1|null|3", "null|null|40", "null|x|5"}));
-}
-
-TEST_F(SnapshotTable, TellsANullIntKeyFromZero) {
-  auto schema = IntKeySchema();
-  auto table = Make(schema, {"id"});
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[0, null]", R"(["zero", "null"])"})));
-  RILL_ASSERT_OK(table->Write(BatchOf(schema, {"[0]", R"(["zero2"])"})));
-  EXPECT_EQ(SortedRows(*Contents(*table), {"id", "v"}),
-            (std::vector<std::string>{"0|zero2", "null|null"}));
 }
 
 TEST_F(SnapshotTable, AppendsWithoutAKey) {

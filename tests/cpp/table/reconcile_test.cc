@@ -47,12 +47,6 @@ TEST_F(Reconcile, MatchesColumnsGivenInAnotherOrder) {
   EXPECT_EQ(Rows(), (std::vector<std::string>{"1|a|1.5", "2|b|2.5"}));
 }
 
-TEST_F(Reconcile, FillsAMissingNullableColumnWithNulls) {
-  auto schema = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("amount", arrow::float64())});
-  RILL_ASSERT_OK(table_->Write(BatchOf(schema, {"[1, 2]", "[1.0, 2.0]"})));
-  EXPECT_EQ(Rows(), (std::vector<std::string>{"1|null|1", "2|null|2"}));
-}
-
 TEST_F(Reconcile, RejectsAMissingNonNullableColumn) {
   auto schema = SchemaOf({arrow::field("name", arrow::utf8())});
   auto result = table_->Reconcile(BatchOf(schema, {R"(["a"])"}));
@@ -77,21 +71,6 @@ TEST_F(Reconcile, CastsCastableTypes) {
   auto full = table_->snapshot()->ToTable().ValueOrDie();
   EXPECT_TRUE(full->schema()->GetFieldByName("amount")->type()->Equals(arrow::float64()));
   EXPECT_TRUE(full->schema()->GetFieldByName("id")->type()->Equals(arrow::int64()));
-}
-
-TEST_F(Reconcile, CastsDictionaryStringsToPlainStrings) {
-  auto dict = arrow::dictionary(arrow::int8(), arrow::utf8());
-  auto schema = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("name", dict)});
-  RILL_ASSERT_OK(table_->Write(BatchOf(schema, {"[1, 2]", R"(["a", "a"])"})));
-  EXPECT_EQ(Rows(), (std::vector<std::string>{"1|a|null", "2|a|null"}));
-}
-
-TEST_F(Reconcile, DropsSystemColumnsOfTheBatch) {
-  auto schema = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("z_insert_ts", arrow::float64()),
-                          arrow::field("z_update_ts", arrow::float64())});
-  RILL_ASSERT_OK(table_->Write(BatchOf(schema, {"[1]", "[5.0]", "[6.0]"})));
-  auto rows = SortedRows(*table_->snapshot()->ToTable().ValueOrDie(), {"id", "z_insert_ts"});
-  EXPECT_EQ(rows, (std::vector<std::string>{"1|" + test::FormatDouble(clock_.now())}));
 }
 
 TEST_F(Reconcile, RejectsAnUnknownColumnByName) {

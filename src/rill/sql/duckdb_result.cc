@@ -1,4 +1,4 @@
-#include "rill/sql/duckdb_result_internal.h"
+#include "rill/sql/duckdb_result.h"
 
 #include <arrow/c/bridge.h>
 #include <arrow/record_batch.h>
@@ -7,7 +7,7 @@
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
 #include <duckdb/parser/statement/explain_statement.hpp>
 
-namespace rill::sql_internal {
+namespace rill {
 
 bool IsReadStatement(const duckdb::SQLStatement& statement) {
   switch (statement.type) {
@@ -33,4 +33,4 @@ Result<std::shared_ptr<arrow::Table>> ResultToArrowTable(
   return reader->ToTable();
 }
 
-}  // namespace rill::sql_internal
+}  // namespace rill

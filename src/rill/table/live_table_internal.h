@@ -1,0 +1,48 @@
+// Private to src/rill/table: the mutable side of a LiveTable shared by the
+// files that implement it (live_table.cc: creation and the write path;
+// compaction.cc; retention.cc: expiring rows). A row's location packs its
+// chunk slot and its row in that chunk into one uint64_t, the value the key
+// index stores.
+//
+// Threads: everything here is used under the table's write_mu_.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <arrow/type_fwd.h>
+
+#include "rill/common/status.h"
+#include "rill/table/live_table.h"
+
+namespace rill {
+
+/// One slot of LiveTable::slots_: a chunk and what the write path derives
+/// from it once.
+struct LiveTable::Chunk {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  std::shared_ptr<arrow::Buffer> alive;  // null = all alive
+  int64_t live_rows = 0;
+  const double* insert_ts = nullptr;     // raw z_insert_ts values of `batch`
+  bool has_time_range = false;           // min/max of the retention time column
+  double time_min = 0;
+  double time_max = 0;
+  bool in_use = false;
+};
+
+namespace table_internal {
+
+/// Return the location of `row` of the chunk in `slot`.
+constexpr uint64_t Location(uint32_t slot, int64_t row) {
+  return (static_cast<uint64_t>(slot) << 32) | static_cast<uint64_t>(row);
+}
+/// Return the slot of a location.
+constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(location >> 32); }
+/// Return the row of a location.
+constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
+
+/// Return a validity bitmap of `n` set bits from the tables' memory pool.
+Result<std::shared_ptr<arrow::Buffer>> AllAliveBitmap(int64_t n);
+
+}  // namespace table_internal
+}  // namespace rill

@@ -1,0 +1,96 @@
+#include "rill/table/live_table.h"
+
+#include <arrow/array.h>
+#include <arrow/array/util.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+#include "rill/common/arrow_init.h"
+
+namespace rill {
+
+namespace {
+
+bool SameUserColumns(const arrow::Schema& a, const arrow::Schema& b) {
+  if (a.num_fields() != b.num_fields()) return false;
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (a.field(i)->name() != b.field(i)->name() ||
+        !a.field(i)->type()->Equals(*b.field(i)->type())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
+    const std::shared_ptr<arrow::RecordBatch>& batch) const {
+  const auto& in = *batch->schema();
+  const int64_t n = batch->num_rows();
+  auto check_nulls = [&](const arrow::Field& field,
+                         const std::shared_ptr<arrow::Array>& col) -> Status {
+    if (!field.nullable() && col->null_count() > 0) {
+      return Status::Invalid("Table '", name_, "': column '", field.name(),
+                             "' is not nullable but the batch has ", col->null_count(),
+                             " null value(s)");
+    }
+    return Status::OK();
+  };
+  if (SameUserColumns(in, *user_schema_)) {
+    for (int i = 0; i < user_schema_->num_fields(); ++i) {
+      RILL_RETURN_NOT_OK(check_nulls(*user_schema_->field(i), batch->column(i)));
+    }
+    if (batch->schema()->Equals(*user_schema_, /*check_metadata=*/false)) {
+      return batch;
+    }
+    return arrow::RecordBatch::Make(user_schema_, n, batch->columns());
+  }
+  for (const auto& f : in.fields()) {
+    if (!IsSystemColumn(f->name()) && user_schema_->GetFieldIndex(f->name()) < 0) {
+      std::string names;
+      for (const auto& uf : user_schema_->fields()) {
+        names += (names.empty() ? "" : ", ") + uf->name();
+      }
+      return Status::Invalid("Table '", name_, "' has no column '", f->name(),
+                             "' (its columns: ", names, ")");
+    }
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  columns.reserve(user_schema_->num_fields());
+  for (const auto& field : user_schema_->fields()) {
+    auto matches = in.GetAllFieldIndices(field->name());
+    if (matches.size() > 1) {
+      return Status::Invalid("Table '", name_, "': the batch has column '", field->name(),
+                             "' ", matches.size(), " times");
+    }
+    std::shared_ptr<arrow::Array> col;
+    if (matches.empty()) {
+      if (!field->nullable()) {
+        return Status::Invalid("Table '", name_, "': column '", field->name(), "' (",
+                               field->type()->ToString(),
+                               ") is missing from the batch and is not nullable");
+      }
+      RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(field->type(), n, TableMemoryPool()));
+    } else {
+      col = batch->column(matches[0]);
+      if (!col->type()->Equals(*field->type())) {
+        arrow::compute::ExecContext ctx(TableMemoryPool());
+        auto cast = arrow::compute::Cast(*col, field->type(), arrow::compute::CastOptions::Safe(),
+                                         &ctx);
+        if (!cast.ok()) {
+          return Status::Invalid("Table '", name_, "': column '", field->name(), "' has type ",
+                                 col->type()->ToString(), " but the table expects ",
+                                 field->type()->ToString(), ": ", cast.status().message());
+        }
+        col = *cast;
+      }
+      RILL_RETURN_NOT_OK(check_nulls(*field, col));
+    }
+    columns.push_back(std::move(col));
+  }
+  return arrow::RecordBatch::Make(user_schema_, n, std::move(columns));
+}
+
+}  // namespace rill

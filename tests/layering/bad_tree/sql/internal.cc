@@ -1,0 +1,2 @@
+// Breaks the rule: another folder's private header.
+#include "rill/table/gather_internal.h"

@@ -1,0 +1,2 @@
+// Breaks the rule: only the folders that link DuckDB include it.
+#include <duckdb.hpp>

@@ -1,0 +1,2 @@
+// Breaks the rule: table and connector are peers.
+#include "rill/connector/connector.h"
