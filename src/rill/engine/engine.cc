@@ -87,6 +87,8 @@ std::shared_ptr<arrow::Schema> RejectsSchema() {
       arrow::field("reason", arrow::utf8()),
       arrow::field("rows", arrow::int64()),
       arrow::field("data", arrow::binary()),  // the rejected batch as an Arrow IPC stream
+      arrow::field("position", arrow::utf8()),  // a rejected record: where it was
+      arrow::field("raw", arrow::binary()),     // a rejected record: its bytes (truncated)
   });
 }
 
@@ -256,6 +258,9 @@ Status Engine::AddConnector(std::shared_ptr<Connector> connector) {
     }
     connectors_[connector->name()] = connector;
   }
+  if (auto table = FindTable(connector->target_table())) {
+    connector->SetTargetSchema(table->user_schema());
+  }
   Status st = connector->Start();
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -277,6 +282,10 @@ Status Engine::RemoveConnector(const std::string& name) {
   connector->Stop();
   // Write what it still buffered, so removing a connector loses nothing.
   auto batches = connector->Poll();
+  {
+    std::lock_guard<std::mutex> tick(tick_mu_);
+    TakeConnectorRejects(*connector, clock_());
+  }
   if (batches.ok() && !batches->empty()) {
     std::lock_guard<std::mutex> tick(tick_mu_);
     auto table = FindTable(connector->target_table());
@@ -467,9 +476,12 @@ void Engine::RejectBatch(const std::string& table, const std::string& source,
             r.Append(reason.message()).ok() && rows.Append(batch->num_rows()).ok() &&
             (ipc.ok() ? data.Append(*ipc) : data.AppendNull()).ok();
   if (ok) {
-    std::vector<std::shared_ptr<arrow::Array>> cols(6);
+    std::vector<std::shared_ptr<arrow::Array>> cols(8);
     ok = ts.Finish(&cols[0]).ok() && t.Finish(&cols[1]).ok() && s.Finish(&cols[2]).ok() &&
          r.Finish(&cols[3]).ok() && rows.Finish(&cols[4]).ok() && data.Finish(&cols[5]).ok();
+    cols[6] = arrow::MakeArrayOfNull(arrow::utf8(), 1).ValueOr(nullptr);
+    cols[7] = arrow::MakeArrayOfNull(arrow::binary(), 1).ValueOr(nullptr);
+    ok = ok && cols[6] != nullptr && cols[7] != nullptr;
     if (ok) {
       ok = rejects_->Write(arrow::RecordBatch::Make(RejectsSchema(), 1, cols), now).ok();
     }
@@ -489,6 +501,7 @@ void Engine::IngestLocked(double now, int64_t* records) {
                               polled.status().ToString(), ""});
       continue;
     }
+    TakeConnectorRejects(*connector, now);
     if (polled->empty()) continue;
     auto table = FindTable(connector->target_table());
     if (!table) {
@@ -501,6 +514,7 @@ void Engine::IngestLocked(double now, int64_t* records) {
         continue;
       }
       table = *created;
+      connector->SetTargetSchema(table->user_schema());
       RecordEvent(EngineEvent{now, Severity::kInfo, "engine", connector->name(),
                               "Created table '" + table->name() + "' from connector data", "",
                               ""});

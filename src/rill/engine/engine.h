@@ -42,6 +42,7 @@
 namespace rill {
 
 class Connector;
+struct RejectedRecord;
 class SqlEngine;
 
 struct EngineOptions {
@@ -187,6 +188,10 @@ class Engine {
   void RejectBatch(const std::string& table, const std::string& source,
                    const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
                    double now);
+  // Per-record rejects of decoding connectors (rejects_records.cc).
+  void TakeConnectorRejects(Connector& connector, double now);
+  void WriteRecordRejects(const std::string& table, std::vector<RejectedRecord> records,
+                          double now);
   void Loop();
   bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
@@ -211,6 +216,9 @@ class Engine {
   bool over_budget_ = false;
 
   std::shared_ptr<LiveTable> rejects_;
+  // Connector name -> (time of its last reject event, rejects since then);
+  // guarded by tick_mu_. Reject events are at most one per connector per 10 s.
+  std::map<std::string, std::pair<double, int64_t>> reject_events_;
   std::shared_ptr<LiveTable> metrics_table_;
 
   std::mutex tick_mu_;  // serializes ticks
