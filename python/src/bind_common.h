@@ -30,5 +30,6 @@ nb::dict StatsToDict(const rill::ConnectorStats& stats);
 void BindTable(nb::module_& m);
 void BindConnector(nb::module_& m);
 void BindEngine(nb::module_& m);
+void BindIoConnectors(nb::module_& m);
 
 }  // namespace rills

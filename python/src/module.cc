@@ -11,5 +11,6 @@ NB_MODULE(_core, m) {
   nanobind::set_leak_warnings(false);
   rills::BindTable(m);
   rills::BindConnector(m);
+  rills::BindIoConnectors(m);
   rills::BindEngine(m);
 }

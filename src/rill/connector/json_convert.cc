@@ -269,7 +269,13 @@ Status Convert(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) {
       cell->b = v.b;
       return Status::OK();
     case ColKind::kString:
-      cell->s = v.text;  // strings unescaped, anything else as its JSON text
+      // Strings unescaped; objects and arrays (and, for inferred mixed fields,
+      // anything) as their JSON text.
+      if (v.type != JsonScalar::kString && v.type != JsonScalar::kObject &&
+          v.type != JsonScalar::kArray && !spec.any_as_text) {
+        return Mismatch(spec, v);
+      }
+      cell->s = v.text;
       return Status::OK();
     case ColKind::kBinary:
       if (v.type != JsonScalar::kString) return Mismatch(spec, v);

@@ -31,6 +31,9 @@ struct ColumnSpec {
   ColKind kind = ColKind::kString;
   std::shared_ptr<arrow::DataType> type;  ///< the output type
   bool nullable = true;
+  /// utf8 only: numbers and booleans become their JSON text too (columns of
+  /// inferred fields whose values disagree in type); otherwise they are refused.
+  bool any_as_text = false;
   int64_t min = 0;       ///< kSigned range
   uint64_t max = 0;      ///< kSigned / kUnsigned upper bound
   int unit = 0;          ///< arrow::TimeUnit::type of kTimestamp

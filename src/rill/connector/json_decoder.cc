@@ -367,9 +367,13 @@ class JsonDecoder::Impl {
     if (inferred_.empty()) return Status::OK();
     std::vector<std::shared_ptr<arrow::Field>> fields;
     for (const auto& [name, s] : inferred_) fields.push_back(arrow::field(name, SeenType(s)));
+    RILL_RETURN_NOT_OK(SetSchema(arrow::schema(std::move(fields))));
+    for (size_t i = 0; i < inferred_.size(); ++i) {
+      specs_[i].any_as_text = inferred_[i].second == Seen::kText;
+    }
     inferred_.clear();
     inferred_index_.clear();
-    return SetSchema(arrow::schema(std::move(fields)));
+    return Status::OK();
   }
 
   void Reject(std::string_view raw, std::string error) {

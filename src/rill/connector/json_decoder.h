@@ -12,7 +12,9 @@
 //   int8..int64, uint8..uint64   JSON integers in range
 //   float16/32/64                any JSON number
 //   bool                         true / false
-//   utf8, large_utf8             strings (unescaped); any other value as its JSON text
+//   utf8, large_utf8             strings (unescaped); objects and arrays as their JSON
+//                                text (numbers and booleans are refused, except in
+//                                inferred columns of mixed types: JSON text)
 //   binary, large_binary         strings (their UTF-8 bytes)
 //   timestamp(unit[, tz])        ISO-8601 strings (UTC unless an offset is given;
 //                                fractions finer than the unit are truncated), or

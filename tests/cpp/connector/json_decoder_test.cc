@@ -123,7 +123,7 @@ TEST(JsonDecoder, ConvertsTimestampsDatesAndNestedColumns) {
       auto r, d->Decode(
                   "{\"ts\":\"2024-01-02T03:04:05.678Z\",\"day\":\"2024-01-02\",\"tags\":[\"a\","
                   "null],\"pos\":{\"x\":1,\"y\":2.5,\"z\":0},\"raw\":{\"k\":[1, 2]}}\n"
-                  "{\"ts\":1000,\"day\":3,\"tags\":[],\"pos\":{\"y\":1},\"raw\":7}\n"
+                  "{\"ts\":1000,\"day\":3,\"tags\":[],\"pos\":{\"y\":1},\"raw\":[7]}\n"
                   "{\"ts\":\"2024-01-02 03:04:05.123456\",\"pos\":{\"x\":\"bad\"}}\n"
                   "{\"ts\":\"yesterday\"}\n"));
   ASSERT_EQ(r.rejects.size(), 2u);
@@ -134,7 +134,7 @@ TEST(JsonDecoder, ConvertsTimestampsDatesAndNestedColumns) {
                            arrow::struct_(schema->fields()),
                            R"([{"ts":"2024-01-02T03:04:05.678","day":19724,"tags":["a",null],
                                 "pos":{"x":1,"y":2.5},"raw":"{\"k\":[1, 2]}"},
-                               {"ts":1000,"day":3,"tags":[],"pos":{"x":null,"y":1.0},"raw":"7"}])"))
+                               {"ts":1000,"day":3,"tags":[],"pos":{"x":null,"y":1.0},"raw":"[7]"}])"))
                       .ValueOrDie();
   EXPECT_TRUE(r.batch->Equals(*expected)) << r.batch->ToString();
 }

@@ -1,0 +1,140 @@
+"""Connectors over real inputs, decoded in C++: JSONStreamConnector (and the
+file connector). Re-exported by ``rills.connectors.json_stream`` / ``.file``.
+
+They take the engine's C++ connector path (``RillEngine.add_connector`` hands
+their ``_core`` to the engine): decoding, buffering and rejects never run
+Python code on the tick thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Union
+
+import pyarrow as pa
+
+from . import _arrow, _core
+from .connectors import BaseConnector, MemoryConnector, _check_limit
+
+__all__ = ["JSONStreamConnector"]
+
+
+def _option(options: Any, name: str, default: Any) -> Any:
+    """Read `name` from a dict or an options object (pyarrow.json.ParseOptions, …)."""
+    if options is None:
+        return default
+    if isinstance(options, dict):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def _parse_options(parse_options: Any) -> tuple:
+    """(explicit schema or None, "ignore" | "error") from parse_options."""
+    schema = _option(parse_options, "explicit_schema", None)
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"parse_options explicit_schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    unexpected = _option(parse_options, "unexpected_field_behavior", "ignore")
+    if unexpected == "infer":
+        # A live table's columns are fixed: new fields are ignored (and counted).
+        unexpected = "ignore"
+    if unexpected not in ("ignore", "error"):
+        raise ValueError(
+            f"unexpected_field_behavior must be 'ignore', 'error' or 'infer', got {unexpected!r}"
+        )
+    return schema, unexpected
+
+
+class JSONStreamConnector(MemoryConnector):
+    """A connector fed with raw NDJSON (or a JSON array of objects) by push_bytes().
+
+    Each push is decoded in C++ (simdjson) on the pushing thread into the
+    target table's columns (or ``parse_options.explicit_schema``; a table
+    without a schema takes the schema inferred from the first push), then
+    buffered like MemoryConnector (max_buffer_records / max_buffer_bytes /
+    on_overflow). A bad line never spoils the push: it goes to ``rill_rejects``
+    with its position, the error and its raw bytes, and the good lines are kept.
+
+    Args:
+        target_table: the table this connector feeds.
+        parse_options: ``pyarrow.json.ParseOptions`` or a dict with
+            ``explicit_schema`` (a pyarrow.Schema) and
+            ``unexpected_field_behavior`` ("ignore" (default: ignored and
+            counted), "error" (the record is rejected) or "infer" (as "ignore":
+            a live table's columns are fixed)).
+        read_options: ``pyarrow.json.ReadOptions`` or a dict; ``block_size`` is
+            the largest record accepted in bytes (default 64 MiB); a dict may
+            also give ``max_reject_bytes`` (raw bytes kept per reject, default 4096).
+        max_buffer_records / max_buffer_bytes: buffered rows / bytes before
+            on_overflow applies (None: unlimited).
+        on_overflow: "drop_oldest" (earlier pushes are dropped first),
+            "drop_newest" or "error" (push_bytes raises BufferError).
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        parse_options: Any = None,
+        read_options: Any = None,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        schema, unexpected = _parse_options(parse_options)
+        block_size = _option(read_options, "block_size", None)
+        max_reject_bytes = _option(read_options, "max_reject_bytes", None)
+        self.parse_options = parse_options
+        self.read_options = read_options
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._announced = False
+        self._core = _core.JsonStreamConnector.make(
+            target_table,
+            schema,
+            unexpected,
+            _check_limit("block_size", block_size),
+            -1 if max_reject_bytes is None else _check_limit("max_reject_bytes", max_reject_bytes),
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def push_bytes(self, data: Union[bytes, bytearray, memoryview, str]) -> None:
+        """Decode and buffer NDJSON / a JSON array for the next tick. Any thread.
+
+        Raises BufferError only when on_overflow="error" and the decoded rows
+        do not fit (nothing of this push is buffered; its bad lines still go to
+        rill_rejects), ValueError when the connector is closed, TypeError for
+        data that is not bytes-like or str. Bad lines never raise.
+        """
+        self._core.push_bytes(data)
+        if not self._announced:
+            capsule = self._core.decode_schema_capsule()
+            if capsule is not None:
+                self._announced = True
+                self._announce(_arrow.schema_from_capsule(capsule))
+
+    def push(self, data: Any) -> None:
+        """push_bytes() for str / bytes; other data as MemoryConnector.push (rows are
+        serialized to NDJSON so that they take the same decoding path)."""
+        if isinstance(data, (bytes, bytearray, memoryview, str)):
+            self.push_bytes(data)
+            return
+        table = _arrow.to_table(data, self.schema, what="JSONStreamConnector.push()")
+        if table is None or table.num_rows == 0:
+            return
+        import json
+
+        self.push_bytes("\n".join(json.dumps(row, default=str) for row in table.to_pylist()))
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records not yet handed to an engine (connector,
+        position, error, raw, raw_size). An attached engine takes them every tick."""
+        return self._core.take_rejects()
+
+    def stats(self) -> Dict[str, int]:
+        """Return the counters: received (bytes, records), parsed, rejected,
+        unknown_fields, buffered, pushed, dropped, refused, drained."""
+        return self._core.stats()

@@ -1,0 +1,147 @@
+// Bindings of the connectors that decode real inputs: JSONStreamConnector (and
+// the file / Kafka connectors when built). Their Python classes live in
+// rills/_io_connectors.py.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bind_common.h"
+#include "py_arrow.h"
+#include "py_status.h"
+#include "rill/connector/bounded_buffer.h"
+#include "rill/connector/json_stream_connector.h"
+
+namespace rills {
+
+namespace {
+
+rill::UnknownFieldPolicy ParseUnknownFields(const std::string& text) {
+  if (text == "ignore") return rill::UnknownFieldPolicy::kIgnore;
+  if (text == "error") return rill::UnknownFieldPolicy::kReject;
+  throw nb::value_error(("unexpected_field_behavior must be 'ignore' or 'error', got '" + text +
+                         "'")
+                            .c_str());
+}
+
+/// A read-only view of `data` (bytes, bytearray, memoryview, str) that stays
+/// valid while `data` is referenced; str is taken as UTF-8.
+class BytesView {
+ public:
+  explicit BytesView(nb::handle data) {
+    if (PyUnicode_Check(data.ptr())) {
+      Py_ssize_t size = 0;
+      const char* utf8 = PyUnicode_AsUTF8AndSize(data.ptr(), &size);
+      if (!utf8) throw nb::python_error();
+      view_ = std::string_view(utf8, static_cast<size_t>(size));
+      return;
+    }
+    if (PyObject_GetBuffer(data.ptr(), &buffer_, PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      throw nb::type_error(("push_bytes() takes bytes, bytearray, memoryview or str, got " +
+                            std::string(Py_TYPE(data.ptr())->tp_name))
+                               .c_str());
+    }
+    has_buffer_ = true;
+    view_ = std::string_view(static_cast<const char*>(buffer_.buf),
+                             static_cast<size_t>(buffer_.len));
+  }
+  ~BytesView() {
+    if (has_buffer_) PyBuffer_Release(&buffer_);
+  }
+  BytesView(const BytesView&) = delete;
+  BytesView& operator=(const BytesView&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  Py_buffer buffer_{};
+  bool has_buffer_ = false;
+  std::string_view view_;
+};
+
+nb::list RejectsToList(std::vector<rill::RejectedRecord> rejects) {
+  nb::list out;
+  for (const auto& r : rejects) {
+    nb::dict d;
+    d["connector"] = r.connector;
+    d["position"] = r.position;
+    d["error"] = r.error;
+    d["raw"] = nb::bytes(r.raw.data(), r.raw.size());
+    d["raw_size"] = r.raw_size;
+    out.append(d);
+  }
+  return out;
+}
+
+template <typename C>
+nb::object PollToStream(C& c) {
+  rill::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> result;
+  {
+    nb::gil_scoped_release release;
+    result = c.Poll();
+  }
+  auto batches = ValueOrRaise(std::move(result));
+  if (batches.empty()) return nb::none();
+  auto schema = batches.front()->schema();
+  return ExportBatches(std::move(batches), schema);
+}
+
+rill::BufferLimits MakeLimits(int64_t max_records, int64_t max_bytes,
+                              const std::string& on_overflow) {
+  rill::BufferLimits limits;
+  limits.max_records = max_records;
+  limits.max_bytes = max_bytes;
+  limits.on_overflow = ValueOrRaise(rill::ParseOverflowPolicy(on_overflow));
+  return limits;
+}
+
+}  // namespace
+
+void BindIoConnectors(nb::module_& m) {
+  nb::class_<rill::JsonStreamConnector, rill::Connector>(m, "JsonStreamConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, nb::handle schema, const std::string& unknown,
+             int64_t max_record_bytes, int64_t max_raw_bytes, int64_t max_records,
+             int64_t max_bytes, const std::string& on_overflow, const std::string& name) {
+            rill::JsonStreamOptions options;
+            if (!schema.is_none()) options.decode.schema = ValueOrRaise(ImportSchema(schema));
+            options.decode.unknown_fields = ParseUnknownFields(unknown);
+            if (max_record_bytes > 0) options.decode.max_record_bytes = max_record_bytes;
+            if (max_raw_bytes >= 0) options.decode.max_raw_bytes = max_raw_bytes;
+            options.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            options.name = name;
+            return ValueOrRaise(rill::JsonStreamConnector::Make(target_table, options));
+          },
+          nb::arg("target_table"), nb::arg("schema").none(), nb::arg("unexpected_fields"),
+          nb::arg("max_record_bytes"), nb::arg("max_raw_bytes"), nb::arg("max_records"),
+          nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"))
+      .def(
+          "push_bytes",
+          [](rill::JsonStreamConnector& c, nb::handle data) {
+            BytesView bytes(data);
+            arrow::Status status;
+            {
+              nb::gil_scoped_release release;
+              status = c.PushBytes(bytes.view());
+            }
+            ThrowIfError(status);
+          },
+          nb::arg("data"))
+      .def("poll", [](rill::JsonStreamConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::JsonStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("decode_schema_capsule", [](const rill::JsonStreamConnector& c) -> nb::object {
+        auto schema = c.decode_schema();
+        if (!schema) return nb::none();
+        return ExportSchema(*schema);
+      });
+}
+
+}  // namespace rills
