@@ -27,6 +27,14 @@ std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
+/// The JSON text of a number (DOM numbers carry no text unless asked for).
+std::string NumberText(const JsonScalar& v) {
+  if (!v.text.empty()) return std::string(v.text);
+  if (v.type == JsonScalar::kInt) return std::to_string(v.i);
+  if (v.type == JsonScalar::kUInt) return std::to_string(v.u);
+  return std::to_string(v.d);
+}
+
 Status Mismatch(const ColumnSpec& spec, const JsonScalar& v) {
   return Status::Invalid("expected ", spec.type->ToString(), ", ", Describe(v));
 }
@@ -81,14 +89,14 @@ Status ConvertTemporal(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) 
     value = v.i;
   } else if (v.type == JsonScalar::kDouble) {
     if (!DoubleToInt64(v.d, &value)) {
-      return Status::Invalid("number ", v.text, " out of range for ", spec.type->ToString());
+      return Status::Invalid("number ", NumberText(v), " out of range for ", spec.type->ToString());
     }
   } else {
     return Mismatch(spec, v);
   }
   if (spec.kind == ColKind::kDate32 &&
       (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max())) {
-    return Status::Invalid("number ", v.text, " out of range for date32");
+    return Status::Invalid("number ", NumberText(v), " out of range for date32");
   }
   cell->i = value;
   return Status::OK();
@@ -96,10 +104,12 @@ Status ConvertTemporal(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) 
 
 Status ConvertInteger(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) {
   if (v.type == JsonScalar::kInt) {
-    bool ok = spec.kind == ColKind::kSigned
+    const bool ok = spec.kind == ColKind::kSigned
                   ? v.i >= spec.min && (v.i < 0 || static_cast<uint64_t>(v.i) <= spec.max)
                   : v.i >= 0 && static_cast<uint64_t>(v.i) <= spec.max;
-    if (!ok) return Status::Invalid("integer ", v.i, " out of range for ", spec.type->ToString());
+    if (!ok) {
+      return Status::Invalid("integer ", v.i, " out of range for ", spec.type->ToString());
+    }
     cell->i = v.i;
     cell->u = static_cast<uint64_t>(v.i);
     return Status::OK();
@@ -110,7 +120,8 @@ Status ConvertInteger(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) {
       cell->i = static_cast<int64_t>(v.u);
       return Status::OK();
     }
-    return Status::Invalid("integer ", v.text, " out of range for ", spec.type->ToString());
+    return Status::Invalid("integer ", v.text.empty() ? std::to_string(v.u) : std::string(v.text),
+                           " out of range for ", spec.type->ToString());
   }
   return Mismatch(spec, v);
 }
@@ -235,7 +246,11 @@ std::string Describe(const JsonScalar& v) {
     case JsonScalar::kString: return "got a string \"" + cut(v.text) + "\"";
     case JsonScalar::kObject: return "got an object";
     case JsonScalar::kArray: return "got an array";
-    default: return "got the number " + cut(v.text);
+    default:
+      if (!v.text.empty()) return "got the number " + cut(v.text);
+      if (v.type == JsonScalar::kInt) return "got the number " + std::to_string(v.i);
+      if (v.type == JsonScalar::kUInt) return "got the number " + std::to_string(v.u);
+      return "got the number " + std::to_string(v.d);
   }
 }
 
@@ -257,7 +272,7 @@ Status Convert(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) {
         cell->d = static_cast<double>(v.u);
       } else if (v.type == JsonScalar::kDouble || v.type == JsonScalar::kBigNumber) {
         if (!std::isfinite(v.d)) {
-          return Status::Invalid("number ", v.text, " out of range for ", spec.type->ToString());
+          return Status::Invalid("number ", NumberText(v), " out of range for ", spec.type->ToString());
         }
         cell->d = v.d;
       } else {

@@ -67,6 +67,8 @@ struct Cell {
   double d = 0;
   bool b = false;
   std::string_view s;  ///< strings and binary; JSON text of nested values
+  /// Nested values: the parsed value (valid until its column's parser parses again).
+  simdjson::dom::element element;
 };
 
 /// Convert `v` for `spec` into `cell`. Invalid naming the expected type and
@@ -74,14 +76,13 @@ struct Cell {
 /// record converts them with CheckNested).
 Status Convert(const JsonScalar& v, const ColumnSpec& spec, Cell* cell);
 
-/// Append `cell` (converted for `spec`) to `builder`. Nested cells are parsed
-/// with `dom` and appended recursively.
-Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder,
-                  simdjson::dom::parser* dom);
+/// Append `cell` (converted for `spec`; nested cells checked by CheckNested)
+/// to `builder`.
+Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder);
 
-/// Check that the JSON text `text` (inside a buffer with simdjson padding)
-/// converts into the nested `spec`.
-Status CheckNested(std::string_view text, const ColumnSpec& spec, simdjson::dom::parser* dom);
+/// Parse `cell->s` (inside a buffer with simdjson padding) with `dom` into
+/// `cell->element` and check that it converts into the nested `spec`.
+Status CheckNested(const ColumnSpec& spec, simdjson::dom::parser* dom, Cell* cell);
 
 /// Read an On-Demand value into `out` (consuming it).
 simdjson::error_code ReadScalar(simdjson::ondemand::value value, JsonScalar* out);

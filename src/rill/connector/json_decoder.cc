@@ -1,5 +1,6 @@
 #include "rill/connector/json_decoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -103,6 +104,7 @@ class JsonDecoder::Impl {
       ++first;
     }
     bool is_array = first < data.size() && data[first] == '[';
+    ReserveFor(data.size());
     if (!schema_) {
       RILL_RETURN_NOT_OK(is_array ? InferArray(first) : InferNdjson());
       if (!schema_) {
@@ -116,6 +118,7 @@ class JsonDecoder::Impl {
       RILL_RETURN_NOT_OK(DecodeNdjson());
     }
     if (rows_ > 0) {
+      avg_record_bytes_ = std::max<int64_t>(16, static_cast<int64_t>(data.size()) / rows_);
       std::vector<std::shared_ptr<arrow::Array>> columns(builders_.size());
       for (size_t i = 0; i < builders_.size(); ++i) {
         RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
@@ -163,10 +166,26 @@ class JsonDecoder::Impl {
     for (size_t i = 0; i < specs_.size(); ++i) {
       Cell& cell = cells_[i];
       if (cell.generation != generation_) cell.null = true;
-      RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get(), &dom_));
+      RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
     ++rows_;
     return Status::OK();
+  }
+
+  /// Size the builders for the rows `bytes` of input probably hold, so that
+  /// they do not grow by doubling (and copying) during the decode.
+  void ReserveFor(size_t bytes) {
+    const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
+    for (auto& b : builders_) {
+      if (!b->Reserve(rows).ok()) return;  // an allocation failure shows up on append
+    }
+  }
+
+  simdjson::dom::parser* NestedParser(int col) {
+    if (nested_dom_.size() < specs_.size()) nested_dom_.resize(specs_.size());
+    auto& p = nested_dom_[col];
+    if (!p) p = std::make_unique<simdjson::dom::parser>();
+    return p.get();
   }
 
   int Lookup(std::string_view key, size_t ordinal) {
@@ -220,9 +239,17 @@ class JsonDecoder::Impl {
       if (st.ok() && !cell.null &&
           (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
            spec.kind == ColKind::kMap)) {
-        st = json_internal::CheckNested(cell.s, spec, &dom_);
+        st = json_internal::CheckNested(spec, NestedParser(col), &cell);
       }
-      if (!st.ok()) return Status::Invalid("field '", key, "': ", st.message());
+      if (!st.ok()) {
+        // Nested errors start with their path below the field: ".a[2]: …".
+        std::string_view msg = st.message();
+        size_t colon = msg.find(": ");
+        if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
+          return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
+        }
+        return Status::Invalid("field '", key, "': ", msg);
+      }
       if (cell.null && !spec.nullable) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
       }
@@ -408,10 +435,13 @@ class JsonDecoder::Impl {
   std::vector<Cell> cells_;
   std::vector<int> predicted_;
   uint32_t generation_ = 0;
+  int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
 
   ondemand::parser parser_;
   ondemand::parser array_parser_;
-  simdjson::dom::parser dom_;
+  // One DOM parser per nested column: a record's nested values stay parsed
+  // from the check until the append.
+  std::vector<std::unique_ptr<simdjson::dom::parser>> nested_dom_;
   std::vector<char> buffer_;
 
   // State of the current Decode.

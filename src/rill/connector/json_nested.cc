@@ -12,8 +12,9 @@ namespace {
 namespace dom = simdjson::dom;
 using simdjson::error_code;
 
-/// Classify a DOM element; `storage` keeps the JSON text of objects/arrays.
-JsonScalar FromDom(dom::element e, std::string* storage) {
+/// Classify a DOM element; `storage` keeps the JSON text of objects/arrays
+/// (and of numbers when `number_text`: for string columns).
+JsonScalar FromDom(dom::element e, std::string* storage, bool number_text = true) {
   JsonScalar v;
   switch (e.type()) {
     case dom::element_type::NULL_VALUE:
@@ -27,19 +28,19 @@ JsonScalar FromDom(dom::element e, std::string* storage) {
     case dom::element_type::INT64:
       v.type = JsonScalar::kInt;
       v.i = e.get_int64().value_unsafe();
-      *storage = std::to_string(v.i);
+      if (number_text) *storage = std::to_string(v.i);
       v.text = *storage;
       break;
     case dom::element_type::UINT64:
       v.type = JsonScalar::kUInt;
       v.u = e.get_uint64().value_unsafe();
-      *storage = std::to_string(v.u);
+      if (number_text) *storage = std::to_string(v.u);
       v.text = *storage;
       break;
     case dom::element_type::DOUBLE:
       v.type = JsonScalar::kDouble;
       v.d = e.get_double().value_unsafe();
-      *storage = simdjson::minify(e);
+      if (number_text) *storage = simdjson::minify(e);
       v.text = *storage;
       break;
     case dom::element_type::STRING:
@@ -86,23 +87,28 @@ Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBu
   }
 }
 
+/// Prefix the message of a failed child's status with its name.
+Status InChild(const Status& st, std::string_view child) {
+  if (st.ok()) return st;
+  std::string_view msg = st.message();
+  bool nested = !msg.empty() && (msg[0] == '.' || msg[0] == '[');
+  return Status::Invalid(child, nested ? "" : ": ", msg);
+}
+
 /// Check (b == nullptr) or append (b != nullptr) the element `e` for `spec`.
-/// `path` names the value in errors.
-Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
-               const std::string& path) {
+/// Errors name the path below `spec` (".a[2]: expected …"); paths are built
+/// only on failure.
+Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b) {
   if (e.is_null()) {
-    if (!spec.nullable) return Status::Invalid(path, ": null in a non-nullable field");
+    if (!spec.nullable) return Status::Invalid("null in a non-nullable field");
     return b ? b->AppendNull() : Status::OK();
   }
-  auto wrap = [&](const Status& st) {
-    return st.ok() ? st : Status::Invalid(path, ": ", st.message());
-  };
   switch (spec.kind) {
     case ColKind::kStruct: {
       dom::object obj;
       if (e.get_object().get(obj)) {
         std::string s;
-        return wrap(Status::Invalid("expected an object, ", Describe(FromDom(e, &s))));
+        return Status::Invalid("expected an object, ", Describe(FromDom(e, &s)));
       }
       auto* sb = static_cast<arrow::StructBuilder*>(b);
       if (sb) RILL_RETURN_NOT_OK(sb->Append());
@@ -111,11 +117,12 @@ Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
         dom::element value;
         auto* cb = sb ? sb->field_builder(static_cast<int>(i)) : nullptr;
         if (obj.at_key(child.name).get(value)) {
-          if (!child.nullable) return Status::Invalid(path, ".", child.name, ": missing");
+          if (!child.nullable) return Status::Invalid(".", child.name, ": missing");
           if (cb) RILL_RETURN_NOT_OK(cb->AppendNull());
           continue;
         }
-        RILL_RETURN_NOT_OK(WalkDom(value, child, cb, path + "." + child.name));
+        Status st = WalkDom(value, child, cb);
+        if (!st.ok()) return InChild(st, "." + child.name);
       }
       return Status::OK();
     }
@@ -123,10 +130,10 @@ Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
       dom::array arr;
       if (e.get_array().get(arr)) {
         std::string s;
-        return wrap(Status::Invalid("expected an array, ", Describe(FromDom(e, &s))));
+        return Status::Invalid("expected an array, ", Describe(FromDom(e, &s)));
       }
       if (spec.list_size >= 0 && static_cast<int64_t>(arr.size()) != spec.list_size) {
-        return wrap(Status::Invalid("expected ", spec.list_size, " items, got ", arr.size()));
+        return Status::Invalid("expected ", spec.list_size, " items, got ", arr.size());
       }
       arrow::ArrayBuilder* vb = nullptr;
       if (b) {
@@ -146,8 +153,9 @@ Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
       }
       size_t i = 0;
       for (dom::element item : arr) {
-        RILL_RETURN_NOT_OK(WalkDom(item, spec.children[0], vb,
-                                   path + "[" + std::to_string(i++) + "]"));
+        Status st = WalkDom(item, spec.children[0], vb);
+        if (!st.ok()) return InChild(st, "[" + std::to_string(i) + "]");
+        ++i;
       }
       return Status::OK();
     }
@@ -155,7 +163,7 @@ Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
       dom::object obj;
       if (e.get_object().get(obj)) {
         std::string s;
-        return wrap(Status::Invalid("expected an object, ", Describe(FromDom(e, &s))));
+        return Status::Invalid("expected an object, ", Describe(FromDom(e, &s)));
       }
       auto* mb = static_cast<arrow::MapBuilder*>(b);
       if (mb) RILL_RETURN_NOT_OK(mb->Append());
@@ -164,17 +172,16 @@ Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b,
           RILL_RETURN_NOT_OK(static_cast<arrow::StringBuilder*>(mb->key_builder())
                                  ->Append(field.key.data(), field.key.size()));
         }
-        RILL_RETURN_NOT_OK(WalkDom(field.value, spec.children[1],
-                                   mb ? mb->item_builder() : nullptr,
-                                   path + "." + std::string(field.key)));
+        Status st = WalkDom(field.value, spec.children[1], mb ? mb->item_builder() : nullptr);
+        if (!st.ok()) return InChild(st, "." + std::string(field.key));
       }
       return Status::OK();
     }
     default: {
       std::string storage;
-      JsonScalar v = FromDom(e, &storage);
+      JsonScalar v = FromDom(e, &storage, spec.kind == ColKind::kString);
       Cell cell;
-      RILL_RETURN_NOT_OK(wrap(Convert(v, spec, &cell)));
+      RILL_RETURN_NOT_OK(Convert(v, spec, &cell));
       return b ? AppendScalarCell(cell, spec, b) : Status::OK();
     }
   }
@@ -189,20 +196,16 @@ Status ParseNested(std::string_view text, simdjson::dom::parser* dom, dom::eleme
 
 }  // namespace
 
-Status CheckNested(std::string_view text, const ColumnSpec& spec, simdjson::dom::parser* dom) {
-  dom::element e;
-  RILL_RETURN_NOT_OK(ParseNested(text, dom, &e));
-  return WalkDom(e, spec, nullptr, spec.name);
+Status CheckNested(const ColumnSpec& spec, simdjson::dom::parser* dom, Cell* cell) {
+  RILL_RETURN_NOT_OK(ParseNested(cell->s, dom, &cell->element));
+  return WalkDom(cell->element, spec, nullptr);
 }
 
-Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder,
-                  simdjson::dom::parser* dom) {
+Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder) {
   if (cell.null) return builder->AppendNull();
   if (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
       spec.kind == ColKind::kMap) {
-    dom::element e;
-    RILL_RETURN_NOT_OK(ParseNested(cell.s, dom, &e));
-    return WalkDom(e, spec, builder, spec.name);
+    return WalkDom(cell.element, spec, builder);
   }
   return AppendScalarCell(cell, spec, builder);
 }
