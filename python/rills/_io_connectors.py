@@ -8,6 +8,7 @@ Python code on the tick thread.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Optional, Union
 
 import pyarrow as pa
@@ -15,7 +16,7 @@ import pyarrow as pa
 from . import _arrow, _core
 from .connectors import BaseConnector, MemoryConnector, _check_limit
 
-__all__ = ["JSONStreamConnector"]
+__all__ = ["JSONStreamConnector", "FileStreamConnector"]
 
 
 def _option(options: Any, name: str, default: Any) -> Any:
@@ -138,3 +139,103 @@ class JSONStreamConnector(MemoryConnector):
         """Return the counters: received (bytes, records), parsed, rejected,
         unknown_fields, buffered, pushed, dropped, refused, drained."""
         return self._core.stats()
+
+
+class FileStreamConnector(MemoryConnector):
+    """Rows from files that appear in a folder, read by a C++ thread.
+
+    New files whose names match ``file_pattern`` are read once they are
+    complete (renamed into place, closed after writing, or unchanged for
+    ``stable_seconds``): ``.json``/``.ndjson``/``.jsonl`` (NDJSON or a JSON
+    array; bad lines go to ``rill_rejects``), ``.csv``, ``.parquet``,
+    ``.arrow``/``.ipc``/``.feather`` (Arrow IPC file or stream format). Files
+    already read are remembered in a small state file in the folder
+    (``.rill-<name>.state``), so a restart reads nothing twice. A file that
+    cannot be read goes to ``rill_rejects`` as one record.
+
+    Args:
+        target_table: the table this connector feeds.
+        watch_path: the folder to watch (ValueError if it is not a folder).
+        file_pattern: shell pattern of the file names to read (default "*").
+        delete_after_process: delete a file once read.
+        tail: follow NDJSON files as they grow (complete lines after the last
+            byte read); other formats are read once.
+        schema: decode JSON / CSV with these columns (default: the table's).
+        poll_interval_seconds: rescan period (inotify events wake it earlier).
+        stable_seconds: how long a file's size must stay unchanged when no
+            "closed" / "moved in" event says it is complete.
+        max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
+            on_overflow="error" the reader waits for room instead of dropping.
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        watch_path: Union[str, "os.PathLike[str]"],
+        file_pattern: str = "*",
+        delete_after_process: bool = False,
+        tail: bool = False,
+        schema: Optional[pa.Schema] = None,
+        poll_interval_seconds: float = 0.2,
+        stable_seconds: float = 1.0,
+        use_inotify: bool = True,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        self.watch_path = os.fspath(watch_path)
+        self.file_pattern = file_pattern
+        self.delete_after_process = bool(delete_after_process)
+        self.tail = bool(tail)
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._started = False
+        self._core = _core.FileStreamConnector.make(
+            target_table,
+            self.watch_path,
+            file_pattern,
+            self.delete_after_process,
+            self.tail,
+            schema,
+            max(1, int(poll_interval_seconds * 1000)),
+            max(0, int(stable_seconds * 1000)),
+            bool(use_inotify),
+            "",
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def start(self) -> None:
+        """Start watching (RillEngine.add_connector does this through the C++ core)."""
+        self._core.start()
+
+    def stop(self) -> None:
+        """Stop watching and join the reader thread."""
+        self._core.stop()
+
+    def scan_once(self) -> None:
+        """Read what is ready now, without the thread (for use without an engine)."""
+        self._core.scan_once()
+
+    def push(self, data: Any) -> None:
+        raise TypeError("FileStreamConnector reads files; it takes no push()")
+
+    def processed_files(self) -> List[str]:
+        """Names of the files read so far (kept across restarts)."""
+        return self._core.processed_files()
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records / files not yet handed to an engine."""
+        return self._core.take_rejects()
+
+    @property
+    def using_inotify(self) -> bool:
+        """Whether inotify is in use (False: polling)."""
+        return self._core.using_inotify

@@ -16,6 +16,7 @@
 #include "py_arrow.h"
 #include "py_status.h"
 #include "rill/connector/bounded_buffer.h"
+#include "rill/connector/file_stream_connector.h"
 #include "rill/connector/json_stream_connector.h"
 
 namespace rills {
@@ -142,6 +143,62 @@ void BindIoConnectors(nb::module_& m) {
         if (!schema) return nb::none();
         return ExportSchema(*schema);
       });
+
+  nb::class_<rill::FileStreamConnector, rill::Connector>(m, "FileStreamConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::string& watch_path,
+             const std::string& file_pattern, bool delete_after_process, bool tail,
+             nb::handle schema, int64_t poll_interval_ms, int64_t stable_ms, bool use_inotify,
+             const std::string& state_path, int64_t max_records, int64_t max_bytes,
+             const std::string& on_overflow, const std::string& name) {
+            rill::FileStreamOptions o;
+            o.watch_path = watch_path;
+            o.file_pattern = file_pattern;
+            o.delete_after_process = delete_after_process;
+            o.tail = tail;
+            if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
+            o.poll_interval_ms = poll_interval_ms;
+            o.stable_ms = stable_ms;
+            o.use_inotify = use_inotify;
+            o.state_path = state_path;
+            o.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            o.name = name;
+            return ValueOrRaise(rill::FileStreamConnector::Make(target_table, o));
+          },
+          nb::arg("target_table"), nb::arg("watch_path"), nb::arg("file_pattern"),
+          nb::arg("delete_after_process"), nb::arg("tail"), nb::arg("schema").none(),
+          nb::arg("poll_interval_ms"), nb::arg("stable_ms"), nb::arg("use_inotify"),
+          nb::arg("state_path"), nb::arg("max_records"), nb::arg("max_bytes"),
+          nb::arg("on_overflow"), nb::arg("name"))
+      .def("start",
+           [](rill::FileStreamConnector& c) {
+             arrow::Status st;
+             {
+               nb::gil_scoped_release release;
+               st = c.Start();
+             }
+             ThrowIfError(st);
+           })
+      .def("stop",
+           [](rill::FileStreamConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("scan_once",
+           [](rill::FileStreamConnector& c) {
+             arrow::Status st;
+             {
+               nb::gil_scoped_release release;
+               st = c.ScanOnce();
+             }
+             ThrowIfError(st);
+           })
+      .def("poll", [](rill::FileStreamConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::FileStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("processed_files", &rill::FileStreamConnector::processed_files)
+      .def_prop_ro("using_inotify", &rill::FileStreamConnector::using_inotify);
 }
 
 }  // namespace rills
