@@ -44,6 +44,7 @@ struct RejectedRecord {
   std::string error;      ///< what was wrong, naming the field when there is one
   std::string raw;        ///< the record's bytes, truncated to a bound
   int64_t raw_size = 0;   ///< the record's full size in bytes
+  int64_t byte_offset = -1;  ///< the record's offset in its input, when known
 };
 
 /// Base class of all connectors.

@@ -168,6 +168,7 @@ class JsonDecoder::Impl {
       if (cell.generation != generation_) cell.null = true;
       RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
+    if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
     ++rows_;
     return Status::OK();
   }
@@ -424,6 +425,7 @@ class JsonDecoder::Impl {
     r.error = std::move(error);
     r.raw = TruncateRaw(raw, options_.max_raw_bytes);
     r.raw_size = static_cast<int64_t>(raw.size());
+    r.byte_offset = where_->base_offset + offset;
     result_.rejects.push_back(std::move(r));
   }
 

@@ -64,6 +64,9 @@ struct JsonDecodeOptions {
   int64_t max_raw_bytes = 4096;
   /// Records inferred from when there is no schema (the rest are decoded by it).
   int64_t infer_records = 10000;
+  /// Fill DecodeResult::row_offsets (for connectors that map rows back to
+  /// the messages they came from).
+  bool row_offsets = false;
 };
 
 /// Where an input sits in its stream, for the positions of rejects.
@@ -81,6 +84,8 @@ struct DecodeResult {
   std::vector<RejectedRecord> rejects;
   int64_t records = 0;         ///< records seen (non-blank lines or array elements)
   int64_t unknown_fields = 0;  ///< ignored fields that the schema does not have
+  /// With JsonDecodeOptions::row_offsets: the input offset of each row's record.
+  std::vector<int64_t> row_offsets;
 };
 
 /// Decodes NDJSON or a JSON array of objects into record batches.
