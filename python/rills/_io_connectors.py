@@ -16,7 +16,7 @@ import pyarrow as pa
 from . import _arrow, _core
 from .connectors import BaseConnector, MemoryConnector, _check_limit
 
-__all__ = ["JSONStreamConnector", "FileStreamConnector"]
+__all__ = ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]
 
 
 def _option(options: Any, name: str, default: Any) -> Any:
@@ -239,3 +239,106 @@ class FileStreamConnector(MemoryConnector):
     def using_inotify(self) -> bool:
         """Whether inotify is in use (False: polling)."""
         return self._core.using_inotify
+
+
+class KafkaConnector(MemoryConnector):
+    """Rows from Kafka topics (NDJSON message values), read by a C++ librdkafka consumer.
+
+    Each message value holds one or more NDJSON rows (or a JSON array); bad
+    lines go to ``rill_rejects`` with their topic, partition and offset. The
+    next offset of every partition is kept by the connector (``positions()``)
+    and committed to the consumer group after the rows are buffered. Partition
+    EOF is not an error; a broker outage is recorded once as an engine alert
+    and retried by librdkafka. ``stats()["lag"]`` is the total lag (high
+    watermark - position); ``lags()`` gives it per partition.
+
+    Args:
+        target_table: the table this connector feeds.
+        topics: a topic name or a list of them.
+        kafka_config: librdkafka properties, passed through (e.g.
+            ``{"bootstrap.servers": "127.0.0.1:9092", "group.id": "g"}``;
+            group.id defaults to "rill-<name>"; auto commit is always off).
+        start: "committed" (the group's offsets, else earliest), "earliest",
+            "latest", or "timestamp" (with ``start_timestamp_ms``).
+        metadata_columns: add _topic, _partition, _offset, _key, _timestamp.
+        parse_options: as for JSONStreamConnector (explicit_schema,
+            unexpected_field_behavior).
+        max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
+            "error" the consumer waits for room (the topic keeps the data).
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        topics: Union[str, List[str]],
+        kafka_config: Dict[str, Any],
+        start: str = "committed",
+        start_timestamp_ms: Optional[int] = None,
+        metadata_columns: bool = False,
+        parse_options: Any = None,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        if isinstance(topics, str):
+            topics = [topics]
+        if not topics or not all(isinstance(t, str) and t for t in topics):
+            raise ValueError(f"topics must be a non-empty list of topic names, got {topics!r}")
+        if not isinstance(kafka_config, dict):
+            raise TypeError(f"kafka_config must be a dict, got {type(kafka_config).__name__}")
+        if start == "timestamp" and start_timestamp_ms is None:
+            raise ValueError("start='timestamp' needs start_timestamp_ms")
+        schema, unexpected = _parse_options(parse_options)
+        self.topics = list(topics)
+        self.kafka_config = dict(kafka_config)
+        self.start_position = start
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._core = _core.KafkaConnector.make(
+            target_table,
+            self.topics,
+            {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in kafka_config.items()},
+            start,
+            int(start_timestamp_ms or 0),
+            bool(metadata_columns),
+            schema,
+            unexpected,
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def start(self) -> None:
+        """Subscribe and start reading (RillEngine.add_connector does this)."""
+        self._core.start()
+
+    def stop(self) -> None:
+        """Stop reading, commit positions."""
+        self._core.stop()
+
+    def push(self, data: Any) -> None:
+        raise TypeError("KafkaConnector reads topics; it takes no push()")
+
+    def positions(self) -> Dict[tuple, int]:
+        """{(topic, partition): next offset to read} of what was buffered."""
+        return self._core.positions()
+
+    def lags(self) -> Dict[tuple, int]:
+        """{(topic, partition): high watermark - position} (last known)."""
+        return self._core.lags()
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records not yet handed to an engine."""
+        return self._core.take_rejects()
+
+
+def KafkaMockCluster(brokers: int = 1) -> Any:
+    """An in-process Kafka cluster (librdkafka's mock) on 127.0.0.1 for tests and
+    demos: .bootstrap_servers, .create_topic(topic, partitions),
+    .produce(topic, value, partition=-1, key=None, timestamp_ms=0),
+    .produce_many(topic, values), .set_broker_down(broker_id, down)."""
+    return _core.KafkaMockCluster.make(brokers)

@@ -8,7 +8,10 @@
 
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -17,6 +20,7 @@
 #include "py_status.h"
 #include "rill/connector/bounded_buffer.h"
 #include "rill/connector/file_stream_connector.h"
+#include "rill/connector/kafka_connector.h"
 #include "rill/connector/json_stream_connector.h"
 
 namespace rills {
@@ -100,6 +104,91 @@ rill::BufferLimits MakeLimits(int64_t max_records, int64_t max_bytes,
   limits.max_bytes = max_bytes;
   limits.on_overflow = ValueOrRaise(rill::ParseOverflowPolicy(on_overflow));
   return limits;
+}
+
+nb::dict TopicPartitionMap(const std::map<rill::KafkaConnector::TopicPartition, int64_t>& in) {
+  nb::dict out;
+  for (const auto& [tp, v] : in) out[nb::make_tuple(tp.first, tp.second)] = v;
+  return out;
+}
+
+template <typename F>
+void Released(F&& f) {
+  arrow::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = f();
+  }
+  ThrowIfError(st);
+}
+
+void BindKafka(nb::module_& m) {
+  nb::class_<rill::KafkaConnector, rill::Connector>(m, "KafkaConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::vector<std::string>& topics,
+             const std::map<std::string, std::string>& config, const std::string& start,
+             int64_t start_timestamp_ms, bool metadata_columns, nb::handle schema,
+             const std::string& unknown, int64_t max_records, int64_t max_bytes,
+             const std::string& on_overflow, const std::string& name) {
+            rill::KafkaOptions o;
+            o.topics = topics;
+            o.config = config;
+            o.start = ValueOrRaise(rill::ParseKafkaStart(start));
+            o.start_timestamp_ms = start_timestamp_ms;
+            o.metadata_columns = metadata_columns;
+            if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
+            o.decode.unknown_fields = ParseUnknownFields(unknown);
+            o.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            o.name = name;
+            return ValueOrRaise(rill::KafkaConnector::Make(target_table, o));
+          },
+          nb::arg("target_table"), nb::arg("topics"), nb::arg("config"), nb::arg("start"),
+          nb::arg("start_timestamp_ms"), nb::arg("metadata_columns"), nb::arg("schema").none(),
+          nb::arg("unexpected_fields"), nb::arg("max_records"), nb::arg("max_bytes"),
+          nb::arg("on_overflow"), nb::arg("name"))
+      .def("start", [](rill::KafkaConnector& c) { Released([&] { return c.Start(); }); })
+      .def("stop",
+           [](rill::KafkaConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("poll", [](rill::KafkaConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::KafkaConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("positions", [](const rill::KafkaConnector& c) { return TopicPartitionMap(c.positions()); })
+      .def("lags", [](const rill::KafkaConnector& c) { return TopicPartitionMap(c.lags()); });
+
+  nb::class_<rill::KafkaMockCluster>(m, "KafkaMockCluster")
+      .def_static("make",
+                  [](int brokers) { return ValueOrRaise(rill::KafkaMockCluster::Make(brokers)); },
+                  nb::arg("brokers") = 1)
+      .def_prop_ro("bootstrap_servers", &rill::KafkaMockCluster::bootstrap_servers)
+      .def("create_topic",
+           [](rill::KafkaMockCluster& k, const std::string& topic, int partitions) {
+             Released([&] { return k.CreateTopic(topic, partitions); });
+           })
+      .def(
+          "produce",
+          [](rill::KafkaMockCluster& k, const std::string& topic, nb::handle value,
+             int32_t partition, nb::handle key, int64_t timestamp_ms) {
+            BytesView v(value);
+            std::string key_bytes;
+            if (!key.is_none()) key_bytes = std::string(BytesView(key).view());
+            Released([&] {
+              return k.Produce(topic, partition, v.view(), key_bytes, timestamp_ms);
+            });
+          },
+          nb::arg("topic"), nb::arg("value"), nb::arg("partition") = -1,
+          nb::arg("key").none() = nb::none(), nb::arg("timestamp_ms") = 0)
+      .def("produce_many",
+           [](rill::KafkaMockCluster& k, const std::string& topic,
+              const std::vector<std::string>& values) {
+             Released([&] { return k.ProduceMany(topic, values); });
+           })
+      .def("set_broker_down", [](rill::KafkaMockCluster& k, int broker, bool down) {
+        Released([&] { return k.SetBrokerDown(broker, down); });
+      });
 }
 
 }  // namespace
@@ -199,6 +288,8 @@ void BindIoConnectors(nb::module_& m) {
            [](rill::FileStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
       .def("processed_files", &rill::FileStreamConnector::processed_files)
       .def_prop_ro("using_inotify", &rill::FileStreamConnector::using_inotify);
+
+  BindKafka(m);
 }
 
 }  // namespace rills

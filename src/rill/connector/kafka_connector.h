@@ -108,7 +108,7 @@ class KafkaMockCluster {
   /// Produce one message and wait for its delivery. partition -1: any.
   Status Produce(const std::string& topic, int32_t partition, std::string_view value,
                  std::string_view key = {}, int64_t timestamp_ms = 0);
-  /// Produce many messages (value i to partition i % partitions) and wait.
+  /// Produce many messages (librdkafka's default partitioner) and wait.
   Status ProduceMany(const std::string& topic, const std::vector<std::string>& values);
   /// Take a broker down / bring it back (ids start at 1).
   Status SetBrokerDown(int broker_id, bool down);
