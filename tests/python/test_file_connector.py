@@ -80,13 +80,13 @@ def test_a_slowly_written_file_is_read_whole(engine, tmp_path, use_inotify):
 def test_restart_reads_only_new_files_and_bad_files_are_rejected(tmp_path):
     pq.write_table(rows(0, 10), tmp_path / "a.parquet")
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
-    first = FileStreamConnector("t", tmp_path, stable_seconds=0)
+    first = FileStreamConnector("t", tmp_path, stable_seconds=0, name="restart")
     first.scan_once()
     assert first.read_batch().num_rows == 10
     rejects = first.take_rejects()
     assert [r["position"] for r in rejects] == ["file broken.parquet"]
     assert rejects[0]["raw"].startswith(b"PAR1")
-    second = FileStreamConnector("t", tmp_path, stable_seconds=0, name="t")
+    second = FileStreamConnector("t", tmp_path, stable_seconds=0, name="restart")
     pq.write_table(rows(10, 5), tmp_path / "b.parquet")
     second.scan_once()
     assert second.read_batch().column("id").to_pylist() == list(range(10, 15))
