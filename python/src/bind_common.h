@@ -48,5 +48,6 @@ void BindWindow(nb::module_& m);  // bind_window.cc
 /// Return the rill::Engine of a rills._core.Engine object (RuntimeError when
 /// closed). Defined in bind_engine.cc.
 rill::Engine& CoreEngine(nb::handle engine);
+void BindIoConnectors(nb::module_& m);
 
 }  // namespace rills

@@ -32,6 +32,13 @@ nb::dict StatsToDict(const rill::ConnectorStats& stats) {
   d["refused_records"] = stats.refused_records;
   d["drained_records"] = stats.drained_records;
   d["errors"] = stats.errors;
+  d["received_bytes"] = stats.received_bytes;
+  d["received_records"] = stats.received_records;
+  d["parsed_records"] = stats.parsed_records;
+  d["rejected_records"] = stats.rejected_records;
+  d["unknown_fields"] = stats.unknown_fields;
+  d["reconnects"] = stats.reconnects;
+  d["lag"] = stats.lag;
   return d;
 }
 

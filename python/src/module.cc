@@ -11,6 +11,7 @@ NB_MODULE(_core, m) {
   nanobind::set_leak_warnings(false);
   rills::BindTable(m);
   rills::BindConnector(m);
+  rills::BindIoConnectors(m);
   rills::BindEngine(m);
   rills::BindWindow(m);
 }

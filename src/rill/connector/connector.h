@@ -25,6 +25,26 @@ struct ConnectorStats {
   int64_t refused_records = 0;   ///< refused with an error (on_overflow = error)
   int64_t drained_records = 0;   ///< handed to the engine
   int64_t errors = 0;            ///< failed reads
+  // Decoding connectors (NDJSON, files, WebSocket, Kafka) also count these.
+  int64_t received_bytes = 0;    ///< raw bytes received (before decoding)
+  int64_t received_records = 0;  ///< records (lines, array elements) received
+  int64_t parsed_records = 0;    ///< records decoded into rows
+  int64_t rejected_records = 0;  ///< records that failed to decode (see TakeRejects)
+  int64_t unknown_fields = 0;    ///< fields not in the schema (ignored and counted)
+  int64_t reconnects = 0;        ///< reconnections after a drop (network connectors)
+  int64_t lag = 0;               ///< records not yet read at the source (Kafka: sum of lags)
+};
+
+/// One input record that could not be decoded; the engine writes it to
+/// `rill_rejects`.
+struct RejectedRecord {
+  std::string connector;  ///< the connector's name
+  std::string position;   ///< where: "line 3, byte 120", "file f.ndjson, line 3, …",
+                          ///< "partition 0, offset 17"
+  std::string error;      ///< what was wrong, naming the field when there is one
+  std::string raw;        ///< the record's bytes, truncated to a bound
+  int64_t raw_size = 0;   ///< the record's full size in bytes
+  int64_t byte_offset = -1;  ///< the record's offset in its input, when known
 };
 
 /// Base class of all connectors.
@@ -53,6 +73,17 @@ class Connector {
 
   /// Return a copy of the counters. Any thread.
   virtual ConnectorStats stats() const = 0;
+
+  /// Return the records that failed to decode since the last call (possibly
+  /// none). Called by the tick thread after Poll. Default: none.
+  virtual std::vector<RejectedRecord> TakeRejects() { return {}; }
+
+  /// Tell the connector the schema of its target table (its user columns).
+  /// Called by the engine when the connector is added to an engine whose
+  /// table exists, and when the engine creates the table from connector data.
+  /// Decoding connectors decode into this schema from then on. Any thread.
+  /// Default: ignored.
+  virtual void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) { (void)schema; }
 
  protected:
   Connector(std::string name, std::string target_table, std::shared_ptr<arrow::Schema> schema)

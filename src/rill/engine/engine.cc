@@ -176,6 +176,9 @@ Status Engine::AddConnector(std::shared_ptr<Connector> connector) {
     }
     connectors_[connector->name()] = connector;
   }
+  if (auto table = FindTable(connector->target_table())) {
+    connector->SetTargetSchema(table->user_schema());
+  }
   Status st = connector->Start();
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -197,6 +200,10 @@ Status Engine::RemoveConnector(const std::string& name) {
   connector->Stop();
   // Write what it still buffered, so removing a connector loses nothing.
   auto batches = connector->Poll();
+  {
+    std::lock_guard<std::mutex> tick(tick_mu_);
+    TakeConnectorRejects(*connector, clock_());
+  }
   if (batches.ok() && !batches->empty()) {
     std::lock_guard<std::mutex> tick(tick_mu_);
     double now = clock_();

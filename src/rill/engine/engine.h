@@ -55,6 +55,7 @@
 namespace rill {
 
 class Connector;
+struct RejectedRecord;
 class SqlEngine;
 class WindowTask;
 
@@ -259,6 +260,10 @@ class Engine {
   void LogEvent(const EngineEvent& event);
   /// Log one line per held-back repeat run whose window ended by `now`. Any thread.
   void FlushRepeatedLogs(double now);
+  // Per-record rejects of decoding connectors (rejects_records.cc).
+  void TakeConnectorRejects(Connector& connector, double now);
+  void WriteRecordRejects(const std::string& table, std::vector<RejectedRecord> records,
+                          double now);
   void Loop();
   bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
@@ -310,6 +315,9 @@ class Engine {
   bool over_budget_ = false;
 
   std::shared_ptr<LiveTable> rejects_;
+  // Connector name -> (time of its last reject event, rejects since then);
+  // guarded by tick_mu_. Reject events are at most one per connector per 10 s.
+  std::map<std::string, std::pair<double, int64_t>> reject_events_;
   std::shared_ptr<LiveTable> metrics_table_;
 
   // Rate limiting of log lines (events are all recorded): guarded by log_mu_.

@@ -93,6 +93,7 @@ void Engine::IngestConnectors(double now, int64_t* records) {
                                       polled.status().ToString(), now));
       continue;
     }
+    TakeConnectorRejects(*connector, now);
     if (polled->empty()) continue;
     auto table = FindTable(connector->target_table());
     if (!table) {
@@ -105,6 +106,7 @@ void Engine::IngestConnectors(double now, int64_t* records) {
         continue;
       }
       table = *created;
+      connector->SetTargetSchema(table->user_schema());
       RecordEvent(EngineEvent::Engine(
           Severity::kInfo, connector->name(),
           "Created table '" + table->name() + "' from connector data", "", now));

@@ -96,6 +96,8 @@ std::shared_ptr<arrow::Schema> RejectsSchema() {
       arrow::field("reason", arrow::utf8()),
       arrow::field("rows", arrow::int64()),
       arrow::field("data", arrow::binary()),  // the rejected batch as an Arrow IPC stream
+      arrow::field("position", arrow::utf8()),  // a rejected record: where it was
+      arrow::field("raw", arrow::binary()),     // a rejected record: its bytes (truncated)
   });
   return schema;
 }
@@ -138,7 +140,11 @@ Result<std::shared_ptr<arrow::RecordBatch>> MakeRejectRow(
   RILL_RETURN_NOT_OK(row.Str(reason.message()));
   RILL_RETURN_NOT_OK(row.I64(batch->num_rows()));
   RILL_RETURN_NOT_OK(row.Bin(SerializeIpc(batch)));
-  return arrow::RecordBatch::Make(RejectsSchema(), 1, std::move(row.columns()));
+  RILL_RETURN_NOT_OK(row.Str(""));  // position and raw: only for per-record rejects
+  RILL_RETURN_NOT_OK(row.Bin(Status::Invalid("whole batch")));
+  std::vector<std::shared_ptr<arrow::Array>> cols = std::move(row.columns());
+  RILL_ASSIGN_OR_RAISE(cols[6], arrow::MakeArrayOfNull(arrow::utf8(), 1));
+  return arrow::RecordBatch::Make(RejectsSchema(), 1, std::move(cols));
 }
 
 Result<std::shared_ptr<arrow::Table>> MakeMetricsRow(const EngineMetrics& m,

@@ -1,0 +1,219 @@
+// NDJSON decoding into Arrow: Rill's JsonDecoder (simdjson On-Demand into Arrow
+// builders) against Arrow C++'s JSON reader and DuckDB's read_json, on the same
+// bytes, one core each, repetitions interleaved.
+//
+//   ndjson_bench [--mb 100] [--reps 5] [--push-mb 4] [--seed 5]
+//
+// The input: realistic events of 16 fields (ids, ISO timestamps, strings with
+// a few escapes, floats, ints, booleans, nulls, a list and a nested object),
+// decoded by the same explicit schema everywhere. Rill decodes it in pushes of
+// --push-mb (as JSONStreamConnector.push_bytes would); Arrow's reader gets the
+// whole buffer (use_threads=false); DuckDB reads the same bytes from a file in
+// the page cache (threads=1) into a temporary table.
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <arrow/io/memory.h>
+#include <arrow/json/api.h>
+
+#include "bench_util.h"
+#include "rill/connector/json_decoder.h"
+
+namespace rill::bench {
+namespace {
+
+std::shared_ptr<arrow::Schema> EventSchema() {
+  return arrow::schema({
+      arrow::field("event_id", arrow::int64()),
+      arrow::field("ts", arrow::timestamp(arrow::TimeUnit::MILLI)),
+      arrow::field("user_id", arrow::utf8()),
+      arrow::field("session", arrow::utf8()),
+      arrow::field("event_type", arrow::utf8()),
+      arrow::field("page", arrow::utf8()),
+      arrow::field("price", arrow::float64()),
+      arrow::field("quantity", arrow::int64()),
+      arrow::field("discount", arrow::float64()),
+      arrow::field("is_mobile", arrow::boolean()),
+      arrow::field("country", arrow::utf8()),
+      arrow::field("latency_ms", arrow::int64()),
+      arrow::field("score", arrow::float64()),
+      arrow::field("referrer", arrow::utf8()),
+      arrow::field("tags", arrow::list(arrow::utf8())),
+      arrow::field("device", arrow::struct_({arrow::field("os", arrow::utf8()),
+                                             arrow::field("version", arrow::int64())})),
+  });
+}
+
+std::string MakeEvents(int64_t target_bytes, uint64_t seed, int64_t* rows) {
+  std::mt19937_64 rng(seed);
+  const char* types[] = {"view", "click", "add_to_cart", "purchase", "search"};
+  const char* countries[] = {"US", "DE", "FR", "JP", "BR", "IN", "GB", "NG"};
+  const char* pages[] = {"/home", "/product/123", "/search?q=shoes", "/cart", "/checkout/step-2"};
+  const char* oses[] = {"ios", "android", "windows", "macos", "linux"};
+  std::string out;
+  out.reserve(static_cast<size_t>(target_bytes) + 4096);
+  char buf[1024];
+  int64_t n = 0;
+  while (static_cast<int64_t>(out.size()) < target_bytes) {
+    int64_t ms = 1700000000000 + n * 7 + static_cast<int64_t>(rng() % 1000);
+    time_t secs = static_cast<time_t>(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char ts[40];
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    bool has_discount = rng() % 4 == 0;
+    char discount[32];
+    if (has_discount) {
+      snprintf(discount, sizeof(discount), "%.2f", (rng() % 50) / 100.0);
+    } else {
+      snprintf(discount, sizeof(discount), "null");
+    }
+    int len = snprintf(
+        buf, sizeof(buf),
+        "{\"event_id\":%lld,\"ts\":\"%s.%03dZ\",\"user_id\":\"u-%06llu\","
+        "\"session\":\"%016llx\",\"event_type\":\"%s\",\"page\":\"%s\",\"price\":%.2f,"
+        "\"quantity\":%llu,\"discount\":%s,\"is_mobile\":%s,\"country\":\"%s\","
+        "\"latency_ms\":%llu,\"score\":%.6f,\"referrer\":\"%s\",\"tags\":[\"%s\",\"t%llu\"],"
+        "\"device\":{\"os\":\"%s\",\"version\":%llu}}\n",
+        static_cast<long long>(n), ts, static_cast<int>(ms % 1000),
+        static_cast<unsigned long long>(rng() % 1000000), static_cast<unsigned long long>(rng()),
+        types[rng() % 5], pages[rng() % 5], (rng() % 100000) / 100.0,
+        static_cast<unsigned long long>(rng() % 10 + 1), discount,
+        rng() % 2 ? "true" : "false", countries[rng() % 8],
+        static_cast<unsigned long long>(rng() % 2000), (rng() % 1000000) / 1e6,
+        rng() % 3 ? "https:\\/\\/example.com\\/a?b=\\\"c\\\"" : "", types[rng() % 5],
+        static_cast<unsigned long long>(rng() % 100), oses[rng() % 5],
+        static_cast<unsigned long long>(rng() % 20));
+    out.append(buf, static_cast<size_t>(len));
+    ++n;
+  }
+  *rows = n;
+  return out;
+}
+
+int64_t RillDecode(const std::string& data, int64_t push_bytes) {
+  JsonDecodeOptions options;
+  options.schema = EventSchema();
+  auto decoder = Check(JsonDecoder::Make(options), "decoder");
+  int64_t rows = 0;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t end = std::min(data.size(), pos + static_cast<size_t>(push_bytes));
+    end = data.find('\n', end);  // pushes end at a line end
+    end = end == std::string::npos ? data.size() : end + 1;
+    auto r = Check(decoder->Decode(std::string_view(data).substr(pos, end - pos)), "decode");
+    if (!r.rejects.empty()) {
+      std::fprintf(stderr, "unexpected reject: %s\n", r.rejects[0].error.c_str());
+      std::exit(1);
+    }
+    rows += r.batch ? r.batch->num_rows() : 0;
+    pos = end;
+  }
+  return rows;
+}
+
+int64_t ArrowDecode(const std::shared_ptr<arrow::Buffer>& buffer) {
+  auto read = arrow::json::ReadOptions::Defaults();
+  read.use_threads = false;
+  read.block_size = 4 << 20;
+  auto parse = arrow::json::ParseOptions::Defaults();
+  parse.explicit_schema = EventSchema();
+  parse.unexpected_field_behavior = arrow::json::UnexpectedFieldBehavior::Ignore;
+  auto input = std::make_shared<arrow::io::BufferReader>(buffer);
+  auto reader = Check(
+      arrow::json::TableReader::Make(arrow::default_memory_pool(), input, read, parse), "reader");
+  auto table = Check(reader->Read(), "arrow read_json");
+  return table->num_rows();
+}
+
+const char* kDuckColumns =
+    "{'event_id':'BIGINT','ts':'TIMESTAMP','user_id':'VARCHAR','session':'VARCHAR',"
+    "'event_type':'VARCHAR','page':'VARCHAR','price':'DOUBLE','quantity':'BIGINT',"
+    "'discount':'DOUBLE','is_mobile':'BOOLEAN','country':'VARCHAR','latency_ms':'BIGINT',"
+    "'score':'DOUBLE','referrer':'VARCHAR','tags':'VARCHAR[]',"
+    "'device':'STRUCT(os VARCHAR, version BIGINT)'}";
+
+int Run(int64_t mb, int reps, int64_t push_mb, uint64_t seed, bool profile) {
+  int64_t rows = 0;
+  std::string data = MakeEvents(mb << 20, seed, &rows);
+  if (profile) {  // only Rill's decoder, for perf
+    for (int r = 0; r < reps; ++r) RillDecode(data, push_mb << 20);
+    return 0;
+  }
+  const double total_mb = static_cast<double>(data.size()) / (1 << 20);
+  Log("ndjson: %lld rows, %.1f MB", static_cast<long long>(rows), total_mb);
+  auto buffer = arrow::Buffer::FromString(data);
+
+  std::string path = "/tmp/rill_ndjson_bench_" + std::to_string(getpid()) + ".ndjson";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  }
+  duckdb::DBConfig config;
+  config.options.maximum_threads = 1;
+  duckdb::DuckDB db(nullptr, &config);
+  duckdb::Connection con(db);
+  DuckRun(con, "SET threads = 1");
+  std::string duck_sql = "CREATE OR REPLACE TEMP TABLE ev AS SELECT * FROM read_json('" + path +
+                         "', format='newline_delimited', columns=" + kDuckColumns + ")";
+
+  std::vector<double> ours, arrow_rates, duck_rates;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = NowSeconds();
+    int64_t n = RillDecode(data, push_mb << 20);
+    double t1 = NowSeconds();
+    int64_t a = ArrowDecode(buffer);
+    double t2 = NowSeconds();
+    DuckRun(con, duck_sql);
+    double t3 = NowSeconds();
+    int64_t d = DuckScalar(con, "SELECT count(*) FROM ev");
+    if (n != rows || a != rows || d != rows) {
+      std::fprintf(stderr, "row counts differ: rill %lld arrow %lld duckdb %lld of %lld\n",
+                   static_cast<long long>(n), static_cast<long long>(a),
+                   static_cast<long long>(d), static_cast<long long>(rows));
+      return 1;
+    }
+    ours.push_back(total_mb / (t1 - t0));
+    arrow_rates.push_back(total_mb / (t2 - t1));
+    duck_rates.push_back(total_mb / (t3 - t2));
+  }
+  std::remove(path.c_str());
+
+  Measurement m;
+  m.name = "ndjson_decode_mb_per_s";
+  m.value = Median(ours);
+  m.unit = "MB/s";
+  m.baseline = "arrow_cpp_json_reader";
+  m.baseline_value = Median(arrow_rates);
+  m.ratio = m.value / *m.baseline_value;
+  m.targets = {{"ratio", ">=", 3.0}};
+  m.reps = reps;
+  m.extra_numbers = {{"mb", total_mb}, {"rows", static_cast<double>(rows)},
+                     {"duckdb_read_json_mb_per_s", Median(duck_rates)},
+                     {"ratio_vs_duckdb", m.value / Median(duck_rates)}};
+  Emit(m);
+  Measurement duck = m;
+  duck.name = "ndjson_decode_mb_per_s_vs_duckdb";
+  duck.baseline = "duckdb_read_json";
+  duck.baseline_value = Median(duck_rates);
+  duck.ratio = duck.value / *duck.baseline_value;
+  duck.targets = {{"ratio", ">=", 2.0}};
+  duck.extra_numbers = {{"mb", total_mb}, {"rows", static_cast<double>(rows)}};
+  Emit(duck);
+  return 0;
+}
+
+}  // namespace
+}  // namespace rill::bench
+
+int main(int argc, char** argv) {
+  rill::bench::Args args(argc, argv);
+  if (args.Flag("help")) {
+    std::puts("ndjson_bench [--mb 100] [--reps 5] [--push-mb 4] [--seed 5]");
+    return 0;
+  }
+  return rill::bench::Run(args.Int("mb", 100), static_cast<int>(args.Int("reps", 5)),
+                          args.Int("push-mb", 4), static_cast<uint64_t>(args.Int("seed", 5)),
+                          args.Flag("profile-rill"));
+}

@@ -1,0 +1,344 @@
+"""Connectors over real inputs, decoded in C++: JSONStreamConnector (and the
+file connector). Re-exported by ``rills.connectors.json_stream`` / ``.file``.
+
+They take the engine's C++ connector path (``RillEngine.add_connector`` hands
+their ``_core`` to the engine): decoding, buffering and rejects never run
+Python code on the tick thread.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Union
+
+import pyarrow as pa
+
+from . import _arrow, _core
+from .connectors import BaseConnector, MemoryConnector, _check_limit
+
+__all__ = ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]
+
+
+def _option(options: Any, name: str, default: Any) -> Any:
+    """Read `name` from a dict or an options object (pyarrow.json.ParseOptions, …)."""
+    if options is None:
+        return default
+    if isinstance(options, dict):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def _parse_options(parse_options: Any) -> tuple:
+    """(explicit schema or None, "ignore" | "error") from parse_options."""
+    schema = _option(parse_options, "explicit_schema", None)
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"parse_options explicit_schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    unexpected = _option(parse_options, "unexpected_field_behavior", "ignore")
+    if unexpected == "infer":
+        # A live table's columns are fixed: new fields are ignored (and counted).
+        unexpected = "ignore"
+    if unexpected not in ("ignore", "error"):
+        raise ValueError(
+            f"unexpected_field_behavior must be 'ignore', 'error' or 'infer', got {unexpected!r}"
+        )
+    return schema, unexpected
+
+
+class JSONStreamConnector(MemoryConnector):
+    """A connector fed with raw NDJSON (or a JSON array of objects) by push_bytes().
+
+    Each push is decoded in C++ (simdjson) on the pushing thread into the
+    target table's columns (or ``parse_options.explicit_schema``; a table
+    without a schema takes the schema inferred from the first push), then
+    buffered like MemoryConnector (max_buffer_records / max_buffer_bytes /
+    on_overflow). A bad line never spoils the push: it goes to ``rill_rejects``
+    with its position, the error and its raw bytes, and the good lines are kept.
+
+    Args:
+        target_table: the table this connector feeds.
+        parse_options: ``pyarrow.json.ParseOptions`` or a dict with
+            ``explicit_schema`` (a pyarrow.Schema) and
+            ``unexpected_field_behavior`` ("ignore" (default: ignored and
+            counted), "error" (the record is rejected) or "infer" (as "ignore":
+            a live table's columns are fixed)).
+        read_options: ``pyarrow.json.ReadOptions`` or a dict; ``block_size`` is
+            the largest record accepted in bytes (default 64 MiB); a dict may
+            also give ``max_reject_bytes`` (raw bytes kept per reject, default 4096).
+        max_buffer_records / max_buffer_bytes: buffered rows / bytes before
+            on_overflow applies (None: unlimited).
+        on_overflow: "drop_oldest" (earlier pushes are dropped first),
+            "drop_newest" or "error" (push_bytes raises BufferError).
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        parse_options: Any = None,
+        read_options: Any = None,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        schema, unexpected = _parse_options(parse_options)
+        block_size = _option(read_options, "block_size", None)
+        max_reject_bytes = _option(read_options, "max_reject_bytes", None)
+        self.parse_options = parse_options
+        self.read_options = read_options
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._announced = False
+        self._core = _core.JsonStreamConnector.make(
+            target_table,
+            schema,
+            unexpected,
+            _check_limit("block_size", block_size),
+            -1 if max_reject_bytes is None else _check_limit("max_reject_bytes", max_reject_bytes),
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def push_bytes(self, data: Union[bytes, bytearray, memoryview, str]) -> None:
+        """Decode and buffer NDJSON / a JSON array for the next tick. Any thread.
+
+        Raises BufferError only when on_overflow="error" and the decoded rows
+        do not fit (nothing of this push is buffered; its bad lines still go to
+        rill_rejects), ValueError when the connector is closed, TypeError for
+        data that is not bytes-like or str. Bad lines never raise.
+        """
+        self._core.push_bytes(data)
+        if not self._announced:
+            capsule = self._core.decode_schema_capsule()
+            if capsule is not None:
+                self._announced = True
+                self._announce(_arrow.schema_from_capsule(capsule))
+
+    def push(self, data: Any) -> None:
+        """push_bytes() for str / bytes; other data as MemoryConnector.push (rows are
+        serialized to NDJSON so that they take the same decoding path)."""
+        if isinstance(data, (bytes, bytearray, memoryview, str)):
+            self.push_bytes(data)
+            return
+        table = _arrow.to_table(data, self.schema, what="JSONStreamConnector.push()")
+        if table is None or table.num_rows == 0:
+            return
+        import json
+
+        self.push_bytes("\n".join(json.dumps(row, default=str) for row in table.to_pylist()))
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records not yet handed to an engine (connector,
+        position, error, raw, raw_size). An attached engine takes them every tick."""
+        return self._core.take_rejects()
+
+    def stats(self) -> Dict[str, int]:
+        """Return the counters: received (bytes, records), parsed, rejected,
+        unknown_fields, buffered, pushed, dropped, refused, drained."""
+        return self._core.stats()
+
+
+class FileStreamConnector(MemoryConnector):
+    """Rows from files that appear in a folder, read by a C++ thread.
+
+    New files whose names match ``file_pattern`` are read once they are
+    complete (renamed into place, closed after writing, or unchanged for
+    ``stable_seconds``): ``.json``/``.ndjson``/``.jsonl`` (NDJSON or a JSON
+    array; bad lines go to ``rill_rejects``), ``.csv``, ``.parquet``,
+    ``.arrow``/``.ipc``/``.feather`` (Arrow IPC file or stream format). Files
+    already read are remembered in a small state file in the folder
+    (``.rill-<name>.state``), so a restart reads nothing twice. A file that
+    cannot be read goes to ``rill_rejects`` as one record.
+
+    Args:
+        target_table: the table this connector feeds.
+        watch_path: the folder to watch (ValueError if it is not a folder).
+        file_pattern: shell pattern of the file names to read (default "*").
+        delete_after_process: delete a file once read.
+        tail: follow NDJSON files as they grow (complete lines after the last
+            byte read); other formats are read once.
+        schema: decode JSON / CSV with these columns (default: the table's).
+        poll_interval_seconds: rescan period (inotify events wake it earlier).
+        stable_seconds: how long a file's size must stay unchanged when no
+            "closed" / "moved in" event says it is complete.
+        max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
+            on_overflow="error" the reader waits for room instead of dropping.
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        watch_path: Union[str, "os.PathLike[str]"],
+        file_pattern: str = "*",
+        delete_after_process: bool = False,
+        tail: bool = False,
+        schema: Optional[pa.Schema] = None,
+        poll_interval_seconds: float = 0.2,
+        stable_seconds: float = 1.0,
+        use_inotify: bool = True,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        if schema is not None and not isinstance(schema, pa.Schema):
+            raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        self.watch_path = os.fspath(watch_path)
+        self.file_pattern = file_pattern
+        self.delete_after_process = bool(delete_after_process)
+        self.tail = bool(tail)
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._started = False
+        self._core = _core.FileStreamConnector.make(
+            target_table,
+            self.watch_path,
+            file_pattern,
+            self.delete_after_process,
+            self.tail,
+            schema,
+            max(1, int(poll_interval_seconds * 1000)),
+            max(0, int(stable_seconds * 1000)),
+            bool(use_inotify),
+            "",
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def start(self) -> None:
+        """Start watching (RillEngine.add_connector does this through the C++ core)."""
+        self._core.start()
+
+    def stop(self) -> None:
+        """Stop watching and join the reader thread."""
+        self._core.stop()
+
+    def scan_once(self) -> None:
+        """Read what is ready now, without the thread (for use without an engine)."""
+        self._core.scan_once()
+
+    def push(self, data: Any) -> None:
+        raise TypeError("FileStreamConnector reads files; it takes no push()")
+
+    def processed_files(self) -> List[str]:
+        """Names of the files read so far (kept across restarts)."""
+        return self._core.processed_files()
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records / files not yet handed to an engine."""
+        return self._core.take_rejects()
+
+    @property
+    def using_inotify(self) -> bool:
+        """Whether inotify is in use (False: polling)."""
+        return self._core.using_inotify
+
+
+class KafkaConnector(MemoryConnector):
+    """Rows from Kafka topics (NDJSON message values), read by a C++ librdkafka consumer.
+
+    Each message value holds one or more NDJSON rows (or a JSON array); bad
+    lines go to ``rill_rejects`` with their topic, partition and offset. The
+    next offset of every partition is kept by the connector (``positions()``)
+    and committed to the consumer group after the rows are buffered. Partition
+    EOF is not an error; a broker outage is recorded once as an engine alert
+    and retried by librdkafka. ``stats()["lag"]`` is the total lag (high
+    watermark - position); ``lags()`` gives it per partition.
+
+    Args:
+        target_table: the table this connector feeds.
+        topics: a topic name or a list of them.
+        kafka_config: librdkafka properties, passed through (e.g.
+            ``{"bootstrap.servers": "127.0.0.1:9092", "group.id": "g"}``;
+            group.id defaults to "rill-<name>"; auto commit is always off).
+        start: "committed" (the group's offsets, else earliest), "earliest",
+            "latest", or "timestamp" (with ``start_timestamp_ms``).
+        metadata_columns: add _topic, _partition, _offset, _key, _timestamp.
+        parse_options: as for JSONStreamConnector (explicit_schema,
+            unexpected_field_behavior).
+        max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
+            "error" the consumer waits for room (the topic keeps the data).
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        topics: Union[str, List[str]],
+        kafka_config: Dict[str, Any],
+        start: str = "committed",
+        start_timestamp_ms: Optional[int] = None,
+        metadata_columns: bool = False,
+        parse_options: Any = None,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        if isinstance(topics, str):
+            topics = [topics]
+        if not topics or not all(isinstance(t, str) and t for t in topics):
+            raise ValueError(f"topics must be a non-empty list of topic names, got {topics!r}")
+        if not isinstance(kafka_config, dict):
+            raise TypeError(f"kafka_config must be a dict, got {type(kafka_config).__name__}")
+        if start == "timestamp" and start_timestamp_ms is None:
+            raise ValueError("start='timestamp' needs start_timestamp_ms")
+        schema, unexpected = _parse_options(parse_options)
+        self.topics = list(topics)
+        self.kafka_config = dict(kafka_config)
+        self.start_position = start
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._core = _core.KafkaConnector.make(
+            target_table,
+            self.topics,
+            {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in kafka_config.items()},
+            start,
+            int(start_timestamp_ms or 0),
+            bool(metadata_columns),
+            schema,
+            unexpected,
+            _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes),
+            on_overflow,
+            self.name,
+        )
+
+    def start(self) -> None:
+        """Subscribe and start reading (RillEngine.add_connector does this)."""
+        self._core.start()
+
+    def stop(self) -> None:
+        """Stop reading, commit positions."""
+        self._core.stop()
+
+    def push(self, data: Any) -> None:
+        raise TypeError("KafkaConnector reads topics; it takes no push()")
+
+    def positions(self) -> Dict[tuple, int]:
+        """{(topic, partition): next offset to read} of what was buffered."""
+        return self._core.positions()
+
+    def lags(self) -> Dict[tuple, int]:
+        """{(topic, partition): high watermark - position} (last known)."""
+        return self._core.lags()
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records not yet handed to an engine."""
+        return self._core.take_rejects()
+
+
+def KafkaMockCluster(brokers: int = 1) -> Any:
+    """An in-process Kafka cluster (librdkafka's mock) on 127.0.0.1 for tests and
+    demos: .bootstrap_servers, .create_topic(topic, partitions),
+    .produce(topic, value, partition=-1, key=None, timestamp_ms=0),
+    .produce_many(topic, values), .set_broker_down(broker_id, down)."""
+    return _core.KafkaMockCluster.make(brokers)

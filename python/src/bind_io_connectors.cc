@@ -1,0 +1,295 @@
+// Bindings of the connectors that decode real inputs: JSONStreamConnector (and
+// the file / Kafka connectors when built). Their Python classes live in
+// rills/_io_connectors.py.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bind_common.h"
+#include "py_arrow.h"
+#include "py_status.h"
+#include "rill/connector/bounded_buffer.h"
+#include "rill/connector/file_stream_connector.h"
+#include "rill/connector/kafka_connector.h"
+#include "rill/connector/json_stream_connector.h"
+
+namespace rills {
+
+namespace {
+
+rill::UnknownFieldPolicy ParseUnknownFields(const std::string& text) {
+  if (text == "ignore") return rill::UnknownFieldPolicy::kIgnore;
+  if (text == "error") return rill::UnknownFieldPolicy::kReject;
+  throw nb::value_error(("unexpected_field_behavior must be 'ignore' or 'error', got '" + text +
+                         "'")
+                            .c_str());
+}
+
+/// A read-only view of `data` (bytes, bytearray, memoryview, str) that stays
+/// valid while `data` is referenced; str is taken as UTF-8.
+class BytesView {
+ public:
+  explicit BytesView(nb::handle data) {
+    if (PyUnicode_Check(data.ptr())) {
+      Py_ssize_t size = 0;
+      const char* utf8 = PyUnicode_AsUTF8AndSize(data.ptr(), &size);
+      if (!utf8) throw nb::python_error();
+      view_ = std::string_view(utf8, static_cast<size_t>(size));
+      return;
+    }
+    if (PyObject_GetBuffer(data.ptr(), &buffer_, PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      throw nb::type_error(("push_bytes() takes bytes, bytearray, memoryview or str, got " +
+                            std::string(Py_TYPE(data.ptr())->tp_name))
+                               .c_str());
+    }
+    has_buffer_ = true;
+    view_ = std::string_view(static_cast<const char*>(buffer_.buf),
+                             static_cast<size_t>(buffer_.len));
+  }
+  ~BytesView() {
+    if (has_buffer_) PyBuffer_Release(&buffer_);
+  }
+  BytesView(const BytesView&) = delete;
+  BytesView& operator=(const BytesView&) = delete;
+  std::string_view view() const { return view_; }
+
+ private:
+  Py_buffer buffer_{};
+  bool has_buffer_ = false;
+  std::string_view view_;
+};
+
+nb::list RejectsToList(std::vector<rill::RejectedRecord> rejects) {
+  nb::list out;
+  for (const auto& r : rejects) {
+    nb::dict d;
+    d["connector"] = r.connector;
+    d["position"] = r.position;
+    d["error"] = r.error;
+    d["raw"] = nb::bytes(r.raw.data(), r.raw.size());
+    d["raw_size"] = r.raw_size;
+    out.append(d);
+  }
+  return out;
+}
+
+template <typename C>
+nb::object PollToStream(C& c) {
+  rill::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> result;
+  {
+    nb::gil_scoped_release release;
+    result = c.Poll();
+  }
+  auto batches = ValueOrRaise(std::move(result));
+  if (batches.empty()) return nb::none();
+  auto schema = batches.front()->schema();
+  return ExportBatches(std::move(batches), schema);
+}
+
+rill::BufferLimits MakeLimits(int64_t max_records, int64_t max_bytes,
+                              const std::string& on_overflow) {
+  rill::BufferLimits limits;
+  limits.max_records = max_records;
+  limits.max_bytes = max_bytes;
+  limits.on_overflow = ValueOrRaise(rill::ParseOverflowPolicy(on_overflow));
+  return limits;
+}
+
+nb::dict TopicPartitionMap(const std::map<rill::KafkaConnector::TopicPartition, int64_t>& in) {
+  nb::dict out;
+  for (const auto& [tp, v] : in) out[nb::make_tuple(tp.first, tp.second)] = v;
+  return out;
+}
+
+template <typename F>
+void Released(F&& f) {
+  arrow::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = f();
+  }
+  ThrowIfError(st);
+}
+
+void BindKafka(nb::module_& m) {
+  nb::class_<rill::KafkaConnector, rill::Connector>(m, "KafkaConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::vector<std::string>& topics,
+             const std::map<std::string, std::string>& config, const std::string& start,
+             int64_t start_timestamp_ms, bool metadata_columns, nb::handle schema,
+             const std::string& unknown, int64_t max_records, int64_t max_bytes,
+             const std::string& on_overflow, const std::string& name) {
+            rill::KafkaOptions o;
+            o.topics = topics;
+            o.config = config;
+            o.start = ValueOrRaise(rill::ParseKafkaStart(start));
+            o.start_timestamp_ms = start_timestamp_ms;
+            o.metadata_columns = metadata_columns;
+            if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
+            o.decode.unknown_fields = ParseUnknownFields(unknown);
+            o.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            o.name = name;
+            return ValueOrRaise(rill::KafkaConnector::Make(target_table, o));
+          },
+          nb::arg("target_table"), nb::arg("topics"), nb::arg("config"), nb::arg("start"),
+          nb::arg("start_timestamp_ms"), nb::arg("metadata_columns"), nb::arg("schema").none(),
+          nb::arg("unexpected_fields"), nb::arg("max_records"), nb::arg("max_bytes"),
+          nb::arg("on_overflow"), nb::arg("name"))
+      .def("start", [](rill::KafkaConnector& c) { Released([&] { return c.Start(); }); })
+      .def("stop",
+           [](rill::KafkaConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("poll", [](rill::KafkaConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::KafkaConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("positions", [](const rill::KafkaConnector& c) { return TopicPartitionMap(c.positions()); })
+      .def("lags", [](const rill::KafkaConnector& c) { return TopicPartitionMap(c.lags()); });
+
+  nb::class_<rill::KafkaMockCluster>(m, "KafkaMockCluster")
+      .def_static("make",
+                  [](int brokers) { return ValueOrRaise(rill::KafkaMockCluster::Make(brokers)); },
+                  nb::arg("brokers") = 1)
+      .def_prop_ro("bootstrap_servers", &rill::KafkaMockCluster::bootstrap_servers)
+      .def("create_topic",
+           [](rill::KafkaMockCluster& k, const std::string& topic, int partitions) {
+             Released([&] { return k.CreateTopic(topic, partitions); });
+           })
+      .def(
+          "produce",
+          [](rill::KafkaMockCluster& k, const std::string& topic, nb::handle value,
+             int32_t partition, nb::handle key, int64_t timestamp_ms) {
+            BytesView v(value);
+            std::string key_bytes;
+            if (!key.is_none()) key_bytes = std::string(BytesView(key).view());
+            Released([&] {
+              return k.Produce(topic, partition, v.view(), key_bytes, timestamp_ms);
+            });
+          },
+          nb::arg("topic"), nb::arg("value"), nb::arg("partition") = -1,
+          nb::arg("key").none() = nb::none(), nb::arg("timestamp_ms") = 0)
+      .def("produce_many",
+           [](rill::KafkaMockCluster& k, const std::string& topic,
+              const std::vector<std::string>& values) {
+             Released([&] { return k.ProduceMany(topic, values); });
+           })
+      .def("set_broker_down", [](rill::KafkaMockCluster& k, int broker, bool down) {
+        Released([&] { return k.SetBrokerDown(broker, down); });
+      });
+}
+
+}  // namespace
+
+void BindIoConnectors(nb::module_& m) {
+  nb::class_<rill::JsonStreamConnector, rill::Connector>(m, "JsonStreamConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, nb::handle schema, const std::string& unknown,
+             int64_t max_record_bytes, int64_t max_raw_bytes, int64_t max_records,
+             int64_t max_bytes, const std::string& on_overflow, const std::string& name) {
+            rill::JsonStreamOptions options;
+            if (!schema.is_none()) options.decode.schema = ValueOrRaise(ImportSchema(schema));
+            options.decode.unknown_fields = ParseUnknownFields(unknown);
+            if (max_record_bytes > 0) options.decode.max_record_bytes = max_record_bytes;
+            if (max_raw_bytes >= 0) options.decode.max_raw_bytes = max_raw_bytes;
+            options.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            options.name = name;
+            return ValueOrRaise(rill::JsonStreamConnector::Make(target_table, options));
+          },
+          nb::arg("target_table"), nb::arg("schema").none(), nb::arg("unexpected_fields"),
+          nb::arg("max_record_bytes"), nb::arg("max_raw_bytes"), nb::arg("max_records"),
+          nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"))
+      .def(
+          "push_bytes",
+          [](rill::JsonStreamConnector& c, nb::handle data) {
+            BytesView bytes(data);
+            arrow::Status status;
+            {
+              nb::gil_scoped_release release;
+              status = c.PushBytes(bytes.view());
+            }
+            ThrowIfError(status);
+          },
+          nb::arg("data"))
+      .def("poll", [](rill::JsonStreamConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::JsonStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("decode_schema_capsule", [](const rill::JsonStreamConnector& c) -> nb::object {
+        auto schema = c.decode_schema();
+        if (!schema) return nb::none();
+        return ExportSchema(*schema);
+      });
+
+  nb::class_<rill::FileStreamConnector, rill::Connector>(m, "FileStreamConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::string& watch_path,
+             const std::string& file_pattern, bool delete_after_process, bool tail,
+             nb::handle schema, int64_t poll_interval_ms, int64_t stable_ms, bool use_inotify,
+             const std::string& state_path, int64_t max_records, int64_t max_bytes,
+             const std::string& on_overflow, const std::string& name) {
+            rill::FileStreamOptions o;
+            o.watch_path = watch_path;
+            o.file_pattern = file_pattern;
+            o.delete_after_process = delete_after_process;
+            o.tail = tail;
+            if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
+            o.poll_interval_ms = poll_interval_ms;
+            o.stable_ms = stable_ms;
+            o.use_inotify = use_inotify;
+            o.state_path = state_path;
+            o.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            o.name = name;
+            return ValueOrRaise(rill::FileStreamConnector::Make(target_table, o));
+          },
+          nb::arg("target_table"), nb::arg("watch_path"), nb::arg("file_pattern"),
+          nb::arg("delete_after_process"), nb::arg("tail"), nb::arg("schema").none(),
+          nb::arg("poll_interval_ms"), nb::arg("stable_ms"), nb::arg("use_inotify"),
+          nb::arg("state_path"), nb::arg("max_records"), nb::arg("max_bytes"),
+          nb::arg("on_overflow"), nb::arg("name"))
+      .def("start",
+           [](rill::FileStreamConnector& c) {
+             arrow::Status st;
+             {
+               nb::gil_scoped_release release;
+               st = c.Start();
+             }
+             ThrowIfError(st);
+           })
+      .def("stop",
+           [](rill::FileStreamConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("scan_once",
+           [](rill::FileStreamConnector& c) {
+             arrow::Status st;
+             {
+               nb::gil_scoped_release release;
+               st = c.ScanOnce();
+             }
+             ThrowIfError(st);
+           })
+      .def("poll", [](rill::FileStreamConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::FileStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("processed_files", &rill::FileStreamConnector::processed_files)
+      .def_prop_ro("using_inotify", &rill::FileStreamConnector::using_inotify);
+
+  BindKafka(m);
+}
+
+}  // namespace rills

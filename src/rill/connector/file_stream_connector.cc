@@ -1,0 +1,390 @@
+#include "rill/connector/file_stream_connector.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+#include "rill/connector/file_readers_internal.h"
+#include "rill/connector/json_stream_connector.h"
+
+namespace rill {
+
+namespace {
+
+using file_internal::FileFormat;
+
+constexpr int64_t kMaxPendingRejects = 10000;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<std::string> ReadRange(const std::string& path, int64_t offset, int64_t length) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::IOError("cannot open '", path, "'");
+  f.seekg(offset);
+  std::string data(static_cast<size_t>(length), '\0');
+  f.read(data.data(), length);
+  data.resize(static_cast<size_t>(f.gcount()));
+  return data;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<FileStreamConnector>> FileStreamConnector::Make(
+    std::string target_table, FileStreamOptions options) {
+  if (target_table.empty()) return Status::Invalid("FileStreamConnector: empty target_table");
+  struct stat st;
+  if (options.watch_path.empty() || ::stat(options.watch_path.c_str(), &st) != 0 ||
+      !S_ISDIR(st.st_mode)) {
+    return Status::Invalid("FileStreamConnector: watch_path '", options.watch_path,
+                           "' is not an existing folder");
+  }
+  if (options.poll_interval_ms <= 0 || options.stable_ms < 0) {
+    return Status::Invalid("FileStreamConnector: poll_interval_ms must be > 0 and stable_ms >= 0");
+  }
+  RILL_ASSIGN_OR_RAISE(auto decoder, JsonDecoder::Make(options.decode));
+  std::shared_ptr<FileStreamConnector> c(
+      new FileStreamConnector(std::move(target_table), std::move(options), std::move(decoder)));
+  RILL_RETURN_NOT_OK(c->LoadState());
+  return c;
+}
+
+FileStreamConnector::FileStreamConnector(std::string target_table, FileStreamOptions options,
+                                         std::unique_ptr<JsonDecoder> decoder)
+    : Connector(options.name, std::move(target_table), options.decode.schema),
+      options_([&] {
+        FileStreamOptions o = std::move(options);
+        if (o.state_path.empty()) {
+          o.state_path = o.watch_path + "/.rill-" + (o.name.empty() ? name() : o.name) + ".state";
+        }
+        return o;
+      }()),
+      explicit_schema_(options_.decode.schema != nullptr),
+      buffer_(options_.limits),
+      decoder_(std::move(decoder)) {}
+
+FileStreamConnector::~FileStreamConnector() { Stop(); }
+
+// State file: "size<TAB>mtime_ns<TAB>offset<TAB>name" per processed file.
+Status FileStreamConnector::LoadState() {
+  std::ifstream f(options_.state_path);
+  if (!f) return Status::OK();  // first run
+  std::string line;
+  std::lock_guard<std::mutex> lock(mu_);
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    FileState s;
+    std::string name;
+    if (!(in >> s.size >> s.mtime_ns >> s.offset) || !std::getline(in >> std::ws, name)) {
+      return Status::IOError("FileStreamConnector: corrupt state file '", options_.state_path,
+                             "': ", line);
+    }
+    s.done = !options_.tail || file_internal::FormatOf(name) != FileFormat::kJson;
+    files_[name] = s;
+  }
+  return Status::OK();
+}
+
+Status FileStreamConnector::SaveState() {
+  std::string tmp = options_.state_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, s] : files_) {
+      if (s.done || s.offset > 0) {
+        f << s.size << '\t' << s.mtime_ns << '\t' << s.offset << '\t' << name << '\n';
+      }
+    }
+    if (!f) return Status::IOError("cannot write state file '", tmp, "'");
+  }
+  if (std::rename(tmp.c_str(), options_.state_path.c_str()) != 0) {
+    return Status::IOError("cannot replace state file '", options_.state_path, "'");
+  }
+  return Status::OK();
+}
+
+Status FileStreamConnector::Start() {
+  if (thread_.joinable()) return Status::OK();
+  stop_ = false;
+  if (options_.use_inotify && inotify_fd_ < 0) {
+    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_fd_ >= 0 &&
+        inotify_add_watch(inotify_fd_, options_.watch_path.c_str(),
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_MODIFY | IN_CREATE) < 0) {
+      ::close(inotify_fd_);
+      inotify_fd_ = -1;  // polling fallback
+    }
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
+}
+
+void FileStreamConnector::Stop() {
+  stop_ = true;
+  room_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (inotify_fd_ >= 0) {
+    ::close(inotify_fd_);
+    inotify_fd_ = -1;
+  }
+}
+
+void FileStreamConnector::Run() {
+  while (!stop_) {
+    Status st = ScanOnce();
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.errors;
+    }
+    if (inotify_fd_ >= 0) {
+      pollfd p{inotify_fd_, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(options_.poll_interval_ms));
+      DrainInotify();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_interval_ms));
+    }
+  }
+}
+
+void FileStreamConnector::DrainInotify() {
+  alignas(inotify_event) char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(inotify_fd_, buf, sizeof(buf));
+    if (n <= 0) return;
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (ev->len > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        FileState& s = files_[ev->name];
+        if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) {
+          s.closed = true;
+        } else if (ev->mask & (IN_MODIFY | IN_CREATE)) {
+          s.closed = false;
+        }
+      }
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+}
+
+Status FileStreamConnector::ScanOnce() {
+  std::lock_guard<std::mutex> scan(scan_mu_);
+  DIR* dir = ::opendir(options_.watch_path.c_str());
+  if (!dir) return Status::IOError("cannot list '", options_.watch_path, "'");
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name.empty() || name[0] == '.') continue;  // hidden files: state, temporaries
+    if (::fnmatch(options_.file_pattern.c_str(), name.c_str(), 0) != 0) continue;
+    names.push_back(std::move(name));
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());  // oldest-named first, deterministic
+
+  const double now = NowSeconds();
+  bool changed = false;
+  for (const auto& name : names) {
+    if (stop_) break;
+    struct stat st;
+    std::string path = options_.watch_path + "/" + name;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    FileState snapshot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FileState& s = files_[name];
+      if (s.done) continue;
+      if (s.size != st.st_size || s.mtime_ns != mtime) {
+        if (s.offset == 0 || st.st_size != s.size) s.stable_since = now;
+        s.size = st.st_size;
+        s.mtime_ns = mtime;
+      }
+      snapshot = s;
+    }
+    const bool tailing = options_.tail && file_internal::FormatOf(name) == FileFormat::kJson;
+    const bool ready = tailing || snapshot.closed ||
+                       (snapshot.stable_since > 0 &&
+                        (now - snapshot.stable_since) * 1000 >= options_.stable_ms);
+    if (!ready) continue;
+    FileState work = snapshot;
+    Status st_file = ProcessFile(name, &work);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FileState& s = files_[name];
+      changed |= work.done != s.done || work.offset != s.offset;
+      s.done = work.done;
+      s.offset = work.offset;
+    }
+    if (!st_file.ok()) RejectFile(name, path, st_file);
+    if (work.done && options_.delete_after_process) ::unlink(path.c_str());
+  }
+  return changed ? SaveState() : Status::OK();
+}
+
+Status FileStreamConnector::ProcessFile(const std::string& name, FileState* state) {
+  std::string path = options_.watch_path + "/" + name;
+  const FileFormat format = file_internal::FormatOf(name);
+  if (options_.tail && format == FileFormat::kJson) return ReadTail(name, path, state);
+  state->done = true;  // read once, whatever happens
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.received_bytes += state->size;
+  }
+  return ReadWhole(name, path, state->size);
+}
+
+Status FileStreamConnector::ReadWhole(const std::string& name, const std::string& path,
+                                      int64_t size) {
+  const FileFormat format = file_internal::FormatOf(name);
+  if (format == FileFormat::kJson) {
+    RILL_ASSIGN_OR_RAISE(std::string data, ReadRange(path, 0, size));
+    JsonInputPosition where;
+    where.prefix = "file " + name + ", ";
+    DecodeResult decoded;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      RILL_ASSIGN_OR_RAISE(decoded, decoder_->Decode(data, where));
+      counters_.received_records += decoded.records;
+      counters_.unknown_fields += decoded.unknown_fields;
+    }
+    AddRejects(std::move(decoded.rejects));
+    if (decoded.batch) Deliver({decoded.batch});
+    return Status::OK();
+  }
+  std::shared_ptr<arrow::Schema> schema;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    schema = explicit_schema_ ? options_.decode.schema : target_schema_;
+  }
+  RILL_ASSIGN_OR_RAISE(auto batches, file_internal::ReadBatches(path, format, schema));
+  int64_t rows = 0;
+  for (const auto& b : batches) rows += b->num_rows();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.received_records += rows;
+  }
+  Deliver(std::move(batches));
+  return Status::OK();
+}
+
+Status FileStreamConnector::ReadTail(const std::string& name, const std::string& path,
+                                     FileState* state) {
+  if (state->size < state->offset) state->offset = 0;  // truncated / replaced: start over
+  if (state->size == state->offset) return Status::OK();
+  RILL_ASSIGN_OR_RAISE(std::string data,
+                       ReadRange(path, state->offset, state->size - state->offset));
+  // Only complete lines: a line still being written is read next time.
+  size_t end = data.rfind('\n');
+  if (end == std::string::npos) return Status::OK();
+  data.resize(end + 1);
+  JsonInputPosition where;
+  where.prefix = "file " + name + ", ";
+  where.base_offset = state->offset;
+  // Lines are counted from where this read starts; the byte offset is exact.
+  DecodeResult decoded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RILL_ASSIGN_OR_RAISE(decoded, decoder_->Decode(data, where));
+    counters_.received_bytes += static_cast<int64_t>(data.size());
+    counters_.received_records += decoded.records;
+    counters_.unknown_fields += decoded.unknown_fields;
+  }
+  state->offset += static_cast<int64_t>(data.size());
+  AddRejects(std::move(decoded.rejects));
+  if (decoded.batch) Deliver({decoded.batch});
+  return Status::OK();
+}
+
+void FileStreamConnector::Deliver(std::vector<std::shared_ptr<arrow::RecordBatch>> batches) {
+  int64_t rows = 0;
+  for (const auto& b : batches) rows += b->num_rows();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.parsed_records += rows;
+  }
+  // With on_overflow = error, wait for the tick to make room: files are not lost.
+  while (!stop_) {
+    Status st = buffer_.Push(batches);
+    if (!st.IsCapacityError()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    room_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms));
+  }
+}
+
+void FileStreamConnector::AddRejects(std::vector<RejectedRecord> rejects) {
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.rejected_records += static_cast<int64_t>(rejects.size());
+  CollectRejects(name(), std::move(rejects), kMaxPendingRejects, &rejects_,
+                 &counters_.dropped_records);
+}
+
+void FileStreamConnector::RejectFile(const std::string& name, const std::string& path,
+                                     const Status& error) {
+  RejectedRecord r;
+  r.position = "file " + name;
+  r.error = error.message();
+  auto head = ReadRange(path, 0, options_.decode.max_raw_bytes);
+  r.raw = head.ok() ? *head : "";
+  struct stat st;
+  r.raw_size = ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.errors;
+  }
+  AddRejects({std::move(r)});
+}
+
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> FileStreamConnector::Poll() {
+  auto out = buffer_.Drain();
+  room_cv_.notify_all();
+  return out;
+}
+
+std::vector<RejectedRecord> FileStreamConnector::TakeRejects() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(rejects_);
+}
+
+void FileStreamConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
+  if (explicit_schema_ || !schema) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  target_schema_ = schema;
+  if (!decoder_->SetSchema(schema).ok()) ++counters_.errors;
+}
+
+ConnectorStats FileStreamConnector::stats() const {
+  ConnectorStats s = buffer_.stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  s.received_bytes = counters_.received_bytes;
+  s.received_records = counters_.received_records;
+  s.parsed_records = counters_.parsed_records;
+  s.rejected_records = counters_.rejected_records;
+  s.unknown_fields = counters_.unknown_fields;
+  s.errors += counters_.errors;
+  s.dropped_records += counters_.dropped_records;
+  return s;
+}
+
+std::vector<std::string> FileStreamConnector::processed_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, s] : files_) {
+    if (s.done || s.offset > 0) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace rill

@@ -1,0 +1,123 @@
+// FileStreamConnector: rows from files that appear in a folder.
+//
+// A reader thread watches the folder (inotify, with a polling fallback when
+// inotify is unavailable), reads each new file whose name matches the pattern
+// once it is complete, and pushes its rows into a BoundedBuffer:
+//   .json .ndjson .jsonl   NDJSON or a JSON array (JsonDecoder, per-line rejects)
+//   .csv                   Arrow's CSV reader (target column types when known)
+//   .parquet               Arrow's Parquet reader
+//   .arrow .ipc .feather   Arrow IPC, file or stream format
+// A file is complete when it was renamed into place or closed after writing
+// (inotify), or when its size and modification time stayed the same for
+// `stable_ms` (polling, and files present at start). Processed files are
+// remembered in a state file (one line per file: size, mtime, name; tailed
+// files also keep their read offset) so that a restart reads nothing twice.
+// A file that cannot be read becomes one reject (position "file NAME").
+//
+// With `tail`, NDJSON files are followed as they grow: complete lines appended
+// after the last byte read are decoded; other formats are read once.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rill/connector/bounded_buffer.h"
+#include "rill/connector/connector.h"
+#include "rill/connector/json_decoder.h"
+
+namespace rill {
+
+/// Options of a FileStreamConnector.
+struct FileStreamOptions {
+  std::string watch_path;          ///< the folder to watch (must exist)
+  std::string file_pattern = "*";  ///< fnmatch pattern of file names
+  bool delete_after_process = false;
+  bool tail = false;               ///< follow appended lines of NDJSON files
+  int64_t poll_interval_ms = 200;  ///< rescan period (and inotify wait)
+  int64_t stable_ms = 1000;        ///< unchanged this long = complete (no inotify event)
+  bool use_inotify = true;         ///< false: polling only
+  /// The state file; empty: `<watch_path>/.rill-<connector name>.state`.
+  std::string state_path;
+  JsonDecodeOptions decode;        ///< for JSON files (schema: explicit, else the table's)
+  BufferLimits limits;
+  std::string name;
+};
+
+/// Reads new files of a folder on its own thread.
+///
+/// Threads: Start/Stop from the engine; Poll/TakeRejects from the tick thread;
+/// stats() from any thread. With on_overflow = error the reader waits for room
+/// instead of dropping (a file is not lost); the drop strategies drop and count.
+class FileStreamConnector : public Connector {
+ public:
+  /// Make a connector. Invalid for a missing folder or bad options; IOError
+  /// for an unreadable state file.
+  static Result<std::shared_ptr<FileStreamConnector>> Make(std::string target_table,
+                                                           FileStreamOptions options);
+  ~FileStreamConnector() override;
+
+  Status Start() override;
+  void Stop() override;
+  Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  std::vector<RejectedRecord> TakeRejects() override;
+  void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
+  ConnectorStats stats() const override;
+
+  /// Scan the folder once and read what is ready (what the thread does every
+  /// poll interval). For tests and for use without Start. Not concurrently
+  /// with a started connector.
+  Status ScanOnce();
+
+  /// Names of the files read so far (from the state). Any thread.
+  std::vector<std::string> processed_files() const;
+  /// Whether inotify is in use (false: polling). Any thread.
+  bool using_inotify() const { return inotify_fd_ >= 0; }
+
+ private:
+  struct FileState {
+    int64_t size = 0;
+    int64_t mtime_ns = 0;
+    int64_t offset = 0;       ///< tailed files: bytes consumed (up to a line end)
+    bool done = false;        ///< read (and not tailed)
+    double stable_since = 0;  ///< when size/mtime were last seen changing (seconds)
+    bool closed = false;      ///< inotify saw it closed after writing / moved in
+  };
+
+  FileStreamConnector(std::string target_table, FileStreamOptions options,
+                      std::unique_ptr<JsonDecoder> decoder);
+  Status LoadState();
+  Status SaveState();
+  void Run();
+  void DrainInotify();
+  Status ProcessFile(const std::string& name, FileState* state);
+  Status ReadWhole(const std::string& name, const std::string& path, int64_t size);
+  Status ReadTail(const std::string& name, const std::string& path, FileState* state);
+  void Deliver(std::vector<std::shared_ptr<arrow::RecordBatch>> batches);
+  void AddRejects(std::vector<RejectedRecord> rejects);
+  void RejectFile(const std::string& name, const std::string& path, const Status& error);
+
+  const FileStreamOptions options_;
+  const bool explicit_schema_;
+  BoundedBuffer buffer_;
+  int inotify_fd_ = -1;
+
+  mutable std::mutex mu_;
+  std::condition_variable room_cv_;              // the buffer was drained
+  std::map<std::string, FileState> files_;       // guarded by mu_
+  std::unique_ptr<JsonDecoder> decoder_;         // guarded by mu_
+  std::shared_ptr<arrow::Schema> target_schema_; // guarded by mu_
+  std::vector<RejectedRecord> rejects_;          // guarded by mu_
+  ConnectorStats counters_;                      // guarded by mu_
+
+  std::mutex scan_mu_;  // one scan at a time (thread or ScanOnce)
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace rill

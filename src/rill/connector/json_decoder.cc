@@ -1,0 +1,488 @@
+#include "rill/connector/json_decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+#include "rill/connector/json_convert_internal.h"
+
+namespace rill {
+
+using json_internal::Cell;
+using json_internal::ColKind;
+using json_internal::ColumnSpec;
+using json_internal::JsonErrorMessage;
+using json_internal::JsonScalar;
+namespace ondemand = simdjson::ondemand;
+using simdjson::error_code;
+
+std::string TruncateRaw(std::string_view raw, int64_t max_bytes) {
+  if (max_bytes < 0 || static_cast<int64_t>(raw.size()) <= max_bytes) return std::string(raw);
+  return std::string(raw.substr(0, static_cast<size_t>(max_bytes)));
+}
+
+namespace {
+
+bool IsBlank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
+  }
+  return true;
+}
+
+/// Types seen for one field while inferring a schema.
+enum class Seen { kNone, kNull, kBool, kInt, kDouble, kString, kText };
+
+Seen Merge(Seen a, Seen b) {
+  if (a == b || b == Seen::kNull) return a == Seen::kNone ? b : a;
+  if (a == Seen::kNone || a == Seen::kNull) return b;
+  if ((a == Seen::kInt && b == Seen::kDouble) || (a == Seen::kDouble && b == Seen::kInt)) {
+    return Seen::kDouble;
+  }
+  return Seen::kText;
+}
+
+std::shared_ptr<arrow::DataType> SeenType(Seen s) {
+  switch (s) {
+    case Seen::kBool: return arrow::boolean();
+    case Seen::kInt: return arrow::int64();
+    case Seen::kDouble: return arrow::float64();
+    default: return arrow::utf8();
+  }
+}
+
+}  // namespace
+
+class JsonDecoder::Impl {
+ public:
+  explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {}
+
+  Status SetSchema(std::shared_ptr<arrow::Schema> schema) {
+    specs_.clear();
+    index_.clear();
+    builders_.clear();
+    if (!schema) {
+      schema_ = nullptr;
+      return Status::OK();
+    }
+    for (const auto& f : schema->fields()) specs_.push_back(json_internal::MakeSpec(*f));
+    schema_ = json_internal::SpecSchema(specs_);
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      index_[specs_[i].name] = static_cast<int>(i);  // views into specs_, which stay put
+      std::unique_ptr<arrow::ArrayBuilder> b;
+      RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), specs_[i].type, &b));
+      builders_.push_back(std::move(b));
+    }
+    cells_.assign(specs_.size(), Cell{});
+    predicted_.assign(specs_.size() + 1, -1);
+    return Status::OK();
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const { return schema_; }
+
+  Result<DecodeResult> Decode(std::string_view data, const JsonInputPosition& where) {
+    // simdjson reads up to SIMDJSON_PADDING bytes past a document: copy once
+    // into a padded buffer; records are views into it.
+    buffer_.resize(data.size() + simdjson::SIMDJSON_PADDING);
+    if (!data.empty()) std::memcpy(buffer_.data(), data.data(), data.size());
+    std::memset(buffer_.data() + data.size(), 0, simdjson::SIMDJSON_PADDING);
+    base_ = buffer_.data();
+    end_ = base_ + data.size();
+    where_ = &where;
+    result_ = DecodeResult{};
+    line_cursor_ = base_;
+    line_at_cursor_ = where.first_line;
+    rows_ = 0;
+
+    size_t first = 0;
+    while (first < data.size() && (data[first] == ' ' || data[first] == '\t' ||
+                                   data[first] == '\r' || data[first] == '\n')) {
+      ++first;
+    }
+    bool is_array = first < data.size() && data[first] == '[';
+    ReserveFor(data.size());
+    if (!schema_) {
+      RILL_RETURN_NOT_OK(is_array ? InferArray(first) : InferNdjson());
+      if (!schema_) {
+        // Nothing decodable: every record is a reject (or there were none).
+        RILL_RETURN_NOT_OK(SetSchema(arrow::schema({})));
+      }
+    }
+    if (is_array) {
+      RILL_RETURN_NOT_OK(DecodeArray(first));
+    } else {
+      RILL_RETURN_NOT_OK(DecodeNdjson());
+    }
+    if (rows_ > 0) {
+      avg_record_bytes_ = std::max<int64_t>(16, static_cast<int64_t>(data.size()) / rows_);
+      std::vector<std::shared_ptr<arrow::Array>> columns(builders_.size());
+      for (size_t i = 0; i < builders_.size(); ++i) {
+        RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
+      }
+      result_.batch = arrow::RecordBatch::Make(schema_, rows_, std::move(columns));
+    } else {
+      for (auto& b : builders_) b->Reset();
+    }
+    return std::move(result_);
+  }
+
+ private:
+  /// Call fn(record, record_offset) for every non-blank line.
+  template <typename Fn>
+  Status ForEachLine(Fn&& fn) {
+    const char* p = base_;
+    while (p < end_) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', end_ - p));
+      const char* line_end = nl ? nl : end_;
+      std::string_view line(p, line_end - p);
+      if (!IsBlank(line)) RILL_RETURN_NOT_OK(fn(line));
+      p = nl ? nl + 1 : end_;
+    }
+    return Status::OK();
+  }
+
+  Status DecodeNdjson() {
+    return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
+  }
+
+  /// Decode one record (a view into buffer_); a bad one becomes a reject.
+  Status DecodeOne(std::string_view record) {
+    ++result_.records;
+    Status bad;
+    if (static_cast<int64_t>(record.size()) > options_.max_record_bytes) {
+      bad = Status::Invalid("record of ", record.size(), " bytes exceeds the limit of ",
+                            options_.max_record_bytes, " bytes");
+    } else {
+      bad = ParseRecord(record);
+    }
+    if (!bad.ok()) {
+      Reject(record, bad.message());
+      return Status::OK();
+    }
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      Cell& cell = cells_[i];
+      if (cell.generation != generation_) cell.null = true;
+      RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
+    }
+    if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
+    ++rows_;
+    return Status::OK();
+  }
+
+  /// Size the builders for the rows `bytes` of input probably hold, so that
+  /// they do not grow by doubling (and copying) during the decode.
+  void ReserveFor(size_t bytes) {
+    const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
+    for (auto& b : builders_) {
+      if (!b->Reserve(rows).ok()) return;  // an allocation failure shows up on append
+    }
+  }
+
+  simdjson::dom::parser* NestedParser(int col) {
+    if (nested_dom_.size() < specs_.size()) nested_dom_.resize(specs_.size());
+    auto& p = nested_dom_[col];
+    if (!p) p = std::make_unique<simdjson::dom::parser>();
+    return p.get();
+  }
+
+  int Lookup(std::string_view key, size_t ordinal) {
+    // Records usually list fields in the same order: try last record's answer.
+    if (ordinal < predicted_.size()) {
+      int guess = predicted_[ordinal];
+      if (guess >= 0 && specs_[guess].name == key) return guess;
+    }
+    auto it = index_.find(key);
+    int col = it == index_.end() ? -1 : it->second;
+    if (ordinal < predicted_.size()) predicted_[ordinal] = col;
+    return col;
+  }
+
+  /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
+  /// the reason when the record cannot be decoded.
+  Status ParseRecord(std::string_view record) {
+    ++generation_;
+    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    ondemand::document doc;
+    error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
+    if (err) return Status::Invalid(JsonErrorMessage(err));
+    ondemand::object obj;
+    err = doc.get_object().get(obj);
+    if (err == simdjson::INCORRECT_TYPE) return Status::Invalid("expected a JSON object");
+    if (err) return Status::Invalid(JsonErrorMessage(err));
+    size_t ordinal = 0;
+    for (auto field_result : obj) {
+      ondemand::field field;
+      std::string_view key;
+      if ((err = std::move(field_result).get(field)) || (err = field.unescaped_key().get(key))) {
+        return Status::Invalid(JsonErrorMessage(err));
+      }
+      int col = Lookup(key, ordinal++);
+      if (col < 0) {
+        if (options_.unknown_fields == UnknownFieldPolicy::kReject) {
+          return Status::Invalid("unknown field '", key, "'");
+        }
+        ++result_.unknown_fields;
+        continue;  // On-Demand skips the value
+      }
+      Cell& cell = cells_[col];
+      if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
+      cell.generation = generation_;
+      JsonScalar scalar;
+      if ((err = json_internal::ReadScalar(field.value(), &scalar))) {
+        return Status::Invalid("field '", key, "': ", JsonErrorMessage(err));
+      }
+      const ColumnSpec& spec = specs_[col];
+      Status st = json_internal::Convert(scalar, spec, &cell);
+      if (st.ok() && !cell.null &&
+          (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
+           spec.kind == ColKind::kMap)) {
+        st = json_internal::CheckNested(spec, NestedParser(col), &cell);
+      }
+      if (!st.ok()) {
+        // Nested errors start with their path below the field: ".a[2]: …".
+        std::string_view msg = st.message();
+        size_t colon = msg.find(": ");
+        if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
+          return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
+        }
+        return Status::Invalid("field '", key, "': ", msg);
+      }
+      if (cell.null && !spec.nullable) {
+        return Status::Invalid("field '", key, "': null in a non-nullable column");
+      }
+    }
+    if (doc.current_location().error() == simdjson::SUCCESS) {
+      return Status::Invalid("unexpected content after the object");
+    }
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      if (!specs_[i].nullable && cells_[i].generation != generation_) {
+        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
+      }
+    }
+    return Status::OK();
+  }
+
+  /// Decode a top-level array: each element is a record. After a syntax error
+  /// the rest of the array is one reject.
+  Status DecodeArray(size_t first) {
+    return ForEachElement(first, [&](std::string_view element) { return DecodeOne(element); });
+  }
+
+  template <typename Fn>
+  Status ForEachElement(size_t first, Fn&& fn) {
+    ondemand::document doc;
+    std::string_view all(base_ + first, end_ - base_ - first);
+    error_code err = array_parser_.iterate(all.data(), all.size(), all.size() +
+                                           simdjson::SIMDJSON_PADDING).get(doc);
+    ondemand::array arr;
+    if (!err) err = doc.get_array().get(arr);
+    if (err) {
+      ++result_.records;
+      Reject(all, JsonErrorMessage(err));
+      return Status::OK();
+    }
+    const char* last_end = all.data();
+    for (auto item : arr) {
+      ondemand::value value;
+      JsonScalar scalar;
+      err = item.get(value);
+      const char* start = nullptr;
+      if (!err) {
+        auto loc = value.current_location();
+        start = loc.error() ? nullptr : loc.value_unsafe();
+        err = json_internal::ReadScalar(value, &scalar);
+      }
+      if (err) {
+        ++result_.records;
+        std::string_view rest(start ? start : last_end, end_ - (start ? start : last_end));
+        Reject(rest, JsonErrorMessage(err));
+        return Status::OK();
+      }
+      if (scalar.type != JsonScalar::kObject) {
+        ++result_.records;
+        std::string_view raw = scalar.type == JsonScalar::kString && start
+                                   ? std::string_view(start, scalar.text.size() + 2)
+                                   : scalar.text;
+        Reject(raw, "expected a JSON object, " + json_internal::Describe(scalar));
+        continue;
+      }
+      last_end = scalar.text.data() + scalar.text.size();
+      RILL_RETURN_NOT_OK(fn(scalar.text));
+    }
+    if (doc.current_location().error() == simdjson::SUCCESS) {
+      ++result_.records;
+      Reject(std::string_view(last_end, end_ - last_end), "unexpected content after the array");
+    }
+    return Status::OK();
+  }
+
+  /// Infer the schema from the first records (bad ones are skipped here and
+  /// rejected by the decode that follows).
+  Status InferNdjson() {
+    int64_t seen = 0;
+    auto st = ForEachLine([&](std::string_view line) {
+      if (seen++ < options_.infer_records &&
+          static_cast<int64_t>(line.size()) <= options_.max_record_bytes) {
+        InferRecord(line);
+      }
+      return Status::OK();
+    });
+    RILL_RETURN_NOT_OK(st);
+    return FinishInference();
+  }
+
+  Status InferArray(size_t first) {
+    // Inference walks the array with array_parser_; records are parsed with parser_.
+    int64_t seen = 0;
+    DecodeResult saved = std::move(result_);
+    result_ = DecodeResult{};
+    RILL_RETURN_NOT_OK(ForEachElement(first, [&](std::string_view element) {
+      if (seen++ < options_.infer_records) InferRecord(element);
+      return Status::OK();
+    }));
+    result_ = std::move(saved);
+    return FinishInference();
+  }
+
+  void InferRecord(std::string_view record) {
+    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    ondemand::document doc;
+    ondemand::object obj;
+    if (parser_.iterate(record.data(), record.size(), capacity).get(doc) ||
+        doc.get_object().get(obj)) {
+      return;
+    }
+    std::vector<std::pair<std::string, Seen>> fields;
+    for (auto field_result : obj) {
+      ondemand::field field;
+      std::string_view key;
+      ondemand::json_type type;
+      if (std::move(field_result).get(field) || field.unescaped_key().get(key) ||
+          field.value().type().get(type)) {
+        return;  // a bad record contributes nothing
+      }
+      Seen s = Seen::kText;
+      switch (type) {
+        case ondemand::json_type::null: s = Seen::kNull; break;
+        case ondemand::json_type::boolean: s = Seen::kBool; break;
+        case ondemand::json_type::string: s = Seen::kString; break;
+        case ondemand::json_type::number: {
+          ondemand::number_type nt;
+          if (field.value().get_number_type().get(nt)) return;
+          s = nt == ondemand::number_type::signed_integer ? Seen::kInt : Seen::kDouble;
+          break;
+        }
+        default: s = Seen::kText;
+      }
+      fields.emplace_back(std::string(key), s);
+    }
+    for (auto& [key, s] : fields) {
+      auto it = inferred_index_.find(key);
+      if (it == inferred_index_.end()) {
+        inferred_index_[key] = inferred_.size();
+        inferred_.emplace_back(key, s);
+      } else {
+        inferred_[it->second].second = Merge(inferred_[it->second].second, s);
+      }
+    }
+  }
+
+  Status FinishInference() {
+    if (inferred_.empty()) return Status::OK();
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    for (const auto& [name, s] : inferred_) fields.push_back(arrow::field(name, SeenType(s)));
+    RILL_RETURN_NOT_OK(SetSchema(arrow::schema(std::move(fields))));
+    for (size_t i = 0; i < inferred_.size(); ++i) {
+      specs_[i].any_as_text = inferred_[i].second == Seen::kText;
+    }
+    inferred_.clear();
+    inferred_index_.clear();
+    return Status::OK();
+  }
+
+  void Reject(std::string_view raw, std::string error) {
+    int64_t offset = raw.data() - base_;
+    // Lines are counted incrementally: rejects come in input order.
+    const char* target = raw.data();
+    if (target < line_cursor_) {
+      line_cursor_ = base_;
+      line_at_cursor_ = where_->first_line;
+    }
+    for (const char* p = line_cursor_; p < target;) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', target - p));
+      if (!nl) break;
+      ++line_at_cursor_;
+      p = nl + 1;
+    }
+    line_cursor_ = target;
+    RejectedRecord r;
+    r.position = where_->prefix + "line " + std::to_string(line_at_cursor_) + ", byte " +
+                 std::to_string(where_->base_offset + offset);
+    r.error = std::move(error);
+    r.raw = TruncateRaw(raw, options_.max_raw_bytes);
+    r.raw_size = static_cast<int64_t>(raw.size());
+    r.byte_offset = where_->base_offset + offset;
+    result_.rejects.push_back(std::move(r));
+  }
+
+  JsonDecodeOptions options_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<ColumnSpec> specs_;
+  std::unordered_map<std::string_view, int> index_;
+  std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
+  std::vector<Cell> cells_;
+  std::vector<int> predicted_;
+  uint32_t generation_ = 0;
+  int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
+
+  ondemand::parser parser_;
+  ondemand::parser array_parser_;
+  // One DOM parser per nested column: a record's nested values stay parsed
+  // from the check until the append.
+  std::vector<std::unique_ptr<simdjson::dom::parser>> nested_dom_;
+  std::vector<char> buffer_;
+
+  // State of the current Decode.
+  const char* base_ = nullptr;
+  const char* end_ = nullptr;
+  const JsonInputPosition* where_ = nullptr;
+  DecodeResult result_;
+  int64_t rows_ = 0;
+  const char* line_cursor_ = nullptr;
+  int64_t line_at_cursor_ = 1;
+
+  std::vector<std::pair<std::string, Seen>> inferred_;
+  std::unordered_map<std::string, size_t> inferred_index_;
+};
+
+Result<std::unique_ptr<JsonDecoder>> JsonDecoder::Make(JsonDecodeOptions options) {
+  if (options.max_record_bytes <= 0) {
+    return Status::Invalid("max_record_bytes must be > 0, got ", options.max_record_bytes);
+  }
+  if (options.max_raw_bytes < 0) {
+    return Status::Invalid("max_raw_bytes must be >= 0, got ", options.max_raw_bytes);
+  }
+  auto schema = options.schema;
+  auto impl = std::make_unique<Impl>(std::move(options));
+  RILL_RETURN_NOT_OK(impl->SetSchema(std::move(schema)));
+  return std::unique_ptr<JsonDecoder>(new JsonDecoder(std::move(impl)));
+}
+
+JsonDecoder::JsonDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JsonDecoder::~JsonDecoder() = default;
+
+Result<DecodeResult> JsonDecoder::Decode(std::string_view data, const JsonInputPosition& where) {
+  return impl_->Decode(data, where);
+}
+
+Status JsonDecoder::SetSchema(std::shared_ptr<arrow::Schema> schema) {
+  return impl_->SetSchema(std::move(schema));
+}
+
+std::shared_ptr<arrow::Schema> JsonDecoder::schema() const { return impl_->schema(); }
+
+}  // namespace rill

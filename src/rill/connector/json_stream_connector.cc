@@ -1,0 +1,106 @@
+#include "rill/connector/json_stream_connector.h"
+
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+namespace rill {
+
+namespace {
+/// Rejects kept between two ticks (beyond: the oldest are dropped and counted).
+constexpr int64_t kMaxPendingRejects = 10000;
+}  // namespace
+
+void CollectRejects(const std::string& connector, std::vector<RejectedRecord> rejects,
+                    int64_t max_pending, std::vector<RejectedRecord>* out, int64_t* dropped) {
+  for (auto& r : rejects) {
+    r.connector = connector;
+    out->push_back(std::move(r));
+  }
+  const int64_t over = static_cast<int64_t>(out->size()) - max_pending;
+  if (over > 0) {
+    out->erase(out->begin(), out->begin() + over);
+    *dropped += over;
+  }
+}
+
+Result<std::shared_ptr<JsonStreamConnector>> JsonStreamConnector::Make(
+    std::string target_table, JsonStreamOptions options) {
+  if (target_table.empty()) return Status::Invalid("JSONStreamConnector: empty target_table");
+  RILL_ASSIGN_OR_RAISE(auto decoder, JsonDecoder::Make(options.decode));
+  return std::shared_ptr<JsonStreamConnector>(
+      new JsonStreamConnector(std::move(target_table), std::move(options), std::move(decoder)));
+}
+
+JsonStreamConnector::JsonStreamConnector(std::string target_table, JsonStreamOptions options,
+                                         std::unique_ptr<JsonDecoder> decoder)
+    : Connector(options.name, std::move(target_table), options.decode.schema),
+      explicit_schema_(options.decode.schema != nullptr),
+      max_pending_rejects_(kMaxPendingRejects),
+      buffer_(options.limits),
+      decoder_(std::move(decoder)) {}
+
+Status JsonStreamConnector::PushBytes(std::string_view data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return Status::Invalid("JSONStreamConnector '", name(), "' is closed");
+  counters_.received_bytes += static_cast<int64_t>(data.size());
+  auto decoded = decoder_->Decode(data);
+  if (!decoded.ok()) {
+    ++counters_.errors;
+    return decoded.status();
+  }
+  counters_.received_records += decoded->records;
+  counters_.rejected_records += static_cast<int64_t>(decoded->rejects.size());
+  counters_.unknown_fields += decoded->unknown_fields;
+  CollectRejects(name(), std::move(decoded->rejects), max_pending_rejects_, &rejects_,
+                 &counters_.dropped_records);
+  if (!decoded->batch) return Status::OK();
+  counters_.parsed_records += decoded->batch->num_rows();
+  return buffer_.Push({decoded->batch});
+}
+
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> JsonStreamConnector::Poll() {
+  return buffer_.Drain();
+}
+
+std::vector<RejectedRecord> JsonStreamConnector::TakeRejects() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(rejects_);
+}
+
+void JsonStreamConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
+  if (explicit_schema_ || !schema) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (decoder_->schema() && decoder_->schema()->Equals(*schema)) return;
+  if (!decoder_->SetSchema(schema).ok()) ++counters_.errors;
+}
+
+Status JsonStreamConnector::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = false;
+  return Status::OK();
+}
+
+void JsonStreamConnector::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+}
+
+ConnectorStats JsonStreamConnector::stats() const {
+  ConnectorStats s = buffer_.stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  s.received_bytes = counters_.received_bytes;
+  s.received_records = counters_.received_records;
+  s.parsed_records = counters_.parsed_records;
+  s.rejected_records = counters_.rejected_records;
+  s.unknown_fields = counters_.unknown_fields;
+  s.errors += counters_.errors;
+  s.dropped_records += counters_.dropped_records;
+  return s;
+}
+
+std::shared_ptr<arrow::Schema> JsonStreamConnector::decode_schema() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return decoder_->schema();
+}
+
+}  // namespace rill

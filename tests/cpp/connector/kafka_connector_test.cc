@@ -1,0 +1,227 @@
+// KafkaConnector through librdkafka's mock cluster (127.0.0.1, in process).
+#include "rill/connector/kafka_connector.h"
+
+#include <chrono>
+#include <thread>
+
+#include <arrow/api.h>
+#include <arrow/json/from_string.h>
+#include <gtest/gtest.h>
+
+#include "table/test_util.h"
+
+namespace rill {
+namespace {
+
+std::shared_ptr<arrow::Schema> IdSchema() {
+  return arrow::schema({arrow::field("id", arrow::int64())});
+}
+
+KafkaOptions Options(const KafkaMockCluster& cluster, const std::string& topic) {
+  KafkaOptions o;
+  o.topics = {topic};
+  // Short sessions: the mock coordinator waits out members that went away.
+  o.config = {{"bootstrap.servers", cluster.bootstrap_servers()},
+              {"topic.metadata.refresh.interval.ms", "500"},
+              {"session.timeout.ms", "6000"},
+              {"heartbeat.interval.ms", "500"},
+              {"group.id", "g-" + topic + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name()}};
+  o.start = KafkaStart::kEarliest;
+  o.decode.schema = IdSchema();
+  o.poll_timeout_ms = 20;
+  return o;
+}
+
+/// Poll once; return the number of rows.
+int64_t PollOnce(KafkaConnector& c) {
+  auto polled = c.Poll();
+  int64_t n = 0;
+  if (polled.ok()) {
+    for (const auto& b : *polled) n += b->num_rows();
+  }
+  return n;
+}
+
+/// Poll until `n` rows arrived or 20 s passed; return the ids.
+std::vector<int64_t> PollIds(KafkaConnector& c, size_t n, std::vector<Status>* errors = nullptr) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 1000 && ids.size() < n; ++i) {
+    auto polled = c.Poll();
+    if (!polled.ok()) {
+      if (errors) errors->push_back(polled.status());
+      continue;
+    }
+    for (const auto& b : *polled) {
+      auto a = std::static_pointer_cast<arrow::Int64Array>(b->GetColumnByName("id"));
+      for (int64_t r = 0; r < a->length(); ++r) ids.push_back(a->Value(r));
+    }
+    if (ids.size() < n) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<int64_t> Range(int64_t a, int64_t b) {
+  std::vector<int64_t> v;
+  for (int64_t i = a; i < b; ++i) v.push_back(i);
+  return v;
+}
+
+TEST(KafkaConnector, ReadsNdjsonMessagesOfAllPartitionsAndRejectsBadLines) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("events", 3));
+  std::vector<std::string> values;
+  for (int i = 0; i < 300; i += 2) {
+    values.push_back("{\"id\":" + std::to_string(i) + "}\n{\"id\":" + std::to_string(i + 1) + "}");
+  }
+  values.push_back("{\"id\":\"bad\"}");
+  RILL_ASSERT_OK(cluster->ProduceMany("events", values));
+  RILL_ASSERT_OK_AND_ASSIGN(auto c, KafkaConnector::Make("t", Options(*cluster, "events")));
+  RILL_ASSERT_OK(c->Start());
+  EXPECT_EQ(PollIds(*c, 300), Range(0, 300));
+  auto rejects = c->TakeRejects();
+  for (int i = 0; i < 100 && rejects.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rejects = c->TakeRejects();
+  }
+  ASSERT_EQ(rejects.size(), 1u);
+  EXPECT_NE(rejects[0].position.find("topic events, partition "), std::string::npos);
+  EXPECT_NE(rejects[0].position.find(", offset "), std::string::npos);
+  EXPECT_EQ(rejects[0].raw, "{\"id\":\"bad\"}");
+  int64_t total = 0;
+  for (const auto& [tp, pos] : c->positions()) total += pos;
+  EXPECT_EQ(total, static_cast<int64_t>(values.size()));  // offsets start at 0
+  for (int i = 0; i < 100 && (c->lags().size() < 3 || c->stats().lag != 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(c->lags().size(), 3u);
+  EXPECT_EQ(c->stats().lag, 0);
+  EXPECT_EQ(c->stats().errors, 0);  // partition EOF is not an error
+  c->Stop();
+}
+
+TEST(KafkaConnector, AddsMetadataColumns) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("m", 1));
+  RILL_ASSERT_OK(cluster->Produce("m", 0, "{\"id\":1}\n{\"id\":2}", "k1", 1700000000000));
+  RILL_ASSERT_OK(cluster->Produce("m", 0, "{\"id\":3}", "", 1700000001000));
+  auto o = Options(*cluster, "m");
+  o.metadata_columns = true;
+  RILL_ASSERT_OK_AND_ASSIGN(auto c, KafkaConnector::Make("t", o));
+  RILL_ASSERT_OK(c->Start());
+  std::vector<std::shared_ptr<arrow::RecordBatch>> got;
+  int64_t rows = 0;
+  for (int i = 0; i < 500 && rows < 3; ++i) {
+    for (auto& b : *c->Poll()) {
+      rows += b->num_rows();
+      got.push_back(b);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  c->Stop();
+  RILL_ASSERT_OK_AND_ASSIGN(auto table, arrow::Table::FromRecordBatches(got));
+  RILL_ASSERT_OK_AND_ASSIGN(auto combined, table->CombineChunksToBatch());
+  EXPECT_EQ(combined->schema()->ToString(),
+            "id: int64\n_topic: string\n_partition: int32\n_offset: int64\n_key: binary\n"
+            "_timestamp: timestamp[ms]");
+  EXPECT_EQ(combined->GetColumnByName("_offset")->ToString(),
+            arrow::json::ArrayFromJSONString(arrow::int64(), "[0,0,1]").ValueOrDie()->ToString());
+  auto keys = std::static_pointer_cast<arrow::BinaryArray>(combined->GetColumnByName("_key"));
+  EXPECT_EQ(keys->GetView(1), "k1");
+  EXPECT_TRUE(keys->IsNull(2));
+  auto ts = std::static_pointer_cast<arrow::TimestampArray>(combined->GetColumnByName("_timestamp"));
+  EXPECT_EQ(ts->Value(2), 1700000001000);
+}
+
+// Disabled: librdkafka 2.0.2's mock cluster answers ListOffsets by timestamp
+// with no offset, so the consumer starts at the end; needs the real broker.
+TEST(KafkaConnector, DISABLED_StartsFromATimestamp) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("s", 1));
+  for (int i = 0; i < 5; ++i) {
+    RILL_ASSERT_OK(cluster->Produce("s", 0, "{\"id\":" + std::to_string(i) + "}", "",
+                                    1000000 + i * 1000));
+  }
+  auto by_time = Options(*cluster, "s");
+  by_time.start = KafkaStart::kTimestamp;
+  by_time.start_timestamp_ms = 1002000;
+  by_time.config["group.id"] = "by-time";
+  RILL_ASSERT_OK_AND_ASSIGN(auto t, KafkaConnector::Make("t", by_time));
+  RILL_ASSERT_OK(t->Start());
+  EXPECT_EQ(PollIds(*t, 3), Range(2, 5));
+  t->Stop();
+}
+
+TEST(KafkaConnector, StartsFromTheCommittedOffsets) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("s", 1));
+  for (int i = 0; i < 5; ++i) {
+    RILL_ASSERT_OK(cluster->Produce("s", 0, "{\"id\":" + std::to_string(i) + "}"));
+  }
+  auto committed = Options(*cluster, "s");
+  committed.start = KafkaStart::kCommitted;
+  committed.config["group.id"] = "g";
+  {
+    RILL_ASSERT_OK_AND_ASSIGN(auto first, KafkaConnector::Make("t", committed));
+    RILL_ASSERT_OK(first->Start());
+    EXPECT_EQ(PollIds(*first, 5), Range(0, 5));
+    first->Stop();  // commits its positions
+  }
+  RILL_ASSERT_OK(cluster->Produce("s", 0, "{\"id\":5}"));
+  RILL_ASSERT_OK_AND_ASSIGN(auto second, KafkaConnector::Make("t", committed));
+  RILL_ASSERT_OK(second->Start());
+  EXPECT_EQ(PollIds(*second, 1), Range(5, 6));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(PollOnce(*second), 0);  // nothing older came back
+  second->Stop();
+}
+
+TEST(KafkaConnector, SurvivesABrokerOutageAndReportsItOnce) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("o", 1));
+  RILL_ASSERT_OK(cluster->Produce("o", 0, "{\"id\":1}"));
+  auto o = Options(*cluster, "o");
+  o.config["reconnect.backoff.max.ms"] = "200";
+  RILL_ASSERT_OK_AND_ASSIGN(auto c, KafkaConnector::Make("t", o));
+  RILL_ASSERT_OK(c->Start());
+  EXPECT_EQ(PollIds(*c, 1), Range(1, 2));
+  RILL_ASSERT_OK(cluster->SetBrokerDown(1, true));
+  std::vector<Status> errors;
+  for (int i = 0; i < 300 && errors.empty(); ++i) {
+    auto polled = c->Poll();
+    if (!polled.ok()) errors.push_back(polled.status());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_TRUE(errors[0].IsIOError()) << errors[0];
+  EXPECT_TRUE(c->Poll().ok());  // once per outage
+  RILL_ASSERT_OK(cluster->SetBrokerDown(1, false));
+  RILL_ASSERT_OK(cluster->Produce("o", 0, "{\"id\":2}"));
+  EXPECT_EQ(PollIds(*c, 1, &errors), Range(2, 3));
+  c->Stop();
+}
+
+TEST(KafkaConnector, DropOldestCountsWhatAFullBufferDrops) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("bp", 2));
+  std::vector<std::string> values;
+  for (int i = 0; i < 2000; ++i) values.push_back("{\"id\":" + std::to_string(i) + "}");
+  RILL_ASSERT_OK(cluster->ProduceMany("bp", values));
+  auto o = Options(*cluster, "bp");
+  o.limits.max_records = 100;
+  o.limits.on_overflow = OverflowPolicy::kDropOldest;
+  RILL_ASSERT_OK_AND_ASSIGN(auto c, KafkaConnector::Make("t", o));
+  RILL_ASSERT_OK(c->Start());
+  int64_t drained = 0;
+  for (int i = 0; i < 1000 && drained + c->stats().dropped_records < 2000; ++i) {
+    drained += PollOnce(*c);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  drained += PollOnce(*c);
+  c->Stop();
+  EXPECT_EQ(drained + c->stats().dropped_records, 2000);
+  EXPECT_GT(c->stats().dropped_records, 0);
+}
+
+}  // namespace
+}  // namespace rill
