@@ -65,3 +65,10 @@ from .windowing import SlidingWindow, TumblingWindow  # noqa: E402
 __all__ += ["AggregationPipeline", "PipelineStore", "AnalyticsEngine", "StreamAnalytics",
             "MessageQueue", "QueueFullError", "QueueManager", "QueueStore", "StreamProcessor",
             "SlidingWindow", "TumblingWindow"]
+
+# Decoding connectors in C++ (issue 12).
+from .connectors.file import FileStreamConnector  # noqa: E402
+from .connectors.json_stream import JSONStreamConnector  # noqa: E402
+from .connectors.kafka import KafkaConnector, KafkaMockCluster  # noqa: E402
+
+__all__ += ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]

@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Optional, Union
 import pyarrow as pa
 
 from . import _arrow, _core
-from .connectors import BaseConnector, MemoryConnector, _check_limit
+from .connectors.base import BaseConnector, _check_limit, _register_core
+from .connectors.memory import MemoryConnector
 
 __all__ = ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]
 
@@ -89,7 +90,6 @@ class JSONStreamConnector(MemoryConnector):
         self.read_options = read_options
         self.schema = schema
         self.max_buffer_bytes = max_buffer_bytes
-        self._announced = False
         self._core = _core.JsonStreamConnector.make(
             target_table,
             schema,
@@ -101,6 +101,7 @@ class JSONStreamConnector(MemoryConnector):
             on_overflow,
             self.name,
         )
+        _register_core(self._core, self)
 
     def push_bytes(self, data: Union[bytes, bytearray, memoryview, str]) -> None:
         """Decode and buffer NDJSON / a JSON array for the next tick. Any thread.
@@ -110,12 +111,9 @@ class JSONStreamConnector(MemoryConnector):
         rill_rejects), ValueError when the connector is closed, TypeError for
         data that is not bytes-like or str. Bad lines never raise.
         """
+        # A table registered without a schema takes the decoded batch's
+        # schema in C++ on the next tick.
         self._core.push_bytes(data)
-        if not self._announced:
-            capsule = self._core.decode_schema_capsule()
-            if capsule is not None:
-                self._announced = True
-                self._announce(_arrow.schema_from_capsule(capsule))
 
     def push(self, data: Any) -> None:
         """push_bytes() for str / bytes; other data as MemoryConnector.push (rows are
@@ -211,6 +209,7 @@ class FileStreamConnector(MemoryConnector):
             on_overflow,
             self.name,
         )
+        _register_core(self._core, self)
 
     def start(self) -> None:
         """Start watching (RillEngine.add_connector does this through the C++ core)."""
@@ -311,6 +310,7 @@ class KafkaConnector(MemoryConnector):
             on_overflow,
             self.name,
         )
+        _register_core(self._core, self)
 
     def start(self) -> None:
         """Subscribe and start reading (RillEngine.add_connector does this)."""

@@ -2,10 +2,15 @@
 
     from rills.connectors import BaseConnector, MemoryConnector
 
-Modules: base (BaseConnector), memory (MemoryConnector).
+Modules: base (BaseConnector), memory (MemoryConnector), json_stream
+(JSONStreamConnector), file (FileStreamConnector), kafka (KafkaConnector).
 """
 
 from .base import BaseConnector
 from .memory import MemoryConnector
+from .file import FileStreamConnector  # noqa: E402  (needs base and memory first)
+from .json_stream import JSONStreamConnector
+from .kafka import KafkaConnector
 
-__all__ = ["BaseConnector", "MemoryConnector"]
+__all__ = ["BaseConnector", "MemoryConnector", "JSONStreamConnector", "FileStreamConnector",
+           "KafkaConnector"]
