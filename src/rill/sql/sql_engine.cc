@@ -189,7 +189,8 @@ struct SqlEngine::Impl {
     }
   }
 
-  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql) {
+  Result<std::shared_ptr<arrow::Table>> Run(PooledConnection& pc, std::string_view sql,
+                                            QueryInterrupt* interrupt = nullptr) {
     try {
       auto statements = pc.conn->ExtractStatements(std::string(sql));
       if (statements.size() != 1) {
@@ -201,7 +202,21 @@ struct SqlEngine::Impl {
         return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
       }
       PinGuard pins(pc);
+      if (interrupt != nullptr) {
+        std::lock_guard<std::mutex> lock(interrupt->mu_);
+        if (interrupt->interrupted_) {
+          return Status::Cancelled("query interrupted before it started");
+        }
+        interrupt->cancel_ = [conn = pc.conn.get()] { conn->Interrupt(); };
+      }
       auto result = pc.conn->Query(std::move(statements[0]));
+      if (interrupt != nullptr) {
+        std::lock_guard<std::mutex> lock(interrupt->mu_);
+        interrupt->cancel_ = nullptr;
+        if (interrupt->interrupted_ && result->HasError()) {
+          return Status::Cancelled("query interrupted");
+        }
+      }
       if (result->HasError()) {
         return QueryError(result->GetError(), sql);
       }
@@ -322,6 +337,27 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql) {
   auto result = impl_->Run(*pc, sql);
   impl_->Release(std::move(pc));
   return result;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql,
+                                                      QueryInterrupt* interrupt) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  auto result = impl_->Run(*pc, sql, interrupt);
+  impl_->Release(std::move(pc));
+  return result;
+}
+
+void QueryInterrupt::Interrupt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  interrupted_ = true;
+  if (cancel_) {
+    cancel_();
+  }
+}
+
+bool QueryInterrupt::interrupted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return interrupted_;
 }
 
 Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(

@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,23 @@ struct SqlOptions {
 /// any table or column name can be used in generated SQL.
 std::string QuoteIdentifier(std::string_view name);
 
+/// Lets one thread interrupt a query that another thread runs (per-query
+/// timeouts of the network server). Threads: any thread may call any method.
+class QueryInterrupt {
+ public:
+  /// Interrupt the query running under this handle now (DuckDB stops at its
+  /// next check), or make it fail at once if it has not started yet.
+  void Interrupt();
+  /// True once Interrupt() was called.
+  bool interrupted() const;
+
+ private:
+  friend class SqlEngine;
+  mutable std::mutex mu_;
+  bool interrupted_ = false;
+  std::function<void()> cancel_;  // set while a query runs under this handle
+};
+
 /// Owns the in-memory DuckDB database that serves live tables.
 class SqlEngine {
  public:
@@ -66,6 +85,10 @@ class SqlEngine {
   /// not a read statement. Every table is read at one version for the whole
   /// query.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql);
+  /// Query(sql) that `interrupt` (borrowed, may be null) can stop from another
+  /// thread: Cancelled ("query interrupted") when it does.
+  Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql,
+                                              QueryInterrupt* interrupt);
 
   /// Run `sql` with each (name, table) pair of `views` exposed as a temporary
   /// view called `name`, visible to this query only (it hides a registered
