@@ -12,4 +12,5 @@ NB_MODULE(_core, m) {
   rills::BindTable(m);
   rills::BindConnector(m);
   rills::BindEngine(m);
+  rills::BindServer(m);
 }
