@@ -115,18 +115,24 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
     keep_alive_ = req.keep_alive();
     head_ = req.method() == http::verb::head;
     HttpRequest request;
-    request.method = std::string(req.method_string());
     request.remote = remote_;
-    Status target = ParseTarget(req.target(), &request.path, &request.query);
-    if (!target.ok()) {
+    bool upgrade = beast::websocket::is_upgrade(req);
+    if (!upgrade) {
+      Status filled = FillHttpRequest(req, &request);
+      if (!filled.ok()) {
+        return WriteError(400, filled.message());
+      }
+    } else if (Status target = ParseTarget(req.target(), &request.path, &request.query);
+               !target.ok()) {
       return WriteError(400, target.message());
+    } else {
+      for (const auto& field : req) {
+        std::string name(field.name_string());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        request.headers[name] = std::string(field.value());
+      }
     }
-    for (const auto& field : req) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
-    }
-    if (request.path == "/api/v1/stream" && beast::websocket::is_upgrade(req)) {
+    if (upgrade && request.path == "/api/v1/stream") {
       if (!IsAuthorized(request, server_.token)) {
         return WriteError(401, "unauthorized");
       }
@@ -134,7 +140,9 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
       return server_.hub->Accept(std::move(stream_), std::move(buffer_), std::move(req),
                                  std::move(slot_));
     }
-    request.body = std::move(req.body());
+    if (upgrade) {
+      return WriteError(400, "WebSocket upgrades are served at /api/v1/stream only");
+    }
     auto self = shared_from_this();
     bool queued = server_.Submit([self, request = std::move(request)]() mutable {
       HttpReply reply = HandleRequest(*self->server_.ctx, request);

@@ -350,6 +350,13 @@ void Server::Stop() {
 
 bool Server::running() const { return impl_->running; }
 
+HttpReply Server::Handle(const HttpRequest& request) {
+  if (!impl_->running) {
+    return ErrorReply(503, "the server is not running");
+  }
+  return HandleRequest(*impl_->ctx, request);
+}
+
 std::string Server::address() const {
   const std::string& h = impl_->host;
   std::string host = h.find(':') != std::string::npos ? "[" + h + "]" : h;

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "rill/common/status.h"
+#include "rill/server/http_types.h"
 
 namespace rill {
 class Engine;
@@ -124,6 +125,11 @@ class Server {
   std::string dashboard_url() const;
   const ServerOptions& options() const;
   ServerStats stats() const;
+
+  /// Route one request as a connection would (token check included) and
+  /// return the reply, without a socket: for tests and the fuzz target.
+  /// Runs on the calling thread. 503 when the server is not running.
+  HttpReply Handle(const HttpRequest& request);
 
   struct Impl;
 

@@ -15,6 +15,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include "rill/server/protocol_handler.h"
 #include "rill/server/server.h"
@@ -66,6 +68,11 @@ struct Server::Impl {
   void DoAccept();
   void OnAccept(boost::asio::ip::tcp::socket socket);
 };
+
+/// Convert a Beast request (its body is moved out) into an HttpRequest.
+/// Invalid for a malformed target.
+Status FillHttpRequest(
+    boost::beast::http::request<boost::beast::http::string_body>& req, HttpRequest* out);
 
 /// Start serving HTTP on a fresh connection (after the first bytes were read
 /// by the sniffer, which passes them in `initial`).

@@ -157,7 +157,8 @@ inline Reply Post(const std::string& address, const std::string& target,
 /// Send raw bytes, then read until the server closes or `timeout` passes.
 /// Returns what came back ("" when the server closed without a word).
 inline std::string RawExchange(const std::string& address, const std::string& bytes,
-                               double timeout_seconds = 5) {
+                               double timeout_seconds = 5, bool* closed = nullptr,
+                               bool half_close = true) {
   net::io_context ioc;
   tcp::socket socket(ioc);
   std::string host = address.substr(0, address.rfind(':'));
@@ -165,7 +166,8 @@ inline std::string RawExchange(const std::string& address, const std::string& by
   socket.connect(tcp::endpoint(net::ip::make_address(host), port));
   beast::error_code ec;
   net::write(socket, net::buffer(bytes), ec);
-  socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (half_close) socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (closed != nullptr) *closed = false;
   std::string out;
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
@@ -177,7 +179,10 @@ inline std::string RawExchange(const std::string& address, const std::string& by
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;
     }
-    if (ec) break;
+    if (ec) {
+      if (closed != nullptr) *closed = true;
+      break;
+    }
     out.append(buf, n);
   }
   return out;
