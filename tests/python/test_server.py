@@ -275,3 +275,32 @@ def test_oversized_header_and_body_are_refused(served):
                   b"\r\n\r\n{\"sql\": \"")
         reply = s.recv(4096)
     assert reply.startswith(b"HTTP/1.1 413") and b"max_body_bytes" in reply
+
+
+def test_quack_dashboard_demo_serves_its_tables(tmp_path):
+    import os
+    import pathlib
+    import re
+    import subprocess
+    import sys
+    demo = pathlib.Path(__file__).resolve().parents[2] / "examples" / "quack_dashboard_demo.py"
+    env = dict(os.environ, RILLS_QUACK_LISTEN="127.0.0.1:0")
+    proc = subprocess.Popen([sys.executable, str(demo), "--duration", "20", "--metrics-path",
+                             str(tmp_path / "m.db")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        m = re.search(r"quack:(127\.0\.0\.1):(\d+)\s+token: (\w+)", first)
+        assert m, first
+        host, port, token = m.group(1), int(m.group(2)), m.group(3)
+        deadline = time.time() + 15
+        names = []
+        while time.time() < deadline and "revenue_by_tier" not in names:
+            conn = http.client.HTTPConnection(host, port, timeout=10)
+            conn.request("GET", "/api/v1/tables", headers={"Authorization": f"Bearer {token}"})
+            names = [t["name"] for t in json.loads(conn.getresponse().read())["tables"]]
+            conn.close()
+            time.sleep(0.3)
+        assert {"orders", "revenue_by_tier"} <= set(names)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
