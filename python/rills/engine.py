@@ -488,8 +488,8 @@ class RillEngine:
         # A running engine always records telemetry and engine alerts.
         if self.metrics_path is not None:
             self._metrics_store()
+        _quack.start_server(self)  # first: a taken address fails before the loop runs
         self._core.start()
-        _quack.start_server(self)
 
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the loop after the current tick. Safe from callbacks and when not running.

@@ -261,6 +261,7 @@ def test_address_in_use_raises_oserror(served, monkeypatch):
     try:
         with pytest.raises(OSError, match="cannot listen"):
             other.start()
+        assert not other.running
     finally:
         other.close()
 

@@ -10,7 +10,7 @@
 //
 // Threads owned by a running server:
 //   io ("rill-io-N", options.io_threads)     accept, parse, write; never run SQL
-//   workers ("rill-http-N", worker_threads)  every API handler (SQL included),
+//   workers (worker_threads)                 every API handler (SQL included),
 //                                            at most max_pending_requests queued
 //   the WebSocket hub's 1 Hz timer runs on an io thread.
 // Nothing here runs on the engine's tick thread except the table subscription

@@ -2,11 +2,13 @@
 
 #include <deque>
 #include <set>
+#include <sstream>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include "rill/engine/engine.h"
@@ -249,7 +251,11 @@ void WsSession::Run(beast::flat_buffer buffer, http::request<http::string_body> 
     std::lock_guard<std::mutex> lock(hub_->mu);
     hub_->sessions[id_] = weak_from_this();
   }
-  (void)buffer;  // an upgrade request has no body; nothing of the stream is buffered
+  // Bytes the HTTP parser read past the request are the client's first frames:
+  // hand Beast the request again followed by them, so it keeps them.
+  std::ostringstream raw;
+  raw << request;
+  std::string handshake = raw.str() + beast::buffers_to_string(buffer.data());
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout timeouts;
   timeouts.handshake_timeout = Seconds(hub_->ctx.options.header_timeout_seconds);
@@ -258,7 +264,7 @@ void WsSession::Run(beast::flat_buffer buffer, http::request<http::string_body> 
   timeouts.keep_alive_pings = true;
   ws_.set_option(timeouts);
   ws_.read_message_max(64 * 1024);
-  ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+  ws_.async_accept(net::buffer(handshake), [self = shared_from_this()](beast::error_code ec) {
     if (ec) return;
     self->Reply("{\"type\":\"hello\",\"channels\":[\"metrics\",\"alerts\",\"kpis\",\"table:<name>\"]}");
     self->Read();

@@ -179,6 +179,11 @@ std::vector<Case> Corpus() {
   for (size_t i = 0; i < frames.size(); ++i) {
     add("ws frame " + std::to_string(i), Upgrade() + frames[i], true);
   }
+  for (const char* text : {"{\"type\":", "[1,2,3]", "{\"type\":\"subscribe\",\"channels\":7}",
+                           "{\"type\":\"subscribe\",\"channels\":[\"table:nope\"]}",
+                           "{\"type\":42}", "null"}) {
+    add("ws json", Upgrade() + Frame(0x81, text), true);
+  }
   for (int i = 0; i < 40; ++i) {  // random frame bytes
     std::string junk(1 + rng() % 100, '\0');
     for (char& c : junk) c = static_cast<char>(rng());
@@ -205,6 +210,9 @@ TEST(MalformedRequests, EachGetsA4xxOrACloseAndTheServerSurvives) {
         // The upgrade itself is valid (101); the frames must end the connection
         // (a close frame or a plain close), or an error frame for bad JSON.
         EXPECT_TRUE(status == 101 || (status >= 400 && status < 500)) << c.name << reply;
+        if (c.name == "ws json") {
+          EXPECT_NE(reply.find("\"type\":\"error\""), std::string::npos) << c.bytes;
+        }
       } else {
         EXPECT_TRUE(status == 0 || (status >= 400 && status < 500))
             << c.name << " got " << status << ": " << reply.substr(0, 300) << "\nSENT: " << c.bytes.substr(0, 200);

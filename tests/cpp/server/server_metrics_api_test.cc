@@ -99,6 +99,33 @@ TEST(ServerMetricsApi, AlertRulesCreateUpdateFireAndDelete) {
   EXPECT_TRUE(Obj(Get(a, "/api/v1/rules", "test-token"))["rules"].as_array().empty());
 }
 
+TEST(ServerMetricsApi, RulesCreatedOverHttpSurviveARestartOfTheProcess) {
+  std::string path = ::testing::TempDir() + "/server_rules_" + std::to_string(getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    Harness h(ServerOptions{}, 10, true, path);
+    ASSERT_EQ(Post(h.server->address(), "/api/v1/rules",
+                   R"({"name":"keep me","metric":"table.orders.rows","op":">=","threshold":3,
+                       "cooldown_seconds":7,"severity":"info","enabled":false})",
+                   "test-token").status, 201);
+    ASSERT_TRUE(h.metrics->Flush().ok());
+  }
+  {
+    Harness h(ServerOptions{}, 10, true, path);
+    auto rules = Obj(Get(h.server->address(), "/api/v1/rules", "test-token"))["rules"].as_array();
+    ASSERT_EQ(rules.size(), 1u);
+    auto r = rules[0].as_object();
+    EXPECT_EQ(r["name"].as_string(), "keep me");
+    EXPECT_EQ(r["op"].as_string(), ">=");
+    EXPECT_DOUBLE_EQ(r["threshold"].to_number<double>(), 3);
+    EXPECT_DOUBLE_EQ(r["cooldown_seconds"].to_number<double>(), 7);
+    EXPECT_EQ(r["severity"].as_string(), "info");
+    EXPECT_FALSE(r["enabled"].as_bool());
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".wal").c_str());
+}
+
 TEST(ServerMetricsApi, MetricsDatabaseQuery) {
   Harness h;
   ASSERT_TRUE(h.metrics->Flush().ok());
@@ -130,7 +157,7 @@ TEST(ServerMetricsApi, PrometheusTextHasTheDocumentedFamilies) {
        {"rill_table_rows{table=\"orders\"} 7", "# TYPE rill_ingest_rows_total counter",
         "# TYPE rill_tick_duration_seconds histogram", "rill_build_info 1",
         "rill_query_duration_seconds_count{protocol=\"http\"} 1",
-        "rill_open_connections{protocol=\"http\"} 1"}) {
+        "rill_open_connections{protocol=\"http\"} ", "rill_open_connections{protocol=\"pgwire\"} 0"}) {
     EXPECT_NE(r.body.find(line), std::string::npos) << line << "\n" << r.body;
   }
 }

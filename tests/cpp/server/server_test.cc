@@ -5,6 +5,7 @@
 #include <arrow/ipc/reader.h>
 #include <boost/json.hpp>
 
+#include "rill/server/protocol_handler.h"
 #include "server/server_test_util.h"
 
 namespace rill::server::testing {
@@ -266,6 +267,46 @@ TEST(Server, TelemetryHistoryIsDownSampledToPoints) {
             400);
   Reply none = Get(h.server->address(), "/api/v1/telemetry/history?since=1e11", "test-token");
   EXPECT_EQ(json::parse(none.body).as_object()["row_count"].to_number<int64_t>(), 0);
+}
+
+/// Answers an SSLRequest with 'N' (no TLS), then closes: the pgwire seam.
+class RefuseTls : public ProtocolHandler {
+ public:
+  void Accept(tcp::socket socket, std::string initial, std::shared_ptr<void> done) override {
+    auto sock = std::make_shared<tcp::socket>(std::move(socket));
+    auto rest = std::make_shared<std::array<char, 7>>();
+    initial_ = initial;
+    net::async_read(*sock, net::buffer(*rest),
+                    [sock, rest, done](beast::error_code ec, size_t) {
+                      if (ec) return;
+                      net::async_write(*sock, net::buffer("N", 1),
+                                       [sock, done](beast::error_code, size_t) {});
+                    });
+  }
+  std::string initial_;
+};
+
+TEST(Server, FirstZeroByteGoesToThePgwireHandlerElseHttp) {
+  const std::string ssl_request("\0\0\0\x08\x04\xd2\x16\x2f", 8);
+  {
+    Harness h;  // no handler registered: such connections are closed
+    bool closed = false;
+    EXPECT_EQ(RawExchange(h.server->address(), ssl_request, 5, &closed), "");
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(Get(h.server->address(), "/healthz").status, 200);
+  }
+  RegisterProtocolHandler(kPgWireProtocol, [](const ProtocolContext& ctx) {
+    EXPECT_EQ(ctx.token, "test-token");
+    return std::make_unique<RefuseTls>();
+  });
+  {
+    Harness h;
+    EXPECT_EQ(RawExchange(h.server->address(), ssl_request, 5, nullptr, /*half_close=*/false)
+                  .substr(0, 1),
+              "N");
+    EXPECT_EQ(Get(h.server->address(), "/healthz").status, 200);
+  }
+  RegisterProtocolHandler(kPgWireProtocol, nullptr);
 }
 
 }  // namespace

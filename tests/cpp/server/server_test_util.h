@@ -57,7 +57,8 @@ struct Harness {
   std::unique_ptr<MetricsStore> metrics;
   std::unique_ptr<Server> server;
 
-  explicit Harness(ServerOptions options = {}, int64_t rows = 100, bool with_metrics = true) {
+  explicit Harness(ServerOptions options = {}, int64_t rows = 100, bool with_metrics = true,
+                   std::string metrics_path = ":memory:") {
     EngineOptions eo;
     eo.trigger_interval_ms = 20;
     engine = Engine::Make(eo).ValueOrDie();
@@ -69,7 +70,7 @@ struct Harness {
     }
     if (with_metrics) {
       MetricsOptions mo;
-      mo.path = ":memory:";
+      mo.path = metrics_path;
       mo.flush_interval_seconds = 0.2;
       metrics = MetricsStore::Make(engine.get(), mo).ValueOrDie();
       EXPECT_TRUE(metrics->Start().ok());
