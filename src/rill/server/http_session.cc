@@ -30,7 +30,10 @@ std::chrono::steady_clock::duration Seconds(double s) {
 class HttpSession : public Closable, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(Server::Impl& server, tcp::socket socket, std::shared_ptr<void> slot)
-      : server_(server), stream_(std::move(socket)), slot_(std::move(slot)) {}
+      : server_(server),
+        stream_(std::move(socket)),
+        executor_(stream_.get_executor()),
+        slot_(std::move(slot)) {}
 
   ~HttpSession() override { server_.RemoveSession(id_); }
 
@@ -48,7 +51,9 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
   }
 
   void Close() override {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    // The saved executor: after an upgrade stream_ is moved out.
+    net::post(executor_, [self = shared_from_this()] {
+      if (self->upgraded_) return;  // the WebSocket session closes itself
       boost::system::error_code ec;
       self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
       self->stream_.close();
@@ -137,6 +142,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
         return WriteError(401, "unauthorized");
       }
       server_.ctx->counters.requests.fetch_add(1, std::memory_order_relaxed);
+      upgraded_ = true;
       return server_.hub->Accept(std::move(stream_), std::move(buffer_), std::move(req),
                                  std::move(slot_));
     }
@@ -252,6 +258,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
 
   Server::Impl& server_;
   beast::tcp_stream stream_;
+  net::any_io_executor executor_;
   beast::flat_buffer buffer_;
   std::shared_ptr<void> slot_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -262,6 +269,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
   bool first_ = true;
   bool keep_alive_ = true;
   bool head_ = false;
+  bool upgraded_ = false;  // stream_ moved to a WebSocket session (strand only)
 };
 
 }  // namespace

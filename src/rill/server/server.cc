@@ -336,6 +336,7 @@ void Server::Stop() {
   s.io_threads.clear();
   s.workers->join();  // running handlers finish; their replies are dropped
   s.workers.reset();
+  s.hub->ReleaseTimers();
   s.acceptor.reset();
   s.pgwire.reset();
   s.ioc.reset();  // destroys pending handlers (and the sessions they hold)

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <set>
+#include <shared_mutex>
 #include <sstream>
 
 #include <boost/asio/post.hpp>
@@ -114,7 +115,11 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   Server::Impl& server;
   ServerContext& ctx;
   std::mutex mu;
-  bool stopped = false;
+  // Broadcasts hold it shared for their whole run; Stop takes it exclusively
+  // to set `stopped`, so once Stop returns no broadcast is posting to the
+  // io_context (which the server destroys next).
+  std::shared_mutex flight_mu;
+  bool stopped = false;  // guarded by flight_mu
   std::map<uint64_t, std::weak_ptr<WsSession>> sessions;  // guarded by mu
   uint64_t next_id = 1;
   std::map<std::string, LiveTable::SubscriptionId> table_subs;  // guarded by mu
@@ -125,11 +130,17 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   int64_t last_ticks = -1;                  // tick timer only
 
   void Broadcast(const std::string& channel, std::string frame) {
+    std::shared_lock<std::shared_mutex> flight(flight_mu);
+    if (stopped) return;
+    BroadcastLocked(channel, std::move(frame));
+  }
+
+  /// Broadcast with flight_mu held (shared) and not stopped.
+  void BroadcastLocked(const std::string& channel, std::string frame) {
     auto shared = std::make_shared<const std::string>(std::move(frame));
     std::vector<std::shared_ptr<WsSession>> targets;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (stopped) return;
       for (auto& [id, weak] : sessions) {
         if (auto s = weak.lock()) targets.push_back(std::move(s));
       }
@@ -140,6 +151,7 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   /// Subscribe to `table` once (kept until Stop). KeyError if unknown.
   Status EnsureTable(const std::string& table) {
     {
+      std::shared_lock<std::shared_mutex> flight(flight_mu);
       std::lock_guard<std::mutex> lock(mu);
       if (stopped || table_subs.count(table) > 0) return Status::OK();
     }
@@ -158,6 +170,7 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
           self->Broadcast(channel, EventFrame(channel, data));
         });
     RILL_RETURN_NOT_OK(id.status());
+    std::shared_lock<std::shared_mutex> flight(flight_mu);
     std::lock_guard<std::mutex> lock(mu);
     if (table_subs.count(table) > 0 || stopped) {
       (void)ctx.engine->Unsubscribe(table, *id);
@@ -208,6 +221,8 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   }
 
   void OnAlert(const AlertRecord& a) {
+    std::shared_lock<std::shared_mutex> flight(flight_mu);
+    if (stopped) return;  // ctx may be going away
     {
       std::lock_guard<std::mutex> lock(ctx.alerts_mu);
       ctx.alerts_by[{SeverityName(a.severity), a.source}] += a.count;
@@ -223,7 +238,7 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
     o["value"] = a.value ? JsonNumber(*a.value) : json::value(nullptr);
     o["threshold"] = a.threshold ? JsonNumber(*a.threshold) : json::value(nullptr);
     o["count"] = a.count;
-    Broadcast("alerts", EventFrame("alerts", json::serialize(o)));
+    BroadcastLocked("alerts", EventFrame("alerts", json::serialize(o)));
   }
 };
 
@@ -405,6 +420,7 @@ void WsHub::Stop() {
   State& s = *state_;
   std::map<std::string, LiveTable::SubscriptionId> subs;
   {
+    std::unique_lock<std::shared_mutex> flight(s.flight_mu);  // first, as everywhere
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stopped) return;
     s.stopped = true;
@@ -412,8 +428,13 @@ void WsHub::Stop() {
   }
   if (s.alert_listener != 0) s.ctx.metrics->RemoveAlertListener(s.alert_listener);
   for (auto& [table, id] : subs) (void)s.ctx.engine->Unsubscribe(table, id);
-  net::post(s.metrics_timer->get_executor(), [st = state_] { st->metrics_timer->cancel(); });
-  net::post(s.tick_timer->get_executor(), [st = state_] { st->tick_timer->cancel(); });
+  net::post(s.metrics_timer->get_executor(), [st = state_] { if (st->metrics_timer) st->metrics_timer->cancel(); });
+  net::post(s.tick_timer->get_executor(), [st = state_] { if (st->tick_timer) st->tick_timer->cancel(); });
+}
+
+void WsHub::ReleaseTimers() {
+  state_->metrics_timer.reset();
+  state_->tick_timer.reset();
 }
 
 void WsHub::Accept(beast::tcp_stream stream, beast::flat_buffer buffer,

@@ -39,6 +39,9 @@ class WsHub {
   void Start();
   /// Stop the timer and listeners, close every client. Any non-io thread.
   void Stop();
+  /// Destroy the timers. Call after the io threads have stopped and before the
+  /// io_context is destroyed (the timers' strands need its services).
+  void ReleaseTimers();
   /// Take over an upgrade request on `stream` (io thread).
   void Accept(boost::beast::tcp_stream stream, boost::beast::flat_buffer buffer,
               boost::beast::http::request<boost::beast::http::string_body> request,
