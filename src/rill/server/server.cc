@@ -2,6 +2,8 @@
 #include "rill/server/server.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -21,6 +23,9 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
+
+/// Nice value of the worker threads (relative to the process's 0).
+constexpr int kWorkerNice = 10;
 
 constexpr std::string_view kBusyReply =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -120,6 +125,13 @@ bool Server::Impl::Submit(std::function<void()> job) {
     return false;
   }
   net::post(*workers, [this, job = std::move(job)] {
+    // Worker threads yield the CPU to the engine's tick thread (Linux nice is
+    // per thread): queries must not delay ticks on a busy machine.
+    static thread_local bool niced = [] {
+      setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWorkerNice);
+      return true;
+    }();
+    (void)niced;
     job();
     pending.fetch_sub(1);
   });
