@@ -37,14 +37,19 @@ TEST(ServerConcurrency, ClientsQueryWhileTheEngineTicksAndWrites) {
       websocket::stream<tcp::socket> ws(ioc);
       std::string host = address.substr(0, address.rfind(':'));
       auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
-      ws.next_layer().connect(tcp::endpoint(net::ip::make_address(host), port));
+      beast::error_code ec;
+      // Errors end the subscriber: the server may stop before a slow thread connects.
+      ws.next_layer().connect(tcp::endpoint(net::ip::make_address(host), port), ec);
+      if (ec) return;
       ws.set_option(websocket::stream_base::decorator([](websocket::request_type& req) {
         req.set(http::field::authorization, "Bearer test-token");
       }));
-      ws.handshake(host, "/api/v1/stream");
-      ws.write(net::buffer(std::string(R"({"type":"subscribe","channels":["table:orders","metrics"]})")));
+      ws.handshake(host, "/api/v1/stream", ec);
+      if (ec) return;
+      ws.write(net::buffer(std::string(R"({"type":"subscribe","channels":["table:orders","metrics"]})")),
+               ec);
+      if (ec) return;
       beast::flat_buffer buffer;
-      beast::error_code ec;
       while (!stop.load()) {
         ws.read(buffer, ec);
         if (ec) break;

@@ -109,7 +109,8 @@ inline Reply Request(const std::string& address, http::verb method, const std::s
   std::string port = address.substr(address.rfind(':') + 1);
   stream.expires_after(std::chrono::seconds(30));
   beast::error_code connect_ec;
-  stream.connect(resolver.resolve(host, port), connect_ec);
+  auto endpoints = resolver.resolve(host, port, connect_ec);
+  if (!connect_ec) stream.connect(endpoints, connect_ec);
   if (connect_ec) {
     return Reply{-1, connect_ec.message(), {}};
   }
@@ -122,7 +123,11 @@ inline Reply Request(const std::string& address, http::verb method, const std::s
     req.body() = body;
     req.prepare_payload();
   }
-  http::write(stream, req);
+  beast::error_code write_ec;
+  http::write(stream, req, write_ec);
+  if (write_ec) {
+    return Reply{-1, write_ec.message(), {}};
+  }
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(1ull << 31);
