@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
-from . import _arrow, _core
+from . import _arrow, _core, _quack
 from ._sequence import EngineList
 from .connectors.base import BaseConnector, connector_of
 from .metrics import MetricsRegistry
@@ -67,8 +67,11 @@ class RillEngine:
                 a ResourceWarning is emitted and on_memory_warning is called.
             memory_budget_mb: the same in megabytes (used if memory_budget_bytes is None).
             on_memory_warning: callback(allocated_bytes, budget_bytes).
-            quack_address, quack_token: address and token of the network server
-                (not available yet: passing them logs a warning).
+            quack_address, quack_token: serve the engine over the network on
+                start(): "quack:HOST:PORT" or "HOST:PORT" (port 0 picks a free
+                port); token None generates one, "" disables authentication
+                (loopback only). After start(), quack_address is the bound
+                address, quack_token the token, dashboard_url the dashboard.
             auto_compact_chunks: tables with more chunks than this (and more
                 than one chunk per 8192 rows) merge small chunks on write
                 (0 disables).
@@ -94,13 +97,10 @@ class RillEngine:
         self.trigger_interval_ms = float(trigger_interval_ms)
         self.memory_budget_bytes = None if memory_budget_bytes is None else int(memory_budget_bytes)
         self.on_memory_warning = on_memory_warning
-        self.quack_address = quack_address
-        self.quack_token = quack_token
+        _quack.init(self, quack_address, quack_token)
         self.auto_compact_chunks = int(auto_compact_chunks)
         self.metrics_path = metrics_path
         self.metrics_flush_interval_seconds = float(metrics_flush_interval_seconds)
-        if quack_address is not None or quack_token is not None:
-            _warn_no_server()
 
         self._self_ref = weakref.ref(self)
         self._core = _core.Engine(
@@ -538,12 +538,14 @@ class RillEngine:
         return self._core.step() * 1000.0
 
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
-        """Start the background loop (no-op if running)."""
-        if quack_port is not None or quack_token is not None:
-            _warn_no_server()
+        """Start the background loop (no-op if running) and the network server when
+        a quack address, port or token was given (host from quack_address, else
+        127.0.0.1)."""
+        _quack.on_start(self, quack_port, quack_token)
         # A running engine always records telemetry and engine alerts.
         if self.metrics_path is not None:
             self._metrics_store()
+        _quack.start_server(self)  # first: a taken address fails before the loop runs
         self._core.start()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -552,6 +554,7 @@ class RillEngine:
         `timeout` is accepted for compatibility; stop() returns once the
         current tick has finished.
         """
+        _quack.stop_server(self)
         self._core.stop()
 
     @property
@@ -574,13 +577,6 @@ class RillEngine:
             f"<RillEngine(trigger_interval_ms={self.trigger_interval_ms}, "
             f"running={self.running}, tables={self.table_names()})>"
         )
-
-
-def _warn_no_server() -> None:
-    _log.warning(
-        "quack_address/quack_token: the network server is not available yet in this "
-        "version of rills; the engine runs without serving"
-    )
 
 
 def _deliverer(name: str, callback: Callable[[str, pa.Table], None]) -> Callable[[Any], None]:

@@ -19,6 +19,7 @@ class RillEngine:
     on_memory_warning: Optional[Callable[[int, int], None]]
     quack_address: Optional[str]
     quack_token: Optional[str]
+    dashboard_url: Optional[str]
     auto_compact_chunks: int
     metrics: MetricsRegistry
     duckdb: DuckDBBridge

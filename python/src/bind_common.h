@@ -8,12 +8,15 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
+
 #include "rill/connector/connector.h"
 #include "py_callback.h"
 #include "rill/table/live_table.h"
 
 namespace rill {
 class Engine;
+class MetricsStore;
 }  // namespace rill
 
 namespace rills {
@@ -40,6 +43,16 @@ rill::LiveTable::Subscriber MakeSubscriber(nb::handle callback, ReporterPtr repo
 /// Return a connector's counters as a dict.
 nb::dict StatsToDict(const rill::ConnectorStats& stats);
 
+/// What bind_server.cc needs of a `_core.Engine` (raises if it is closed).
+struct EngineAccess {
+  rill::Engine* engine = nullptr;
+  rill::MetricsStore* metrics = nullptr;  ///< null while the store is not open
+  /// Owned by the engine object and reset first when it closes, so a server
+  /// kept here stops before the engine and the store go away.
+  std::shared_ptr<void>* server_slot = nullptr;
+};
+EngineAccess AccessEngine(nb::handle core);
+
 void BindTable(nb::module_& m);
 void BindConnector(nb::module_& m);
 void BindEngine(nb::module_& m);
@@ -49,5 +62,6 @@ void BindWindow(nb::module_& m);  // bind_window.cc
 /// closed). Defined in bind_engine.cc.
 rill::Engine& CoreEngine(nb::handle engine);
 void BindIoConnectors(nb::module_& m);
+void BindServer(nb::module_& m);
 
 }  // namespace rills

@@ -72,9 +72,11 @@ class PyEngine {
     if (!engine_) {
       return;
     }
+    std::shared_ptr<void> server = std::move(server_);
     std::unique_ptr<Engine> engine = std::move(engine_);
     std::unique_ptr<rill::MetricsStore> store = std::move(store_);
     nb::gil_scoped_release release;
+    server.reset();  // the network server goes before the store and the engine
     reporter_->Detach();
     if (CallbackScope::active()) {
       // Collected from inside one of its own callbacks (possibly on its loop
@@ -130,11 +132,14 @@ class PyEngine {
   }
   const ReporterPtr& reporter() const { return reporter_; }
   bool open() const { return engine_ != nullptr; }
+  rill::MetricsStore* store_or_null() { return store_.get(); }
+  std::shared_ptr<void>* server_slot() { return &server_; }
 
  private:
   ReporterPtr reporter_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<rill::MetricsStore> store_;  // destroyed before engine_
+  std::shared_ptr<void> server_;  // a rill::server::Server (bind_server.cc); closed first
 };
 
 /// Run `fn` (returning Status or Result) without the GIL, then raise its error.
@@ -281,6 +286,14 @@ nb::dict TaskStatsToDict(const rill::TaskStats& s) {
 }  // namespace
 
 rill::Engine& CoreEngine(nb::handle engine) { return nb::cast<PyEngine&>(engine).engine(); }
+EngineAccess AccessEngine(nb::handle core) {
+  PyEngine& e = nb::cast<PyEngine&>(core);
+  EngineAccess access;
+  access.engine = &e.engine();
+  access.metrics = e.store_or_null();
+  access.server_slot = e.server_slot();
+  return access;
+}
 
 void BindEngine(nb::module_& m) {
   using Table = std::shared_ptr<LiveTable>;

@@ -14,4 +14,5 @@ NB_MODULE(_core, m) {
   rills::BindIoConnectors(m);
   rills::BindEngine(m);
   rills::BindWindow(m);
+  rills::BindServer(m);
 }

@@ -50,3 +50,11 @@ def wait_until(predicate, timeout=10.0, what="condition"):
 def rows_by(table, key):
     """Return {row[key]: row} of a pyarrow Table."""
     return {row[key]: row for row in table.to_pylist()}
+
+
+@pytest.fixture(autouse=True)
+def _quack_on_loopback(monkeypatch):
+    """Engines that serve (quack_address / quack_port) listen on 127.0.0.1 with a
+    free port during tests, whatever address the code under test asks for."""
+    if "RILLS_QUACK_LISTEN" not in __import__("os").environ:
+        monkeypatch.setenv("RILLS_QUACK_LISTEN", "127.0.0.1:0")

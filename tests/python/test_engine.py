@@ -162,12 +162,6 @@ def test_registration_errors(engine):
     assert engine.get_table("nope") is None
 
 
-def test_quack_arguments_warn(caplog, make_engine):
-    with caplog.at_level("WARNING", logger="rills"):
-        make_engine(quack_address="quack:127.0.0.1:9494", quack_token="t").close()
-    assert "not available yet" in caplog.text
-
-
 def _run_script(body, **kwargs):
     script = textwrap.dedent(body)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,

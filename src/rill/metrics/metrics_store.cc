@@ -22,6 +22,40 @@ using metrics_internal::WriteBatch;
 
 namespace {
 
+/// Add the rules stored in rill_alert_rules (by an earlier run) to `store`.
+/// Their firing state starts afresh.
+Status RestoreAlertRules(MetricsStore* store) {
+  RILL_ASSIGN_OR_RAISE(
+      auto table,
+      store->QueryMetrics("SELECT name, metric, op, threshold, cooldown_seconds, severity, "
+                          "message, webhook, enabled FROM rill_alert_rules ORDER BY name"));
+  RILL_ASSIGN_OR_RAISE(table, table->CombineChunks());
+  auto text = [&](int col, int64_t row) -> std::string {
+    auto array = std::static_pointer_cast<arrow::StringArray>(table->column(col)->chunk(0));
+    return array->IsNull(row) ? std::string() : std::string(array->GetView(row));
+  };
+  auto number = [&](int col, int64_t row) {
+    return std::static_pointer_cast<arrow::DoubleArray>(table->column(col)->chunk(0))->Value(row);
+  };
+  for (int64_t row = 0; row < table->num_rows(); ++row) {
+    AlertRule rule;
+    rule.name = text(0, row);
+    rule.metric = text(1, row);
+    RILL_ASSIGN_OR_RAISE(rule.op, ParseCompareOp(text(2, row)));
+    rule.threshold = number(3, row);
+    rule.cooldown_seconds = number(4, row);
+    RILL_ASSIGN_OR_RAISE(rule.severity, ParseSeverity(text(5, row)));
+    rule.message = text(6, row);
+    if (std::string webhook = text(7, row); !webhook.empty()) {
+      rule.webhook = webhook;
+    }
+    rule.enabled =
+        std::static_pointer_cast<arrow::BooleanArray>(table->column(8)->chunk(0))->Value(row);
+    RILL_RETURN_NOT_OK(store->AddAlertRule(std::move(rule)));
+  }
+  return Status::OK();
+}
+
 using SteadyClock = std::chrono::steady_clock;
 
 double SteadySeconds() {
@@ -64,8 +98,13 @@ Result<std::unique_ptr<MetricsStore>> MetricsStore::Make(Engine* engine,
                                                          MetricsOptions options) {
   RILL_RETURN_NOT_OK(ValidateOptions(options));
   RILL_ASSIGN_OR_RAISE(std::unique_ptr<MetricsDb> db, MetricsDb::Open(options.path));
-  return std::unique_ptr<MetricsStore>(
+  const bool restore = options.restore_alert_rules;
+  std::unique_ptr<MetricsStore> store(
       new MetricsStore(engine, std::move(options), std::move(db)));
+  if (restore) {
+    RILL_RETURN_NOT_OK(RestoreAlertRules(store.get()));
+  }
+  return store;
 }
 
 MetricsStore::MetricsStore(Engine* engine, MetricsOptions options,

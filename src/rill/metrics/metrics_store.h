@@ -98,6 +98,9 @@ struct MetricsOptions {
   double latency_window_seconds = 60.0;
   /// Rows of each KPI result written to rill_kpi_history.
   int64_t max_kpi_history_rows = 1000;
+  /// Load the alert rules stored in rill_alert_rules by an earlier run of the
+  /// same database file (so server-side rules survive restarts).
+  bool restore_alert_rules = true;
   /// Source of "now" (unix seconds) for timestamps and retention. Unset: the
   /// engine's clock, or the system clock without an engine.
   Clock clock;

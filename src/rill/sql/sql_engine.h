@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,11 +27,11 @@
 #include <arrow/type_fwd.h>
 
 #include "rill/common/status.h"
+#include "rill/sql/query_interrupt.h"
 
 namespace rill {
 
 class LiveTable;
-class QueryInterrupt;
 
 struct SqlOptions {
   /// DuckDB threads for queries (0 = DuckDB's default).
@@ -47,6 +49,7 @@ struct SqlOptions {
 /// Return `name` as a double-quoted SQL identifier (inner quotes doubled), so
 /// any table or column name can be used in generated SQL.
 std::string QuoteIdentifier(std::string_view name);
+
 
 /// Owns the in-memory DuckDB database that serves live tables.
 class SqlEngine {

@@ -1,0 +1,60 @@
+#include "rill/server/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+namespace rill::server {
+
+Result<std::string> GenerateToken() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    return Status::IOError("OpenSSL RAND_bytes failed: cannot generate a token");
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string token;
+  token.reserve(64);
+  for (unsigned char b : bytes) {
+    token.push_back(kHex[b >> 4]);
+    token.push_back(kHex[b & 15]);
+  }
+  return token;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string_view CookieValue(std::string_view cookies, std::string_view name) {
+  while (!cookies.empty()) {
+    size_t semi = cookies.find(';');
+    std::string_view part = cookies.substr(0, semi);
+    cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
+    while (!part.empty() && part.front() == ' ') {
+      part.remove_prefix(1);
+    }
+    size_t eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name) {
+      return part.substr(eq + 1);
+    }
+  }
+  return {};
+}
+
+bool IsAuthorized(const HttpRequest& request, const std::string& token) {
+  if (token.empty()) {
+    return true;
+  }
+  std::string_view auth = request.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() > kBearer.size() && auth.substr(0, kBearer.size()) == kBearer &&
+      ConstantTimeEquals(auth.substr(kBearer.size()), token)) {
+    return true;
+  }
+  std::string_view cookie = CookieValue(request.header("cookie"), kTokenCookie);
+  return !cookie.empty() && ConstantTimeEquals(cookie, token);
+}
+
+}  // namespace rill::server

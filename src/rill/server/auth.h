@@ -1,0 +1,30 @@
+// Tokens: generation (OpenSSL CSPRNG), constant-time comparison, and the
+// check of a request's credentials (bearer header or login cookie).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "rill/common/status.h"
+#include "rill/server/http_types.h"
+
+namespace rill::server {
+
+/// Name of the cookie set by POST /api/v1/login.
+inline constexpr const char* kTokenCookie = "rill_token";
+
+/// Return a new random token: 32 random bytes (256 bits) from OpenSSL's
+/// CSPRNG as 64 hex digits. IOError if the CSPRNG fails.
+Result<std::string> GenerateToken();
+
+/// Compare in time that depends only on the lengths, never on the contents.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+/// True when `token` is empty (authentication off) or the request carries it
+/// as "Authorization: Bearer <token>" or as the rill_token cookie.
+bool IsAuthorized(const HttpRequest& request, const std::string& token);
+
+/// Return the value of cookie `name` in a Cookie header, or "".
+std::string_view CookieValue(std::string_view cookie_header, std::string_view name);
+
+}  // namespace rill::server

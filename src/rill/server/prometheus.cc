@@ -1,0 +1,147 @@
+// GET /metrics: Prometheus text exposition format 0.0.4.
+#include <cmath>
+#include <cstdio>
+
+#include "rill/connector/connector.h"
+#include "rill/engine/engine.h"
+#include "rill/server/server_internal.h"
+
+namespace rill::server {
+
+namespace {
+
+/// Escape a label value (backslash, quote, newline).
+std::string LabelValue(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+  void Family(const std::string& name, const char* type, const char* help) {
+    *out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void Sample(const std::string& name, double value, const std::string& labels = "") {
+    *out_ += name;
+    if (!labels.empty()) *out_ += "{" + labels + "}";
+    *out_ += " " + Num(value) + "\n";
+  }
+  static std::string Label(const char* key, std::string_view value) {
+    return std::string(key) + "=\"" + LabelValue(value) + "\"";
+  }
+
+ private:
+  std::string* out_;
+};
+
+}  // namespace
+
+std::string RenderPrometheus(ServerContext& ctx) {
+  std::string out;
+  Writer w(&out);
+  EngineMetrics m = ctx.engine->GetMetrics();
+  w.Family("rill_build_info", "gauge", "Always 1; rill version 0.1.0.");
+  w.Sample("rill_build_info", 1);
+  w.Family("rill_ingest_rows_total", "counter", "Rows written to tables by connectors.");
+  w.Sample("rill_ingest_rows_total", static_cast<double>(m.records_processed));
+  w.Family("rill_rejected_rows_total", "counter", "Rows rejected (written to rill_rejects).");
+  w.Sample("rill_rejected_rows_total", static_cast<double>(m.rejected_records));
+  w.Family("rill_engine_errors_total", "counter", "Error events recorded by the engine.");
+  w.Sample("rill_engine_errors_total", static_cast<double>(m.errors));
+  w.Family("rill_ticks_total", "counter", "Ticks run.");
+  w.Sample("rill_ticks_total", static_cast<double>(m.ticks));
+  w.Family("rill_memory_allocated_bytes", "gauge", "Arrow and DuckDB memory allocated.");
+  w.Sample("rill_memory_allocated_bytes",
+           static_cast<double>(m.arrow_allocated_bytes + m.duckdb_memory_bytes));
+
+  auto connectors = ctx.engine->Connectors();
+  w.Family("rill_connector_pushed_rows_total", "counter", "Rows accepted by each connector.");
+  for (const auto& c : connectors) {
+    w.Sample("rill_connector_pushed_rows_total", static_cast<double>(c->stats().pushed_records),
+             Writer::Label("connector", c->name()));
+  }
+  w.Family("rill_connector_buffered_bytes", "gauge", "Bytes waiting in each connector buffer.");
+  for (const auto& c : connectors) {
+    w.Sample("rill_connector_buffered_bytes", static_cast<double>(c->stats().buffered_bytes),
+             Writer::Label("connector", c->name()));
+  }
+  w.Family("rill_dropped_rows_total", "counter", "Rows dropped by backpressure.");
+  for (const auto& c : connectors) {
+    w.Sample("rill_dropped_rows_total", static_cast<double>(c->stats().dropped_records),
+             Writer::Label("connector", c->name()));
+  }
+
+  w.Family("rill_table_rows", "gauge", "Live rows per table.");
+  std::vector<std::pair<std::string, std::shared_ptr<const TableVersion>>> versions;
+  for (const auto& name : ctx.engine->TableNames()) {
+    if (auto t = ctx.engine->GetTable(name); t.ok()) {
+      versions.emplace_back(name, (*t)->snapshot());
+    }
+  }
+  for (const auto& [name, v] : versions) {
+    w.Sample("rill_table_rows", static_cast<double>(v->num_rows()), Writer::Label("table", name));
+  }
+  w.Family("rill_table_bytes", "gauge", "Bytes held per table.");
+  for (const auto& [name, v] : versions) {
+    w.Sample("rill_table_bytes", static_cast<double>(v->nbytes()), Writer::Label("table", name));
+  }
+
+  w.Family("rill_task_failures_total", "counter", "Failed runs per task.");
+  for (const auto& [name, s] : ctx.engine->TaskStatistics()) {
+    w.Sample("rill_task_failures_total", static_cast<double>(s.errors),
+             Writer::Label("task", name));
+  }
+
+  w.Family("rill_tick_duration_seconds", "histogram",
+           "Tick durations, sampled every 50 ms while the server runs.");
+  ctx.tick_seconds.Render("rill_tick_duration_seconds", "", &out);
+  w.Family("rill_query_duration_seconds", "histogram", "SQL query durations by protocol.");
+  ctx.query_seconds.Render("rill_query_duration_seconds", Writer::Label("protocol", "http"),
+                           &out);
+
+  w.Family("rill_alerts_total", "counter",
+           "Alerts recorded since the server started, by severity and source.");
+  {
+    std::lock_guard<std::mutex> lock(ctx.alerts_mu);
+    for (const auto& [key, count] : ctx.alerts_by) {
+      w.Sample("rill_alerts_total", static_cast<double>(count),
+               Writer::Label("severity", key.first) + "," + Writer::Label("source", key.second));
+    }
+  }
+
+  w.Family("rill_open_connections", "gauge", "Open network connections by protocol.");
+  const ServerCounters& c = ctx.counters;
+  w.Sample("rill_open_connections", static_cast<double>(c.http_open.load()),
+           Writer::Label("protocol", "http"));
+  w.Sample("rill_open_connections", static_cast<double>(c.websocket_open.load()),
+           Writer::Label("protocol", "websocket"));
+  w.Sample("rill_open_connections", static_cast<double>(c.pgwire_open.load()),
+           Writer::Label("protocol", "pgwire"));
+  w.Family("rill_http_requests_total", "counter", "HTTP requests handled.");
+  w.Sample("rill_http_requests_total", static_cast<double>(c.requests.load()));
+  w.Family("rill_websocket_frames_dropped_total", "counter",
+           "WebSocket frames dropped for slow clients.");
+  w.Sample("rill_websocket_frames_dropped_total", static_cast<double>(c.ws_frames_dropped.load()));
+  return out;
+}
+
+}  // namespace rill::server

@@ -1,0 +1,145 @@
+// Server: the network face of an engine on one listening address.
+//
+// One TCP listener serves everything. The first byte of a connection picks the
+// protocol: 0x00 starts a PostgreSQL message (startup, SSLRequest,
+// GSSENCRequest, CancelRequest all begin with a 4-byte big-endian length), which
+// goes to the ProtocolHandler registered as "pgwire" (protocol_handler.h);
+// anything else is HTTP/1.1: the REST API under /api/v1, the WebSocket stream
+// /api/v1/stream, Prometheus /metrics, /healthz and the static assets at /
+// (static_assets.h). docs/api.md is the reference of the HTTP API.
+//
+// Threads owned by a running server:
+//   io ("rill-io-N", options.io_threads)     accept, parse, write; never run SQL
+//   workers (worker_threads)                 every API handler (SQL included),
+//                                            at most max_pending_requests queued
+//   the WebSocket hub's 1 Hz timer runs on an io thread.
+// Nothing here runs on the engine's tick thread except the table subscription
+// callbacks of WebSocket `table:` channels, which only post a message.
+// A slow client only holds its own connection and its own bounded queue.
+//
+// Lifetime: the Engine and the MetricsStore (if any) must outlive the Server.
+// Threads: Start/Stop from any thread but not concurrently with each other;
+// the accessors from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rill/common/status.h"
+#include "rill/server/http_types.h"
+
+namespace rill {
+class Engine;
+class MetricsStore;
+}  // namespace rill
+
+namespace rill::server {
+
+/// Options of a Server. Sizes in bytes, durations in seconds.
+struct ServerOptions {
+  /// "quack:HOST:PORT" or "HOST:PORT" ("[::1]:PORT" for IPv6); port 0 picks a
+  /// free port (see Server::address()).
+  std::string listen = "127.0.0.1:9494";
+  /// nullopt: generate a random token (128 bits from OpenSSL's CSPRNG).
+  /// "": no authentication, allowed only on a loopback address.
+  std::optional<std::string> token;
+  /// Let webhooks reach loopback/private addresses (webhook.h).
+  bool allow_private_webhooks = false;
+
+  /// Request line + headers; larger requests get 431.
+  int64_t max_header_bytes = 16 * 1024;
+  /// The request line and headers must arrive within this time (else closed).
+  double header_timeout_seconds = 10;
+  /// Request body; larger bodies get 413.
+  int64_t max_body_bytes = 16 * 1024 * 1024;
+  /// Open connections (all protocols); beyond this a connection gets 503 and
+  /// is closed.
+  int64_t max_connections = 512;
+  /// A keep-alive connection idle this long is closed; also the limit for
+  /// reading one request body and writing one response piece.
+  double idle_timeout_seconds = 60;
+  /// SQL statements are interrupted after this long (0 = no limit).
+  double query_timeout_seconds = 30;
+  /// Buffered JSON query results larger than this get 413 (use ndjson, csv or
+  /// arrow, which stream and are not capped).
+  int64_t max_json_result_bytes = 64 * 1024 * 1024;
+  /// Threads parsing and writing (the io threads).
+  int io_threads = 2;
+  /// Threads running API handlers and SQL.
+  int worker_threads = 4;
+  /// Requests waiting for a worker; beyond this a request gets 503.
+  int64_t max_pending_requests = 256;
+  /// WebSocket: frames queued per client before coalescing / dropping.
+  int64_t ws_queue_frames = 256;
+  /// WebSocket: ping after this much silence; close when the pong does not
+  /// come within the same time.
+  double ws_ping_interval_seconds = 15;
+  /// Period of the `metrics` channel.
+  double ws_metrics_interval_seconds = 1;
+};
+
+/// Counters of a running server (monotonic except the open counts).
+struct ServerStats {
+  int64_t connections_accepted = 0;
+  int64_t connections_refused = 0;  ///< over max_connections
+  int64_t http_open = 0;
+  int64_t websocket_open = 0;
+  int64_t pgwire_open = 0;
+  int64_t requests = 0;
+  int64_t queries = 0;
+  int64_t query_timeouts = 0;
+  int64_t ws_frames_sent = 0;
+  int64_t ws_frames_dropped = 0;
+  int64_t ws_frames_coalesced = 0;
+};
+
+class Server {
+ public:
+  /// Check the options and prepare a server (nothing is bound yet). `engine`
+  /// must outlive the server; `metrics` may be null (no metrics database: the
+  /// alert, KPI, rule and telemetry-history routes then answer 503).
+  static Result<std::unique_ptr<Server>> Make(Engine* engine, MetricsStore* metrics,
+                                              ServerOptions options);
+  /// Stop (as Stop()).
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Bind and start the threads. IOError naming the address when it is taken;
+  /// Invalid when the address does not parse or authentication is disabled on
+  /// a non-loopback address. Invalid if already running.
+  Status Start();
+  /// Close the listener and every connection, join the threads. Safe twice;
+  /// the same address can be started again afterwards.
+  void Stop();
+  bool running() const;
+
+  /// The bound address "HOST:PORT" (the real port when 0 was asked), or the
+  /// configured one before Start().
+  std::string address() const;
+  /// The token clients must present ("" when authentication is disabled).
+  const std::string& token() const;
+  /// http://HOST:PORT/?token=TOKEN (the token part only when there is one).
+  std::string dashboard_url() const;
+  const ServerOptions& options() const;
+  ServerStats stats() const;
+
+  /// Route one request as a connection would (token check included) and
+  /// return the reply, without a socket: for tests and the fuzz target.
+  /// Runs on the calling thread. 503 when the server is not running.
+  HttpReply Handle(const HttpRequest& request);
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Parse "quack:HOST:PORT" / "HOST:PORT" / "[V6]:PORT" into host and port.
+/// Invalid naming the text otherwise.
+Result<std::pair<std::string, uint16_t>> ParseListenAddress(std::string_view text);
+
+}  // namespace rill::server

@@ -1,0 +1,153 @@
+// WebSocket /api/v1/stream with a real Beast client: auth, channels, errors,
+// and a slow consumer (bounded queue, coalescing, notice frame).
+#include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
+
+#include "server/server_test_util.h"
+
+namespace rill::server::testing {
+namespace {
+
+namespace json = boost::json;
+namespace websocket = beast::websocket;
+
+struct WsClient {
+  net::io_context ioc;
+  websocket::stream<tcp::socket> ws{ioc};
+
+  /// Connect and upgrade; returns the handshake error, if any.
+  beast::error_code Open(const std::string& address, const std::string& token,
+                         int rcvbuf = 0) {
+    std::string host = address.substr(0, address.rfind(':'));
+    auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+    beast::error_code ec;
+    auto& sock = ws.next_layer();
+    sock.open(tcp::v4(), ec);
+    if (rcvbuf > 0) sock.set_option(net::socket_base::receive_buffer_size(rcvbuf), ec);
+    sock.connect(tcp::endpoint(net::ip::make_address(host), port), ec);
+    if (ec) return ec;
+    ws.set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
+      if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    }));
+    ws.handshake(host, "/api/v1/stream", ec);
+    return ec;
+  }
+  json::object Read() {
+    beast::flat_buffer buffer;
+    ws.read(buffer);
+    return json::parse(beast::buffers_to_string(buffer.data())).as_object();
+  }
+  void Send(const std::string& text) { ws.write(net::buffer(text)); }
+  /// Read until a frame satisfies `pred` (or give up after `max` frames).
+  json::object ReadUntil(const std::function<bool(json::object&)>& pred, int max = 1000) {
+    for (int i = 0; i < max; ++i) {
+      json::object o = Read();
+      if (pred(o)) return o;
+    }
+    ADD_FAILURE() << "no matching frame";
+    return {};
+  }
+};
+
+TEST(ServerWebSocket, UpgradeNeedsTheToken) {
+  Harness h;
+  WsClient anonymous;
+  EXPECT_TRUE(anonymous.Open(h.server->address(), ""));
+  WsClient wrong;
+  EXPECT_TRUE(wrong.Open(h.server->address(), "nope"));
+  WsClient ok;
+  ASSERT_FALSE(ok.Open(h.server->address(), "test-token"));
+  EXPECT_EQ(ok.Read()["type"].as_string(), "hello");
+  EXPECT_EQ(h.server->stats().websocket_open, 1);
+}
+
+TEST(ServerWebSocket, MetricsAndTableChannelsOnOneSocket) {
+  ServerOptions o;
+  o.ws_metrics_interval_seconds = 0.1;
+  Harness h(o, 10);
+  WsClient c;
+  ASSERT_FALSE(c.Open(h.server->address(), "test-token"));
+  c.Read();  // hello
+  c.Send(R"({"type":"subscribe","channels":["metrics","table:orders"]})");
+  auto sub = c.ReadUntil([](json::object& f) { return f["type"] == "subscribed"; });
+  EXPECT_EQ(sub["channels"].as_array().size(), 2u);
+  auto table = h.engine->GetTable("orders").ValueOrDie();
+  ASSERT_TRUE(table->Write(Orders(10, 25)).ok());
+  auto frame = c.ReadUntil([](json::object& f) {
+    return f["type"] == "event" && f["channel"] == "table:orders";
+  });
+  EXPECT_EQ(frame["data"].as_object()["rows"].to_number<int64_t>(), 25);
+  EXPECT_EQ(frame["data"].as_object()["version"].to_number<uint64_t>(),
+            table->snapshot()->version());
+  auto metrics = c.ReadUntil([](json::object& f) { return f["channel"] == "metrics"; });
+  EXPECT_TRUE(metrics["data"].as_object().contains("ticks"));
+  c.Send(R"({"type":"ping"})");
+  c.ReadUntil([](json::object& f) { return f["type"] == "pong"; });
+}
+
+TEST(ServerWebSocket, AlertsChannelDeliversRecordedAlerts) {
+  Harness h;
+  WsClient c;
+  ASSERT_FALSE(c.Open(h.server->address(), "test-token"));
+  c.Send(R"({"type":"subscribe","channels":["alerts"]})");
+  c.ReadUntil([](json::object& f) { return f["type"] == "subscribed"; });
+  ASSERT_TRUE(h.metrics->PushAlert("over the wire", "error", "d").ok());
+  ASSERT_TRUE(h.metrics->Flush().ok());
+  auto frame = c.ReadUntil([](json::object& f) { return f["channel"] == "alerts"; });
+  EXPECT_EQ(frame["data"].as_object()["message"].as_string(), "over the wire");
+  EXPECT_EQ(frame["data"].as_object()["severity"].as_string(), "error");
+}
+
+TEST(ServerWebSocket, BadMessagesGetErrorFramesAndTheSocketStaysUsable) {
+  Harness h;
+  WsClient c;
+  ASSERT_FALSE(c.Open(h.server->address(), "test-token"));
+  c.Read();
+  for (const char* bad : {"not json", "[]", R"({"type":"dance"})",
+                          R"({"type":"subscribe","channels":"metrics"})",
+                          R"({"type":"subscribe","channels":["table:missing"]})",
+                          R"({"type":"subscribe","channels":["nope"]})"}) {
+    c.Send(bad);
+    auto f = c.Read();
+    EXPECT_EQ(f["type"].as_string(), "error") << bad;
+  }
+  c.Send(R"({"type":"subscribe","channels":["kpis"]})");
+  EXPECT_EQ(c.Read()["type"].as_string(), "subscribed");
+}
+
+TEST(ServerWebSocket, SlowConsumerIsCoalescedNotBufferedAndNeverStallsWrites) {
+  ServerOptions o;
+  o.ws_queue_frames = 8;
+  Harness h(o, 1);
+  WsClient slow;
+  ASSERT_FALSE(slow.Open(h.server->address(), "test-token", /*rcvbuf=*/4096));
+  slow.Read();
+  slow.Send(R"({"type":"subscribe","channels":["table:orders"]})");
+  slow.ReadUntil([](json::object& f) { return f["type"] == "subscribed"; });
+  auto table = h.engine->GetTable("orders").ValueOrDie();
+  // The client reads nothing meanwhile: its frames pile up in the server.
+  for (int64_t i = 1; i <= 60000; ++i) {
+    ASSERT_TRUE(table->Write(Orders(i, i + 1)).ok());
+  }
+  uint64_t last = table->snapshot()->version();
+  // Wait for the io thread to drain the posts into the bounded queue.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (h.server->stats().ws_frames_coalesced == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GT(h.server->stats().ws_frames_coalesced, 0);
+  bool notice = false;
+  auto frame = slow.ReadUntil(
+      [&](json::object& f) {
+        if (f["type"] == "notice") notice = true;
+        return f["type"] == "event" &&
+               f["data"].as_object()["version"].to_number<uint64_t>() == last;
+      },
+      100000);
+  EXPECT_TRUE(notice);
+  EXPECT_EQ(frame["data"].as_object()["rows"].to_number<int64_t>(), 60001);
+}
+
+}  // namespace
+}  // namespace rill::server::testing
