@@ -10,8 +10,6 @@
 #include "pipeline.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
-#include "rill/server/rule_webhooks.h"
-#include "rill/server/webhook.h"
 
 #if __has_include("rill/server/server.h")
 #include "rill/server/server.h"
@@ -52,8 +50,6 @@ class ServeSignals {
 struct Running {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<MetricsStore> metrics;
-  std::unique_ptr<server::WebhookSender> webhooks;
-  std::unique_ptr<server::RuleWebhookRelay> relay;
 #if RILL_HAVE_SERVER
   std::unique_ptr<server::Server> server;
 #endif
@@ -64,8 +60,6 @@ struct Running {
 #endif
     if (engine) engine->Stop();
     if (metrics) metrics->Stop();
-    relay.reset();
-    if (webhooks) webhooks->Stop();
   }
 };
 
@@ -81,7 +75,6 @@ Status StartServer(Running* run, const std::string& listen,
   RILL_ASSIGN_OR_RAISE(run->server,
                        server::Server::Make(run->engine.get(), run->metrics.get(), options));
   RILL_RETURN_NOT_OK(run->server->Start());
-  run->relay->set_server_address(run->server->address());
   std::printf("rill serve: listening on %s\n", run->server->address().c_str());
   std::printf("  token:     %s\n",
               run->server->token().empty() ? "(none: authentication disabled on loopback)"
@@ -119,13 +112,8 @@ Status Serve(const ServeOptions& options, Running* run) {
   const bool allow_private =
       options.allow_private_webhooks || pipeline.server.allow_private_webhooks.value_or(false);
 
-  // Alert-rule webhooks (rules from the file and from the API).
-  server::WebhookOptions webhook_options;
-  webhook_options.allow_private = allow_private;
-  RILL_ASSIGN_OR_RAISE(run->webhooks, server::WebhookSender::Make(webhook_options));
-  RILL_ASSIGN_OR_RAISE(run->relay, server::RuleWebhookRelay::Make(
-                                       run->metrics.get(), run->engine.get(),
-                                       run->webhooks.get(), listen));
+  // Alert-rule webhooks (rules from the file and from the API) are delivered
+  // by the server (Server::Start makes the sender and the rule relay).
 
   RILL_RETURN_NOT_OK(ApplyPipeline(pipeline, *run->engine, run->metrics.get()));
   RILL_RETURN_NOT_OK(run->engine->Start());

@@ -98,7 +98,7 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
     if (request.method != "POST") {
       return ErrorReply(405, "use POST");
     }
-    return HandleWebhookSend(request.body, ctx.options.allow_private_webhooks);
+    return RelayWebhook(request.body, ctx.webhooks);
   }
   if (path == "/api/v1/info") {
     return Info(ctx);
@@ -120,7 +120,65 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
 
 }  // namespace
 
+namespace {
+
+bool IsLoopbackHost(std::string_view host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" ||
+         host.rfind("127.", 0) == 0;
+}
+
+/// The origin `request` may be answered to from a browser, or "" (no CORS).
+std::string AllowedOrigin(const ServerContext& ctx, const HttpRequest& request) {
+  std::string_view origin = request.header("origin");
+  if (origin.empty() || origin.size() > 256) return {};
+  for (const auto& allowed : ctx.options.cors_origins) {
+    if (allowed == origin || allowed == "*") return std::string(origin);
+  }
+  // http://HOST:PORT with a loopback HOST, while this server is on loopback.
+  constexpr std::string_view kHttp = "http://";
+  if (origin.substr(0, kHttp.size()) != kHttp) return {};
+  std::string_view hostport = origin.substr(kHttp.size());
+  size_t colon = hostport.rfind(':');
+  std::string_view host = colon == std::string_view::npos ? hostport : hostport.substr(0, colon);
+  std::string_view own = ctx.address;
+  size_t own_colon = own.rfind(':');
+  std::string_view own_host = own_colon == std::string_view::npos ? own : own.substr(0, own_colon);
+  if (IsLoopbackHost(host) && (IsLoopbackHost(own_host) || own_host == "[::1]")) {
+    return std::string(origin);
+  }
+  return {};
+}
+
+HttpReply Route(ServerContext& ctx, const HttpRequest& request);
+
+}  // namespace
+
 HttpReply HandleRequest(ServerContext& ctx, const HttpRequest& request) {
+  std::string origin = AllowedOrigin(ctx, request);
+  if (request.method == "OPTIONS" && !origin.empty()) {
+    HttpReply preflight;
+    preflight.status = 204;
+    preflight.content_type.clear();
+    preflight.headers.emplace_back("Access-Control-Allow-Methods",
+                                   "GET, POST, PATCH, PUT, DELETE, OPTIONS");
+    preflight.headers.emplace_back("Access-Control-Allow-Headers",
+                                   "Authorization, Content-Type");
+    preflight.headers.emplace_back("Access-Control-Max-Age", "600");
+    preflight.headers.emplace_back("Access-Control-Allow-Origin", origin);
+    preflight.headers.emplace_back("Vary", "Origin");
+    return preflight;
+  }
+  HttpReply reply = Route(ctx, request);
+  if (!origin.empty()) {
+    reply.headers.emplace_back("Access-Control-Allow-Origin", origin);
+    reply.headers.emplace_back("Vary", "Origin");
+  }
+  return reply;
+}
+
+namespace {
+
+HttpReply Route(ServerContext& ctx, const HttpRequest& request) {
   ctx.counters.requests.fetch_add(1, std::memory_order_relaxed);
   const std::string& path = request.path;
   if (path == "/healthz") {
@@ -146,5 +204,7 @@ HttpReply HandleRequest(ServerContext& ctx, const HttpRequest& request) {
   }
   return Authorized(ctx, request);
 }
+
+}  // namespace
 
 }  // namespace rill::server

@@ -1,6 +1,7 @@
 #include "rill/server/auth.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 namespace rill::server {
@@ -43,6 +44,34 @@ std::string_view CookieValue(std::string_view cookies, std::string_view name) {
   return {};
 }
 
+std::string WebSocketProtocolToken(std::string_view protocols) {
+  while (!protocols.empty()) {
+    size_t comma = protocols.find(',');
+    std::string_view item = protocols.substr(0, comma);
+    protocols = comma == std::string_view::npos ? std::string_view() : protocols.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.substr(0, kWebSocketAuthPrefix.size()) != kWebSocketAuthPrefix) continue;
+    std::string b64(item.substr(kWebSocketAuthPrefix.size()));
+    if (b64.empty() || b64.size() > 4096) return {};
+    for (char& c : b64) {
+      if (c == '-') c = '+';
+      if (c == '_') c = '/';
+    }
+    while (b64.size() % 4 != 0) b64.push_back('=');
+    std::string out(b64.size() / 4 * 3, '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                            reinterpret_cast<const unsigned char*>(b64.data()),
+                            static_cast<int>(b64.size()));
+    if (n < 0) return {};
+    size_t pad = 0;
+    while (pad < 2 && b64.size() > pad && b64[b64.size() - 1 - pad] == '=') ++pad;
+    out.resize(static_cast<size_t>(n) - pad);
+    return out;
+  }
+  return {};
+}
+
 bool IsAuthorized(const HttpRequest& request, const std::string& token) {
   if (token.empty()) {
     return true;
@@ -54,7 +83,11 @@ bool IsAuthorized(const HttpRequest& request, const std::string& token) {
     return true;
   }
   std::string_view cookie = CookieValue(request.header("cookie"), kTokenCookie);
-  return !cookie.empty() && ConstantTimeEquals(cookie, token);
+  if (!cookie.empty() && ConstantTimeEquals(cookie, token)) {
+    return true;
+  }
+  std::string offered = WebSocketProtocolToken(request.header("sec-websocket-protocol"));
+  return !offered.empty() && ConstantTimeEquals(offered, token);
 }
 
 }  // namespace rill::server

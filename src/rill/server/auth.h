@@ -13,6 +13,16 @@ namespace rill::server {
 /// Name of the cookie set by POST /api/v1/login.
 inline constexpr const char* kTokenCookie = "rill_token";
 
+/// WebSocket subprotocol prefix that carries the token, base64url-encoded:
+/// browsers cannot set headers on a WebSocket, and cookies are shared by every
+/// port of a host (so they would reach other servers). The client offers
+/// ["rill", "rill.auth.<base64url(token)>"]; the server selects "rill".
+inline constexpr std::string_view kWebSocketAuthPrefix = "rill.auth.";
+inline constexpr const char* kWebSocketProtocol = "rill";
+
+/// The token in a Sec-WebSocket-Protocol header value, or "" when none.
+std::string WebSocketProtocolToken(std::string_view protocols);
+
 /// Return a new random token: 32 random bytes (256 bits) from OpenSSL's
 /// CSPRNG as 64 hex digits. IOError if the CSPRNG fails.
 Result<std::string> GenerateToken();
@@ -21,7 +31,8 @@ Result<std::string> GenerateToken();
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 /// True when `token` is empty (authentication off) or the request carries it
-/// as "Authorization: Bearer <token>" or as the rill_token cookie.
+/// as "Authorization: Bearer <token>", as the rill_token cookie, or (WebSocket
+/// upgrades) in the Sec-WebSocket-Protocol offer.
 bool IsAuthorized(const HttpRequest& request, const std::string& token);
 
 /// Return the value of cookie `name` in a Cookie header, or "".

@@ -177,7 +177,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(reply.status), 11);
     res->set(http::field::server, "rill");
-    res->set(http::field::content_type, reply.content_type);
+    if (!reply.content_type.empty()) res->set(http::field::content_type, reply.content_type);
     for (auto& [name, value] : reply.headers) res->insert(name, value);
     res->keep_alive(keep_alive_);
     if (!head_) res->body() = std::move(reply.body);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -14,10 +16,36 @@
 #include <boost/asio/write.hpp>
 
 #include "rill/server/auth.h"
+#include "rill/server/pgwire_handler.h"
 #include "rill/server/server_impl.h"
+#include "rill/server/static_assets.h"
 #include "rill/server/ws_hub.h"
 
 namespace rill::server {
+
+namespace {
+
+/// Serve the dashboard's bundle from `dir`, $RILL_DASHBOARD_DIR or the
+/// build's dashboard/dist, whichever is given first and holds index.html.
+void LoadDashboard(const std::string& dir) {
+  std::vector<std::string> candidates;
+  if (!dir.empty()) candidates.push_back(dir);
+  if (const char* env = std::getenv("RILL_DASHBOARD_DIR"); env != nullptr && *env != 0) {
+    candidates.push_back(env);
+  }
+#ifdef RILL_DASHBOARD_DIST
+  candidates.push_back(RILL_DASHBOARD_DIST);
+#endif
+  for (const auto& folder : candidates) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(folder) / "index.html", ec)) {
+      SetStaticAssets(LoadStaticAssetFolder(folder));
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
@@ -283,6 +311,16 @@ Status Server::Start() {
   s.port = bound.port();
   s.ctx->address = address();
   s.workers = std::make_unique<net::thread_pool>(s.options.worker_threads);
+  WebhookOptions webhook_options;
+  webhook_options.allow_private = s.options.allow_private_webhooks;
+  RILL_ASSIGN_OR_RAISE(s.webhooks, WebhookSender::Make(webhook_options));
+  s.ctx->webhooks = s.webhooks.get();
+  if (s.metrics != nullptr) {
+    RILL_ASSIGN_OR_RAISE(s.relay, RuleWebhookRelay::Make(s.metrics, s.engine, s.webhooks.get(),
+                                                         address()));
+  }
+  LoadDashboard(s.options.dashboard_dir);
+  RegisterPgWire();
   if (auto factory = FindProtocolHandler(kPgWireProtocol)) {
     ProtocolContext pc;
     pc.engine = s.engine;
@@ -316,6 +354,7 @@ void Server::Stop() {
   }
   s.running = false;
   s.stopping = true;
+  s.relay.reset();  // no new rule deliveries; queued ones finish below
   net::post(*s.ioc, [&s] {
     boost::system::error_code ec;
     s.acceptor->close(ec);
@@ -351,6 +390,10 @@ void Server::Stop() {
   s.hub->ReleaseTimers();
   s.acceptor.reset();
   s.pgwire.reset();
+  if (s.webhooks != nullptr) {
+    s.webhooks->Stop();
+    s.webhooks.reset();
+  }
   s.ioc.reset();  // destroys pending handlers (and the sessions they hold)
   s.hub.reset();
   {

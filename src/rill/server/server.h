@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rill/common/status.h"
 #include "rill/server/http_types.h"
@@ -47,6 +48,14 @@ struct ServerOptions {
   std::optional<std::string> token;
   /// Let webhooks reach loopback/private addresses (webhook.h).
   bool allow_private_webhooks = false;
+  /// Origins (scheme://host:port) whose pages may call this server from a
+  /// browser (CORS). Pages served by any Rill server on a loopback address
+  /// are allowed when this server listens on loopback too (the dashboard's
+  /// tabs to other local servers); the token is still required.
+  std::vector<std::string> cors_origins;
+  /// Folder of the dashboard's built assets (index.html, app.js, app.css).
+  /// Empty: $RILL_DASHBOARD_DIR, else the build's dashboard/dist when present.
+  std::string dashboard_dir;
 
   /// Request line + headers; larger requests get 431.
   int64_t max_header_bytes = 16 * 1024;

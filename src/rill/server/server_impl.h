@@ -19,6 +19,8 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "rill/server/protocol_handler.h"
+#include "rill/server/rule_webhooks.h"
+#include "rill/server/webhook.h"
 #include "rill/server/server.h"
 #include "rill/server/server_internal.h"
 
@@ -49,6 +51,9 @@ struct Server::Impl {
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
   std::unique_ptr<WsHub> hub;
   std::unique_ptr<ProtocolHandler> pgwire;
+  // POST /api/webhook/send and alert-rule webhooks (the relay needs metrics).
+  std::unique_ptr<WebhookSender> webhooks;
+  std::unique_ptr<RuleWebhookRelay> relay;
   std::atomic<int64_t> open_connections{0};
   std::atomic<bool> stopping{false};
   bool running = false;

@@ -20,6 +20,8 @@
 
 namespace rill::server {
 
+class WebhookSender;
+
 class WsHub;
 
 /// A Prometheus histogram with fixed buckets. Thread-safe.
@@ -95,6 +97,7 @@ struct ServerContext {
   std::map<std::pair<std::string, std::string>, int64_t> alerts_by;  // (severity, source)
   Watchdog watchdog;
   WsHub* hub = nullptr;
+  WebhookSender* webhooks = nullptr;  // owned by Server::Impl while it runs
 };
 
 /// Route one request (auth included) and return the reply. Worker threads.

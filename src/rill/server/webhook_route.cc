@@ -1,11 +1,18 @@
-// Placeholder until the webhook sender (webhook.h, another branch) is merged:
-// the lead replaces this body with a call to WebhookSender.
+// POST /api/webhook/send over the server's WebhookSender (webhook.h).
 #include "rill/server/webhook_route.h"
 
 namespace rill::server {
 
-HttpReply HandleWebhookSend(std::string_view /*body*/, bool /*allow_private_webhooks*/) {
-  return ErrorReply(501, "webhook relay is not implemented in this build");
+HttpReply RelayWebhook(std::string_view body, WebhookSender* sender) {
+  if (sender == nullptr) {
+    return ErrorReply(503, "the webhook sender is not running");
+  }
+  WebhookHttpReply relayed = HandleWebhookSend(body, *sender);
+  HttpReply reply;
+  reply.status = relayed.status;
+  reply.content_type = "application/json";
+  reply.body = std::move(relayed.json);
+  return reply;
 }
 
 }  // namespace rill::server

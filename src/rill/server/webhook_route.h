@@ -8,11 +8,12 @@
 #include <string_view>
 
 #include "rill/server/http_types.h"
+#include "rill/server/webhook.h"
 
 namespace rill::server {
 
-/// Handle one webhook relay request (a worker thread; may block up to the
-/// sender's timeout).
-HttpReply HandleWebhookSend(std::string_view body, bool allow_private_webhooks);
+/// Handle one webhook relay request with the server's sender (a worker
+/// thread; may block up to the sender's timeout). 503 without a sender.
+HttpReply RelayWebhook(std::string_view body, WebhookSender* sender);
 
 }  // namespace rill::server

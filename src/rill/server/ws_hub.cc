@@ -1,5 +1,7 @@
 #include "rill/server/ws_hub.h"
 
+#include "rill/server/auth.h"
+
 #include <deque>
 #include <set>
 #include <shared_mutex>
@@ -279,6 +281,13 @@ void WsSession::Run(beast::flat_buffer buffer, http::request<http::string_body> 
   timeouts.keep_alive_pings = true;
   ws_.set_option(timeouts);
   ws_.read_message_max(64 * 1024);
+  // A browser that offered subprotocols (the token rides in one, auth.h)
+  // needs one of them selected in the answer.
+  if (request.find(http::field::sec_websocket_protocol) != request.end()) {
+    ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
+      res.set(http::field::sec_websocket_protocol, kWebSocketProtocol);
+    }));
+  }
   ws_.async_accept(net::buffer(handshake), [self = shared_from_this()](beast::error_code ec) {
     if (ec) return;
     self->Reply("{\"type\":\"hello\",\"channels\":[\"metrics\",\"alerts\",\"kpis\",\"table:<name>\"]}");

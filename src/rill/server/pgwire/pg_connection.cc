@@ -11,6 +11,9 @@ namespace rill::pgwire {
 /// One connection: a PgSession over a socket.
 class PgConnection : public std::enable_shared_from_this<PgConnection> {
  public:
+  /// Held while the connection lives (the server's connection count).
+  std::shared_ptr<void> keepalive;
+
   PgConnection(PgService* service, boost::asio::ip::tcp::socket socket)
       : service_(service),
         socket_(std::move(socket)),
@@ -110,8 +113,10 @@ PgService::PgService(PgServerConfig config, PgServiceOptions options)
 
 PgService::~PgService() { Shutdown(); }
 
-void PgService::HandOver(boost::asio::ip::tcp::socket socket, std::string initial_bytes) {
+void PgService::HandOver(boost::asio::ip::tcp::socket socket, std::string initial_bytes,
+                         std::shared_ptr<void> keepalive) {
   auto connection = std::make_shared<PgConnection>(this, std::move(socket));
+  connection->keepalive = std::move(keepalive);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) {

@@ -47,7 +47,10 @@ class PgService {
   ~PgService();
 
   /// Serve `socket` (already accepted, `initial_bytes` already read from it).
-  void HandOver(boost::asio::ip::tcp::socket socket, std::string initial_bytes);
+  /// `keepalive` (may be null) is held while the connection is open: the
+  /// server counts open connections with it.
+  void HandOver(boost::asio::ip::tcp::socket socket, std::string initial_bytes,
+                std::shared_ptr<void> keepalive = nullptr);
   /// Close every connection and wait for running work. Idempotent.
   void Shutdown();
   /// Connections being served.
