@@ -24,7 +24,7 @@ export class ConsoleView {
     };
     this.memBar = h('div.membar-fill');
     this.tiles.mem.el.append(h('div.membar', {}, this.memBar));
-    const sysCanvas = h('canvas', {'aria-label': 'CPU and memory history'});
+    const sysHost = h('div.chart-wrap', {role: 'img', 'aria-label': 'CPU and memory history'});
     this.tablesBody = h('tbody');
     this.connBody = h('tbody');
     this.root.append(
@@ -33,13 +33,13 @@ export class ConsoleView {
         h('h2', {text: 'Engine infrastructure'}),
         h('div.tiles', {}, Object.values(this.tiles).map((t) => t.el)),
         h('div.chart-box.tall', {}, h('div.chart-head', {}, h('span', {text: 'System resource history'}),
-          h('button.small', {text: 'Reset zoom', onclick: () => this.sysChart.resetZoom()})), h('div.chart-wrap', {}, sysCanvas)),
+          h('button.small', {text: 'Reset zoom', onclick: () => this.sysChart.resetZoom()})), sysHost),
         h('div.two-col', {},
           h('div', {}, h('h3', {text: 'Tables'}), h('table.grid#tables-table', {},
             h('thead', {}, h('tr', {}, ['Table', 'Mode', 'Rows', 'Bytes', 'Last write'].map((c) => h('th', {text: c})))), this.tablesBody)),
           h('div', {}, h('h3', {text: 'Connectors'}), h('table.grid#connectors-table', {},
             h('thead', {}, h('tr', {}, ['Connector', 'Table', 'Buffered', 'Dropped', 'Rejected'].map((c) => h('th', {text: c})))), this.connBody)))));
-    this.sysChart = makeChart('system', sysCanvas, {type: 'line', xKind: 'time',
+    this.sysChart = makeChart('system', sysHost, {type: 'line', xKind: 'time',
       series: [{label: 'CPU %', color: PALETTE[0]}, {label: 'Memory %', color: PALETTE[1]}]});
   }
 
@@ -85,13 +85,13 @@ export class ConsoleView {
       let c = this.charts.get(id);
       if (c && (c.type !== type || c.byRows !== byRows)) { c.handle.destroy(); c.box.remove(); this.charts.delete(id); c = null; }
       if (!c) {
-        const canvas = h('canvas', {'aria-label': `${name} chart`});
-        const handle = makeChart(id, canvas, {type, xKind: byRows ? 'category' : 'time',
+        const host = h('div.chart-wrap', {role: 'img', 'aria-label': `${name} chart`});
+        const handle = makeChart(id, host, {type, xKind: byRows ? 'category' : 'time',
           series: [{label: k.def.y_col || name}]});
         const box = h('div.chart-box', {dataset: {chart: id}},
           h('div.chart-head', {}, h('span', {text: name}),
             h('button.small', {text: 'Reset zoom', onclick: () => handle.resetZoom()})),
-          h('div.chart-wrap', {}, canvas));
+          host);
         this.kpiCharts.append(box);
         c = {handle, box, type, byRows};
         this.charts.set(id, c);

@@ -28,7 +28,7 @@ export class QueriesView {
     this.chartType = h('select#chart-type', {'aria-label': 'Chart type'}, ['line', 'bar', 'scatter'].map((t) => h('option', {value: t, text: t})));
     this.xCol = h('select#chart-x', {'aria-label': 'X column'});
     this.yCol = h('select#chart-y', {'aria-label': 'Y column'});
-    this.canvasBox = h('div.chart-wrap');
+    this.canvasBox = h('div.chart-wrap', {role: 'img', 'aria-label': 'Query result chart'});
     this.kpiName = h('input#kpi-name', {placeholder: 'KPI name', 'aria-label': 'KPI name'});
     this.kpiInterval = h('input#kpi-interval', {type: 'number', min: '0.1', step: '0.1', value: '1', 'aria-label': 'Interval (s)'});
     this.root.append(h('section.panel', {},
@@ -94,9 +94,8 @@ export class QueriesView {
     const timeX = !numericX && xs.every((v) => Number.isFinite(toUnixSeconds(v)));
     const xKind = numericX ? 'linear' : timeX ? 'time' : 'category';
     if (this.chart) this.chart.destroy();
-    const canvas = h('canvas', {'aria-label': 'Query result chart'});
-    setChildren(this.canvasBox, canvas);
-    this.chart = makeChart('query', canvas, {type, xKind, series: [{label: y}]});
+    setChildren(this.canvasBox);
+    this.chart = makeChart('query', this.canvasBox, {type, xKind, series: [{label: y}]});
     if (xKind === 'category') {
       this.chart.setLabels(xs.map(String));
       this.chart.setSeries(0, rows.map((r) => Number(r[y])));
