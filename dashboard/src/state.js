@@ -1,0 +1,216 @@
+// What the page knows about one server: bounded series and lists, filled from
+// REST history on connect and from stream frames afterwards.
+import {ROUTES} from './api.js';
+import {SeriesBuffer, BoundedList} from './buffers.js';
+import {normalizeAlert} from './alerts.js';
+import {toUnixSeconds} from './format.js';
+
+const SERIES_CAPACITY = 3600;     // an hour at 1 Hz per series
+const ALERT_CAPACITY = 2000;
+const KPI_ROWS_CAPACITY = 500;
+
+/** Pick the first defined field among names (the API and seed name some fields differently). */
+export function pick(obj, ...names) {
+  if (!obj) return undefined;
+  for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n];
+  return undefined;
+}
+
+/** Metrics record -> the numbers the console shows. */
+export function readMetrics(m) {
+  const used = Number(pick(m, 'used_memory', 'host_used_memory_bytes'));
+  const total = Number(pick(m, 'total_memory', 'host_total_memory_bytes'));
+  let business = pick(m, 'business_metrics');
+  if (typeof business === 'string') { try { business = JSON.parse(business); } catch (_) { business = {}; } }
+  return {
+    ts: toUnixSeconds(pick(m, 'timestamp', 'ts')),
+    cpu: Number(pick(m, 'cpu_usage')),
+    used, total,
+    memPercent: total > 0 ? (used / total) * 100 : NaN,
+    arrow: Number(pick(m, 'arrow_allocated_bytes', 'pyarrow_allocated_bytes')),
+    arrowPeak: Number(pick(m, 'arrow_max_memory', 'arrow_max_memory_bytes', 'arrow_peak_bytes', 'pyarrow_max_memory')),
+    duckdbLive: Number(pick(m, 'duckdb_memory_bytes', 'duckdb_live_bytes')),
+    duckdbMetrics: Number(pick(m, 'metrics_db_bytes', 'metrics_database_bytes', 'duckdb_metrics_bytes')),
+    rps: Number(pick(m, 'records_per_second', 'rows_per_second')),
+    totalRows: Number(pick(m, 'total_records_processed', 'records_processed')),
+    lastLatency: Number(pick(m, 'last_batch_latency_ms', 'last_latency_ms')),
+    avgLatency: Number(pick(m, 'avg_batch_latency_ms', 'avg_latency_ms')),
+    business: business && typeof business === 'object' ? business : {},
+  };
+}
+
+export class ServerState {
+  constructor(conn) {
+    this.conn = conn;
+    this.info = null;
+    this.metrics = null;
+    this.series = {
+      cpu: new SeriesBuffer(SERIES_CAPACITY),
+      mem: new SeriesBuffer(SERIES_CAPACITY),
+      rps: new SeriesBuffer(SERIES_CAPACITY),
+      latency: new SeriesBuffer(SERIES_CAPACITY),
+    };
+    this.business = new Map();      // name -> {series, latest, previous}
+    this.kpis = new Map();          // name -> {def, series, latest, previous, rows, columns}
+    this.alerts = new BoundedList(ALERT_CAPACITY);
+    this.alertIds = new Set();
+    this.unseen = 0;
+    this.tables = [];
+    this.connectors = [];
+    this.rules = [];
+    this.listeners = new Set();
+    conn.addEventListener('metrics', (e) => this.onMetrics(e.detail));
+    conn.addEventListener('alert', (e) => this.onAlert(e.detail, true));
+    conn.addEventListener('kpi', (e) => this.onKpi(e.detail));
+  }
+
+  /** Subscribe to changes: fn(kind, payload). Returns an unsubscribe function. */
+  on(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
+  notify(kind, payload) { for (const fn of this.listeners) fn(kind, payload); }
+
+  /** Load what the views show from the server's history (reload keeps the charts). */
+  async load(rangeSeconds) {
+    const now = Date.now() / 1000;
+    const since = Number.isFinite(rangeSeconds) ? now - rangeSeconds : undefined;
+    this.info = await this.conn.check();
+    const results = await Promise.allSettled([
+      this.conn.get(ROUTES.telemetry, {since, points: 1200}),
+      this.conn.get(ROUTES.kpis),
+      this.conn.get(ROUTES.alerts, {limit: 500}),
+      this.refreshTables(),
+      this.refreshRules(),
+      this.conn.get(ROUTES.metricsNow),
+    ]);
+    if (results[0].status === 'fulfilled') this.loadTelemetry(results[0].value);
+    if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since);
+    if (results[2].status === 'fulfilled') {
+      const list = listOf(results[2].value, 'alerts');
+      for (const a of list.slice().reverse()) this.onAlert(a, false);
+    }
+    if (results[5].status === 'fulfilled' && results[5].value) {
+      const v = results[5].value;
+      this.onMetrics(v.metrics || v.row || (Array.isArray(v.rows) ? v.rows[0] : v));
+    }
+    this.notify('loaded');
+  }
+
+  loadTelemetry(data) {
+    for (const row of listOf(data, 'points', 'rows', 'telemetry')) this.addMetricPoint(readMetrics(row));
+  }
+
+  async loadKpis(data, since) {
+    const defs = listOf(data, 'kpis', 'queries');
+    await Promise.allSettled(defs.map(async (def) => {
+      const k = this.kpi(def.name, def);
+      if (def.latest !== undefined || def.value !== undefined) this.setKpiValue(k, def);
+      try {
+        const hist = await this.conn.get(`${ROUTES.kpis}/${encodeURIComponent(def.name)}/history`,
+          {since, points: 1200});
+        for (const p of listOf(hist, 'points', 'history', 'rows')) {
+          const ts = toUnixSeconds(pick(p, 'ts', 'timestamp'));
+          const v = Number(pick(p, 'value', def.y_col));
+          if (Number.isFinite(ts) && Number.isFinite(v)) k.series.push(ts, v);
+        }
+      } catch (_) { /* history is optional */ }
+    }));
+  }
+
+  async refreshTables() {
+    const [tables, stats] = await Promise.allSettled([
+      this.conn.get(ROUTES.tables), this.conn.get(ROUTES.stats)]);
+    if (tables.status === 'fulfilled') this.tables = listOf(tables.value, 'tables');
+    if (stats.status === 'fulfilled') {
+      const s = stats.value || {};
+      this.connectors = listOf(s.connectors ?? [], 'connectors');
+      if (Array.isArray(s.tables) && s.tables.length) {
+        const byName = new Map(s.tables.map((t) => [t.name, t]));
+        this.tables = this.tables.map((t) => ({...t, ...(byName.get(t.name) || {})}));
+      }
+    }
+    this.notify('tables');
+  }
+
+  async refreshRules() {
+    this.rules = listOf(await this.conn.get(ROUTES.rules), 'rules');
+    this.notify('rules');
+  }
+
+  addMetricPoint(m) {
+    if (!Number.isFinite(m.ts)) return;
+    if (Number.isFinite(m.cpu)) this.series.cpu.push(m.ts, m.cpu);
+    if (Number.isFinite(m.memPercent)) this.series.mem.push(m.ts, m.memPercent);
+    if (Number.isFinite(m.rps)) this.series.rps.push(m.ts, m.rps);
+    if (Number.isFinite(m.lastLatency)) this.series.latency.push(m.ts, m.lastLatency);
+    for (const [name, value] of Object.entries(m.business || {})) {
+      const v = Number(value);
+      if (!Number.isFinite(v)) continue;
+      let b = this.business.get(name);
+      if (!b) { b = {series: new SeriesBuffer(SERIES_CAPACITY), latest: NaN, previous: NaN}; this.business.set(name, b); }
+      b.previous = b.latest;
+      b.latest = v;
+      b.series.push(m.ts, v);
+    }
+  }
+
+  onMetrics(raw) {
+    if (!raw) return;
+    const m = readMetrics(raw);
+    if (!Number.isFinite(m.ts)) m.ts = Date.now() / 1000;
+    this.metrics = m;
+    this.addMetricPoint(m);
+    if (raw.tables) this.tables = raw.tables;
+    if (raw.connectors) this.connectors = raw.connectors;
+    this.notify('metrics', m);
+  }
+
+  onAlert(raw, live) {
+    const a = normalizeAlert(raw);
+    if (this.alertIds.has(a.id)) return;
+    this.alertIds.add(a.id);
+    if (this.alertIds.size > 4 * this.alerts.capacity) this.alertIds = new Set(this.alerts.items.map((x) => x.id));
+    this.alerts.push(a);
+    if (live) this.unseen++;
+    this.notify('alert', {alert: a, live});
+  }
+
+  kpi(name, def = {}) {
+    let k = this.kpis.get(name);
+    if (!k) {
+      k = {def: {name, ...def}, series: new SeriesBuffer(SERIES_CAPACITY), latest: NaN,
+           previous: NaN, rows: [], columns: []};
+      this.kpis.set(name, k);
+    } else if (def && Object.keys(def).length) {
+      k.def = {...k.def, ...def};
+    }
+    return k;
+  }
+
+  setKpiValue(k, payload) {
+    const value = Number(pick(payload, 'value', 'latest', 'latest_value'));
+    const ts = toUnixSeconds(pick(payload, 'ts', 'timestamp', 'last_run')) || Date.now() / 1000;
+    if (Array.isArray(payload.rows)) {
+      k.rows = payload.rows.slice(0, KPI_ROWS_CAPACITY);
+      k.columns = payload.columns ? payload.columns.map((c) => c.name ?? c) : Object.keys(k.rows[0] || {});
+    }
+    if (Number.isFinite(value)) {
+      k.previous = k.latest;
+      k.latest = value;
+      k.series.push(ts, value);
+    }
+  }
+
+  onKpi(payload) {
+    if (!payload || !payload.name) return;
+    const k = this.kpi(payload.name, payload.definition || {});
+    this.setKpiValue(k, payload);
+    this.notify('kpi', k);
+  }
+}
+
+/** The array in a response that may be an array or {key: array}. */
+export function listOf(data, ...keys) {
+  if (Array.isArray(data)) return data;
+  if (!data || typeof data !== 'object') return [];
+  for (const k of keys) if (Array.isArray(data[k])) return data[k];
+  return [];
+}

@@ -1,0 +1,66 @@
+// Alert Logs: engine, user and rule alerts from rill_alerts, with badges,
+// filters, expandable detail and Clear (hides entries in this browser only).
+import {h, setChildren} from './dom.js';
+import {FILTERS, SEVERITY_BADGE, visibleAlerts} from './alerts.js';
+import {formatTime} from './format.js';
+import {loadClearedAt, saveClearedAt} from './prefs.js';
+
+const MAX_SHOWN = 500;
+
+export class AlertsView {
+  constructor(root, app) {
+    this.root = root;
+    this.app = app;
+    this.filter = 'All';
+    this.build();
+  }
+
+  build() {
+    this.buttons = FILTERS.map((f) => h('button.filter', {text: f, dataset: {filter: f},
+      'aria-pressed': f === this.filter ? 'true' : 'false', onclick: () => this.setFilter(f)}));
+    this.list = h('ul.alert-list#alert-list');
+    this.count = h('span.status#alert-count');
+    this.root.append(h('section.panel', {},
+      h('h2', {text: 'Alert logs'}),
+      h('div.row', {}, h('div.filters', {role: 'group', 'aria-label': 'Filters'}, this.buttons),
+        h('button#alerts-clear', {text: 'Clear', onclick: () => this.clear()}), this.count),
+      this.list));
+  }
+
+  setFilter(f) {
+    this.filter = f;
+    for (const b of this.buttons) b.setAttribute('aria-pressed', b.dataset.filter === f ? 'true' : 'false');
+    this.render(this.app.active());
+  }
+
+  clear() {
+    const s = this.app.active();
+    if (!s) return;
+    const latest = s.alerts.items.reduce((m, a) => Math.max(m, a.ts), 0);
+    saveClearedAt(s.conn.baseUrl, latest);
+    this.render(s);
+  }
+
+  render(state) {
+    if (!state) return;
+    const shown = visibleAlerts(state.alerts.items, this.filter, loadClearedAt(state.conn.baseUrl)).slice(0, MAX_SHOWN);
+    this.count.textContent = `${shown.length} shown`;
+    setChildren(this.list, shown.map((a) => {
+      const detail = a.detail ? h('pre.alert-detail', {text: a.detail, hidden: true}) : null;
+      const item = h(`li.alert.sev-${a.severity}`, {dataset: {severity: a.severity, kind: a.kind}, tabindex: '0'},
+        h('span.badge.sev', {text: SEVERITY_BADGE[a.severity]}),
+        h(`span.badge.src.src-${a.kind.toLowerCase()}`, {text: a.kind}),
+        h('span.alert-time', {text: formatTime(a.ts)}),
+        h('span.alert-source', {text: a.source}),
+        h('span.alert-message', {text: a.message}),
+        detail ? h('span.expand', {text: '▸ detail'}) : null,
+        detail);
+      if (detail) {
+        const toggle = () => { detail.hidden = !detail.hidden; };
+        item.addEventListener('click', toggle);
+        item.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } });
+      }
+      return item;
+    }));
+  }
+}

@@ -1,0 +1,160 @@
+// Unit tests of the dashboard's client-side logic (node --test).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {formatValue, formatBytes, formatDuration, formatAge, kindOf, memoryLevel, trend, toCsv,
+        toUnixSeconds, escapeHtml} from '../src/format.js';
+import {SeriesBuffer, BoundedList, downsampleMinMax} from '../src/buffers.js';
+import {validateRuleForm, evaluate, describeRule} from '../src/rules.js';
+import {normalizeAlert, visibleAlerts, sourceKind} from '../src/alerts.js';
+import {normalizeAddress} from '../src/api.js';
+import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS} from '../src/sound.js';
+import {readResult} from '../src/result.js';
+import {readMetrics, listOf} from '../src/state.js';
+
+test('values format by kind', () => {
+  assert.equal(formatValue(13025.214, 'currency'), '$13,025.21');
+  assert.equal(formatValue(-5, 'currency'), '-$5.00');
+  assert.equal(formatValue(0.265, 'percent'), '26.5%');
+  assert.equal(formatValue(37.6, 'percent'), '37.6%');
+  assert.equal(formatValue(1234567), '1,234,567');
+  assert.equal(formatValue(null), '—');
+  assert.equal(formatValue(NaN), 'NaN');
+  assert.equal(kindOf('total_revenue ($)'), 'currency');
+  assert.equal(kindOf('max_order_amount'), 'currency');
+  assert.equal(kindOf('cancelled_ratio'), 'percent');
+  assert.equal(kindOf('order_count'), 'count');
+});
+
+test('bytes, durations, ages', () => {
+  assert.equal(formatBytes(1536), '1.50 KB');
+  assert.equal(formatBytes(512), '512 B');
+  assert.equal(formatBytes(3.6 * 1024 ** 3), '3.60 GB');
+  assert.equal(formatDuration(17), '17 ms');
+  assert.equal(formatDuration(1250), '1.25 s');
+  assert.equal(formatDuration(185000), '3m 05s');
+  assert.equal(formatAge(100, 100.5), 'just now');
+  assert.equal(formatAge(100, 130), '30 s ago');
+  assert.equal(formatAge(0, 130), 'never');
+});
+
+test('memory bar turns purple above 70 and red above 85', () => {
+  assert.equal(memoryLevel(70), 'normal');
+  assert.equal(memoryLevel(70.1), 'high');
+  assert.equal(memoryLevel(85), 'high');
+  assert.equal(memoryLevel(85.1), 'critical');
+});
+
+test('trend and csv', () => {
+  assert.deepEqual(trend(1, 3), {dir: 'up', delta: 2});
+  assert.equal(trend(3, 1).dir, 'down');
+  assert.equal(trend(NaN, 1).dir, 'flat');
+  assert.equal(toCsv(['a', 'b'], [{a: 1, b: 'x,"y"'}, {a: null, b: 'z'}]), 'a,b\r\n1,"x,""y"""\r\n,z\r\n');
+  assert.equal(escapeHtml('<a href="x">&</a>'), '&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;');
+});
+
+test('timestamps in seconds, milliseconds and ISO', () => {
+  assert.equal(toUnixSeconds(1700000000), 1700000000);
+  assert.equal(toUnixSeconds(1700000000123), 1700000000.123);
+  assert.equal(toUnixSeconds('2023-11-14T22:13:20Z'), 1700000000);
+  assert.equal(toUnixSeconds('2023-11-14 22:13:20Z'), 1700000000);
+  assert.ok(Number.isNaN(toUnixSeconds('nope')));
+});
+
+test('series buffer keeps the newest points within capacity', () => {
+  const b = new SeriesBuffer(3);
+  for (let i = 0; i < 5; i++) b.push(i, i * 10);
+  assert.deepEqual(b.points(), [{x: 2, y: 20}, {x: 3, y: 30}, {x: 4, y: 40}]);
+  assert.equal(b.push(1, 0), false, 'older points are ignored');
+  assert.deepEqual(b.points(3), [{x: 3, y: 30}, {x: 4, y: 40}]);
+  assert.equal(b.lastY(), 40);
+  const l = new BoundedList(2);
+  l.push(1); l.push(2); l.push(3);
+  assert.deepEqual(l.items, [2, 3]);
+});
+
+test('min/max down-sampling keeps extremes and bounds the size', () => {
+  const pts = Array.from({length: 10000}, (_, i) => ({x: i, y: Math.sin(i / 50)}));
+  pts[5000].y = 99;
+  pts[7000].y = -99;
+  const d = downsampleMinMax(pts, 200);
+  assert.ok(d.length <= 200, `got ${d.length}`);
+  assert.ok(d.some((p) => p.y === 99) && d.some((p) => p.y === -99));
+  for (let i = 1; i < d.length; i++) assert.ok(d[i].x >= d[i - 1].x, 'x stays ordered');
+  assert.equal(downsampleMinMax(pts.slice(0, 10), 200).length, 10);
+});
+
+test('rule form validation', () => {
+  const ok = validateRuleForm({name: ' High CPU ', metric: 'cpu_usage', operator: '>', threshold: '80', cooldown_seconds: ''});
+  assert.equal(ok.ok, true);
+  assert.deepEqual(ok.rule, {name: 'High CPU', metric: 'cpu_usage', operator: '>', threshold: 80,
+    cooldown_seconds: 10, severity: 'warning', enabled: true});
+  const bad = validateRuleForm({name: '', metric: '', operator: '=>', threshold: 'x', cooldown_seconds: -1, webhook_url: 'ftp://x'});
+  assert.equal(bad.ok, false);
+  assert.deepEqual(Object.keys(bad.errors).sort(), ['cooldown_seconds', 'metric', 'name', 'operator', 'threshold', 'webhook_url']);
+  const hook = validateRuleForm({name: 'r', metric: 'm', operator: '==', threshold: 0, webhook_url: 'http://127.0.0.1:1/x', webhook_format: 'custom'});
+  assert.equal(hook.rule.webhook_url, 'http://127.0.0.1:1/x');
+  assert.equal(hook.rule.webhook_format, 'custom');
+  assert.equal(evaluate('>=', 5, 5), true);
+  assert.equal(evaluate('<', 5, 5), false);
+  assert.equal(evaluate('==', 5, 5), true);
+  assert.throws(() => evaluate('!=', 1, 2));
+  assert.equal(describeRule({metric: 'cpu_usage', operator: '>', threshold: 80, cooldown_seconds: 10}), 'cpu_usage > 80 (cooldown 10 s)');
+});
+
+test('alerts: badges and filters', () => {
+  const raw = [
+    {ts: 1, severity: 'error', source: 'engine', message: 'boom'},
+    {ts: 2, severity: 'warning', source: 'user', message: 'slow'},
+    {ts: 3, severity: 'info', source: 'rule', message: 'fired', detail: 'x'},
+    {ts: 4, severity: 'WEIRD', source: 'connector:orders', message: '?'},
+  ].map(normalizeAlert);
+  assert.deepEqual(raw.map((a) => a.kind), ['Engine', 'User', 'Rule', 'Engine']);
+  assert.equal(raw[3].severity, 'info');
+  assert.deepEqual(visibleAlerts(raw, 'All').map((a) => a.ts), [4, 3, 2, 1]);
+  assert.deepEqual(visibleAlerts(raw, 'Errors').map((a) => a.ts), [1]);
+  assert.deepEqual(visibleAlerts(raw, 'Warnings').map((a) => a.ts), [2]);
+  assert.deepEqual(visibleAlerts(raw, 'Rules').map((a) => a.ts), [3]);
+  assert.deepEqual(visibleAlerts(raw, 'User').map((a) => a.ts), [2]);
+  assert.deepEqual(visibleAlerts(raw, 'Engine').map((a) => a.ts), [4, 1]);
+  assert.deepEqual(visibleAlerts(raw, 'All', 2).map((a) => a.ts), [4, 3], 'Clear hides older entries');
+  assert.equal(sourceKind({component: 'user'}), 'User');
+});
+
+test('addresses', () => {
+  assert.equal(normalizeAddress('quack:127.0.0.1:9494'), 'http://127.0.0.1:9494');
+  assert.equal(normalizeAddress('localhost:8080/'), 'http://localhost:8080');
+  assert.equal(normalizeAddress('https://rill.example:443/x'), 'https://rill.example');
+  assert.throws(() => normalizeAddress(''));
+});
+
+test('sound: tone choice and scheduling', () => {
+  assert.equal(toneFor(DEFAULT_SOUND_PREFS, 'error'), 'buzzer');
+  assert.equal(toneFor({...DEFAULT_SOUND_PREFS, mode: 'global', globalTone: 'chime'}, 'error'), 'chime');
+  const started = [];
+  const ctx = {
+    currentTime: 0, destination: {},
+    createGain: () => ({gain: {value: 0}, connect() {}}),
+    createOscillator: () => ({type: '', frequency: {setValueAtTime() {}}, connect() {},
+      start: (t) => started.push(t), stop() {}}),
+  };
+  const n = scheduleTone(ctx, 'classic', 5);
+  assert.equal(n, started.length);
+  assert.ok(n >= 9 && n <= 11, `a 0.5 s beep over 5 s: ${n}`);
+  assert.ok(Math.max(...started) < 5.02);
+  started.length = 0;
+  assert.equal(scheduleTone(ctx, 'classic', 100), started.length);
+  assert.ok(Math.max(...started) < 30.02, 'duration is capped at 30 s');
+});
+
+test('query results and metrics records', () => {
+  const r = readResult({columns: [{name: 'a', type: 'INTEGER'}, {name: 'b', type: 'VARCHAR'}], rows: [[1, 'x'], [2, null]]});
+  assert.deepEqual(r, {columns: ['a', 'b'], rows: [{a: 1, b: 'x'}, {a: 2, b: null}]});
+  assert.deepEqual(readResult({rows: [{c: 1}]}), {columns: ['c'], rows: [{c: 1}]});
+  const m = readMetrics({timestamp: 10, cpu_usage: 37.5, used_memory: 3, total_memory: 4,
+    records_per_second: 100, business_metrics: '{"revenue": 5}'});
+  assert.equal(m.memPercent, 75);
+  assert.equal(m.cpu, 37.5);
+  assert.deepEqual(m.business, {revenue: 5});
+  assert.deepEqual(listOf({alerts: [1]}, 'alerts'), [1]);
+  assert.deepEqual(listOf(null, 'x'), []);
+});
