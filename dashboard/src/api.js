@@ -6,10 +6,10 @@
 export const ROUTES = {
   health: '/healthz',
   info: '/api/v1/info',
-  metricsNow: '/api/v1/metrics/current',
-  telemetry: '/api/v1/telemetry',
+  metricsNow: '/api/v1/telemetry',
+  telemetry: '/api/v1/telemetry/history',
   tables: '/api/v1/tables',
-  stats: '/api/v1/stats',
+  stats: '/api/v1/telemetry/connectors',
   alerts: '/api/v1/alerts',
   kpis: '/api/v1/kpis',
   rules: '/api/v1/rules',
@@ -35,6 +35,14 @@ export function normalizeAddress(address, pageProtocol = 'http:') {
   if (!/^https?:\/\//i.test(a)) a = `${pageProtocol}//${a}`;
   const url = new URL(a);
   return `${url.protocol}//${url.host}`;
+}
+
+/** base64url of a UTF-8 string (no padding). */
+export function base64url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 10000];
@@ -119,7 +127,9 @@ export class ServerConnection extends EventTarget {
     const url = this.baseUrl.replace(/^http/, 'ws') + ROUTES.stream;
     let ws;
     try {
-      ws = new WebSocket(url);
+      // The token rides in a subprotocol (browsers cannot set headers on a
+      // WebSocket; cookies would reach every server on the host).
+      ws = this.token ? new WebSocket(url, ['rill', 'rill.auth.' + base64url(this.token)]) : new WebSocket(url);
     } catch (e) {
       this.setStatus('offline', e.message);
       this.scheduleReconnect();
@@ -127,9 +137,6 @@ export class ServerConnection extends EventTarget {
     }
     this.ws = ws;
     ws.onopen = () => {
-      // First frame authenticates (browsers cannot set headers on a WebSocket,
-      // and cookies would reach every server on the same host).
-      ws.send(JSON.stringify({type: 'auth', token: this.token}));
       ws.send(JSON.stringify({type: 'subscribe', channels: this.channels}));
     };
     ws.onmessage = (ev) => this.onFrame(ev.data);

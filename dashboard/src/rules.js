@@ -50,11 +50,12 @@ export function validateRuleForm(form) {
   const webhookUrl = String(form.webhook_url ?? '').trim();
   if (webhookUrl && !/^https?:\/\//i.test(webhookUrl)) errors.webhook_url = 'An http(s) URL';
   if (Object.keys(errors).length) return {ok: false, errors};
-  const rule = {name, metric, operator, threshold, cooldown_seconds: cooldown, severity,
+  // The server's rule fields (docs/api.md): op, webhook, webhook_format.
+  const rule = {name, metric, op: operator, threshold, cooldown_seconds: cooldown, severity,
                 enabled: form.enabled !== false};
   if (form.message) rule.message = String(form.message);
   if (webhookUrl) {
-    rule.webhook_url = webhookUrl;
+    rule.webhook = webhookUrl;
     rule.webhook_format = form.webhook_format || 'slack';
   }
   return {ok: true, rule};
@@ -62,5 +63,5 @@ export function validateRuleForm(form) {
 
 /** A rule as one line: "cpu_usage > 80 (cooldown 10 s)". */
 export function describeRule(rule) {
-  return `${rule.metric} ${rule.operator} ${rule.threshold} (cooldown ${rule.cooldown_seconds ?? DEFAULT_COOLDOWN_SECONDS} s)`;
+  return `${rule.metric} ${rule.op ?? rule.operator} ${rule.threshold} (cooldown ${rule.cooldown_seconds ?? DEFAULT_COOLDOWN_SECONDS} s)`;
 }

@@ -28,9 +28,9 @@ export function readMetrics(m) {
     used, total,
     memPercent: total > 0 ? (used / total) * 100 : NaN,
     arrow: Number(pick(m, 'arrow_allocated_bytes', 'pyarrow_allocated_bytes')),
-    arrowPeak: Number(pick(m, 'arrow_max_memory', 'arrow_max_memory_bytes', 'arrow_peak_bytes', 'pyarrow_max_memory')),
+    arrowPeak: Number(pick(m, 'arrow_peak_allocated_bytes', 'arrow_max_memory')),
     duckdbLive: Number(pick(m, 'duckdb_memory_bytes', 'duckdb_live_bytes')),
-    duckdbMetrics: Number(pick(m, 'metrics_db_bytes', 'metrics_database_bytes', 'duckdb_metrics_bytes')),
+    duckdbMetrics: Number(pick(m, 'metrics_db_file_bytes', 'metrics_duckdb_memory_bytes')),
     rps: Number(pick(m, 'records_per_second', 'rows_per_second')),
     totalRows: Number(pick(m, 'total_records_processed', 'records_processed')),
     lastLatency: Number(pick(m, 'last_batch_latency_ms', 'last_latency_ms')),
@@ -84,12 +84,12 @@ export class ServerState {
     if (results[0].status === 'fulfilled') this.loadTelemetry(results[0].value);
     if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since);
     if (results[2].status === 'fulfilled') {
-      const list = listOf(results[2].value, 'alerts');
+      const list = listOf(results[2].value, 'alerts', 'rows');
       for (const a of list.slice().reverse()) this.onAlert(a, false);
     }
     if (results[5].status === 'fulfilled' && results[5].value) {
       const v = results[5].value;
-      this.onMetrics(v.metrics || v.row || (Array.isArray(v.rows) ? v.rows[0] : v));
+      this.onMetrics(v);
     }
     this.notify('loaded');
   }
@@ -119,14 +119,7 @@ export class ServerState {
     const [tables, stats] = await Promise.allSettled([
       this.conn.get(ROUTES.tables), this.conn.get(ROUTES.stats)]);
     if (tables.status === 'fulfilled') this.tables = listOf(tables.value, 'tables');
-    if (stats.status === 'fulfilled') {
-      const s = stats.value || {};
-      this.connectors = listOf(s.connectors ?? [], 'connectors');
-      if (Array.isArray(s.tables) && s.tables.length) {
-        const byName = new Map(s.tables.map((t) => [t.name, t]));
-        this.tables = this.tables.map((t) => ({...t, ...(byName.get(t.name) || {})}));
-      }
-    }
+    if (stats.status === 'fulfilled') this.connectors = listOf(stats.value, 'connectors');
     this.notify('tables');
   }
 

@@ -140,10 +140,10 @@ export class ConsoleView {
     const now = Date.now() / 1000;
     setChildren(this.tablesBody, state.tables.map((t) => h('tr', {}, [
       t.name, t.mode || '', formatValue(t.rows ?? t.num_rows), formatBytes(t.bytes ?? t.memory_bytes),
-      formatAge(t.last_write_ts ?? t.last_update ?? t.updated_at, now)].map((v) => h('td', {text: v})))));
+      formatAge(t.published_at ?? t.last_write_ts, now)].map((v) => h('td', {text: v})))));
     setChildren(this.connBody, state.connectors.map((c) => h('tr', {}, [
-      c.name, c.target_table || c.table || '', formatValue(c.buffered_records ?? c.buffered),
-      formatValue(c.dropped_records ?? c.dropped), formatValue(c.rejected_records ?? c.rejected ?? c.refused_records)]
+      c.connector ?? c.name, c.table || c.target_table || '', formatValue(c.buffered_records),
+      formatValue(c.dropped_records), formatValue((c.rejected_records ?? 0) + (c.refused_records ?? 0))]
       .map((v) => h('td', {text: String(v)})))));
   }
 }

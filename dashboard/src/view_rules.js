@@ -89,7 +89,7 @@ export class RulesView {
       toggle.addEventListener('change', () => this.update(r, {enabled: toggle.checked}));
       return h('tr', {dataset: {rule: r.name}}, h('td', {}, toggle), h('td', {text: r.name}),
         h('td', {text: describeRule(r)}), h('td', {text: r.severity || 'warning'}),
-        h('td', {text: formatAge(r.last_triggered ?? r.last_fired, now)}),
+        h('td', {text: formatAge(r.last_fired_at, now)}),
         h('td', {}, h('button.small', {text: 'Edit', onclick: () => this.edit(r)}),
           h('button.small.danger', {text: 'Delete', onclick: () => this.remove(r)})));
     }));
@@ -103,6 +103,8 @@ export class RulesView {
       cooldown_seconds: f.cooldown.value, severity: f.severity.value, message: f.message.value,
       enabled: this.editing ? this.editing.enabled !== false : true,
       webhook_url: f.webhook.checked ? p.url : '', webhook_format: p.format,
+      // An edit keeps the rule's own webhook unless the box was unticked.
+      ...(this.editing && f.webhook.checked && !p.url ? {webhook_url: this.editing.webhook} : {}),
     };
   }
 
@@ -117,7 +119,7 @@ export class RulesView {
     setChildren(this.form.errors);
     try {
       if (this.editing) {
-        await s.conn.request('PUT', `${ROUTES.rules}/${encodeURIComponent(this.editing.id ?? this.editing.name)}`, v.rule);
+        await s.conn.request('PATCH', `${ROUTES.rules}/${encodeURIComponent(this.editing.name)}`, v.rule);
       } else {
         await s.conn.request('POST', ROUTES.rules, v.rule);
       }
@@ -131,7 +133,7 @@ export class RulesView {
   async update(rule, changes) {
     const s = this.app.active();
     try {
-      await s.conn.request('PUT', `${ROUTES.rules}/${encodeURIComponent(rule.id ?? rule.name)}`, {...rule, ...changes});
+      await s.conn.request('PATCH', `${ROUTES.rules}/${encodeURIComponent(rule.name)}`, changes);
     } catch (e) {
       setChildren(this.form.errors, h('div', {text: e.message}));
     }
@@ -141,7 +143,7 @@ export class RulesView {
   async remove(rule) {
     const s = this.app.active();
     try {
-      await s.conn.request('DELETE', `${ROUTES.rules}/${encodeURIComponent(rule.id ?? rule.name)}`);
+      await s.conn.request('DELETE', `${ROUTES.rules}/${encodeURIComponent(rule.name)}`);
     } catch (e) {
       setChildren(this.form.errors, h('div', {text: e.message}));
     }
@@ -153,12 +155,12 @@ export class RulesView {
     this.editing = rule;
     f.name.value = rule.name;
     f.metric.value = rule.metric;
-    f.operator.value = rule.operator;
+    f.operator.value = rule.op ?? rule.operator;
     f.threshold.value = String(rule.threshold);
     f.cooldown.value = String(rule.cooldown_seconds ?? DEFAULT_COOLDOWN_SECONDS);
     f.severity.value = rule.severity || 'warning';
     f.message.value = rule.message || '';
-    f.webhook.checked = !!rule.webhook_url;
+    f.webhook.checked = !!rule.webhook;
     f.submit.textContent = 'Save rule';
   }
 
@@ -187,7 +189,7 @@ export class RulesView {
     try {
       const r = await s.conn.request('POST', ROUTES.webhookSend, {url, format,
         payload: {text: 'Rill test delivery', message: 'Rill test delivery', severity: 'info', source: 'dashboard'}});
-      this.webhook.status.textContent = `Delivered (remote status ${r && (r.status ?? r.remote_status) || 'ok'})`;
+      this.webhook.status.textContent = `Delivered (remote status ${r && (r.remote_status ?? r.status) || 'ok'})`;
       this.webhook.status.className = 'status ok';
     } catch (e) {
       this.webhook.status.textContent = `Failed: ${e.message}`;

@@ -86,13 +86,13 @@ test('min/max down-sampling keeps extremes and bounds the size', () => {
 test('rule form validation', () => {
   const ok = validateRuleForm({name: ' High CPU ', metric: 'cpu_usage', operator: '>', threshold: '80', cooldown_seconds: ''});
   assert.equal(ok.ok, true);
-  assert.deepEqual(ok.rule, {name: 'High CPU', metric: 'cpu_usage', operator: '>', threshold: 80,
+  assert.deepEqual(ok.rule, {name: 'High CPU', metric: 'cpu_usage', op: '>', threshold: 80,
     cooldown_seconds: 10, severity: 'warning', enabled: true});
   const bad = validateRuleForm({name: '', metric: '', operator: '=>', threshold: 'x', cooldown_seconds: -1, webhook_url: 'ftp://x'});
   assert.equal(bad.ok, false);
   assert.deepEqual(Object.keys(bad.errors).sort(), ['cooldown_seconds', 'metric', 'name', 'operator', 'threshold', 'webhook_url']);
   const hook = validateRuleForm({name: 'r', metric: 'm', operator: '==', threshold: 0, webhook_url: 'http://127.0.0.1:1/x', webhook_format: 'custom'});
-  assert.equal(hook.rule.webhook_url, 'http://127.0.0.1:1/x');
+  assert.equal(hook.rule.webhook, 'http://127.0.0.1:1/x');
   assert.equal(hook.rule.webhook_format, 'custom');
   assert.equal(evaluate('>=', 5, 5), true);
   assert.equal(evaluate('<', 5, 5), false);
@@ -157,4 +157,11 @@ test('query results and metrics records', () => {
   assert.deepEqual(m.business, {revenue: 5});
   assert.deepEqual(listOf({alerts: [1]}, 'alerts'), [1]);
   assert.deepEqual(listOf(null, 'x'), []);
+});
+
+test('base64url carries any token in a WebSocket subprotocol', async () => {
+  const {base64url} = await import('../src/api.js');
+  assert.equal(base64url('secret_token'), 'c2VjcmV0X3Rva2Vu');
+  assert.equal(base64url('ü?>'), 'w7w_Pg');
+  assert.match(base64url('a'.repeat(100)), /^[A-Za-z0-9_-]+$/);
 });

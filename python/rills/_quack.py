@@ -57,7 +57,8 @@ def start_server(engine: Any) -> None:
         return
     # A restart reuses the bound address (port 0 picks a port once).
     listen = engine._quack_bound or listen_address(engine._quack_listen, engine._quack_port)
-    info = _core.serve(engine._core, listen, engine._quack_token_arg)
+    info = _core.serve(engine._core, listen, engine._quack_token_arg,
+                       getattr(engine, "_allow_private_webhooks", False))
     engine._quack_bound = info["address"]
     engine.quack_address = "quack:" + info["address"]
     engine.quack_token = info["token"]

@@ -60,6 +60,7 @@ class RillEngine:
         auto_compact_chunks: int = 32,
         metrics_path: Optional[str] = "rill_metrics.db",
         metrics_flush_interval_seconds: float = 1.0,
+        allow_private_webhooks: bool = False,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -81,6 +82,9 @@ class RillEngine:
                 add_dashboard_scheduled_query); ":memory:" keeps it in memory;
                 None never opens it (the alerts/metrics API then raises).
             metrics_flush_interval_seconds: how often telemetry and alerts are written.
+            allow_private_webhooks: let webhooks (POST /api/webhook/send and
+                alert-rule webhooks) reach loopback and private addresses; off
+                by default (the SSRF guard refuses them).
         """
         if trigger_interval_ms is None or float(trigger_interval_ms) <= 0:
             raise ValueError(f"trigger_interval_ms must be > 0, got {trigger_interval_ms!r}")
@@ -98,6 +102,7 @@ class RillEngine:
         self.memory_budget_bytes = None if memory_budget_bytes is None else int(memory_budget_bytes)
         self.on_memory_warning = on_memory_warning
         _quack.init(self, quack_address, quack_token)
+        self._allow_private_webhooks = bool(allow_private_webhooks)
         self.auto_compact_chunks = int(auto_compact_chunks)
         self.metrics_path = metrics_path
         self.metrics_flush_interval_seconds = float(metrics_flush_interval_seconds)

@@ -34,6 +34,7 @@ class RillEngine:
         auto_compact_chunks: int = 32,
         metrics_path: str = "rill_metrics.db",
         metrics_flush_interval_seconds: float = 1.0,
+        allow_private_webhooks: bool = False,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     def register_table(

@@ -49,10 +49,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def make_engine(port, tmp_path, name="orders"):
-    eng = rills.RillEngine(trigger_interval_ms=100, quack_address=f"quack:127.0.0.1:{port}",
-                           quack_token=TOKEN, metrics_path=str(tmp_path / f"metrics_{port}.db"),
-                           metrics_flush_interval_seconds=0.25)
+def make_engine(tmp_path, name="orders", tag="a"):
+    # conftest keeps serving on 127.0.0.1 with a free port; a restart reuses it.
+    eng = rills.RillEngine(trigger_interval_ms=100, quack_address="quack:127.0.0.1:0",
+                           quack_token=TOKEN, metrics_path=str(tmp_path / f"metrics_{tag}.db"),
+                           metrics_flush_interval_seconds=0.25, allow_private_webhooks=True)
     eng.register_table(name, schema=rills.schema(
         [("order_id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())],
         primary_key="order_id", mode="snapshot"))
@@ -68,11 +69,14 @@ def make_engine(port, tmp_path, name="orders"):
     return eng, conn
 
 
+def base_of(eng):
+    return "http://" + eng.quack_address[len("quack:"):]
+
+
 @pytest.fixture
 def server(tmp_path):
-    port = free_port()
-    eng, conn = make_engine(port, tmp_path)
-    yield {"engine": eng, "connector": conn, "port": port, "base": f"http://127.0.0.1:{port}"}
+    eng, conn = make_engine(tmp_path)
+    yield {"engine": eng, "connector": conn, "base": base_of(eng)}
     eng.stop()
     eng.close()
 
@@ -267,8 +271,9 @@ def test_rule_created_in_the_page_fires_on_the_server(page, server):
         page.check("#rule-webhook")
         page.click("#rule-save")
         page.locator('#rules-table tr[data-rule="Big order"]').wait_for(timeout=5_000)
-        rules = api(server["base"], "GET", "/api/v1/rules")
-        assert any(r["name"] == "Big order" for r in (rules["rules"] if isinstance(rules, dict) else rules))
+        rules = api(server["base"], "GET", "/api/v1/rules")["rules"]
+        rule = next(r for r in rules if r["name"] == "Big order")
+        assert rule["op"] == ">" and rule["threshold"] == 100 and rule["webhook"].endswith("/hook")
         page.click('button.nav[data-view="alerts"]')
         page.locator('li.alert[data-kind="Rule"]').first.wait_for(timeout=10_000)
         deadline = time.time() + 10
@@ -281,8 +286,8 @@ def test_rule_created_in_the_page_fires_on_the_server(page, server):
 
 
 def test_offline_tab_turns_grey_and_recovers_and_a_second_server_is_independent(page, server, tmp_path):
-    port2 = free_port()
-    eng2, _ = make_engine(port2, tmp_path, name="orders")
+    eng2, _ = make_engine(tmp_path, name="orders", tag="b")
+    port2 = int(eng2.quack_address.rsplit(":", 1)[1])
     try:
         open_dashboard(page, server)
         page.click("#add-tab")

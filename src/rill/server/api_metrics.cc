@@ -97,7 +97,7 @@ HttpReply PostAlert(ServerContext& ctx, const HttpRequest& request) {
   EngineEvent event;
   event.ts = ctx.engine->Now();
   event.severity = *parsed;
-  event.source = "user";
+  event.source = EventSource::kUser;
   event.component = component->value_or("");
   event.message = **message;
   event.detail = detail->value_or("");
@@ -161,6 +161,7 @@ json::object RuleJson(const AlertRuleInfo& info) {
   o["severity"] = SeverityName(r.severity);
   o["message"] = r.message;
   o["webhook"] = r.webhook ? json::value(*r.webhook) : json::value(nullptr);
+  o["webhook_format"] = r.webhook_format;
   o["enabled"] = r.enabled;
   o["created_at"] = info.state.created_at;
   o["last_fired_at"] =
@@ -180,6 +181,7 @@ Status ApplyRuleFields(const json::object& obj, AlertRule* rule) {
   RILL_ASSIGN_OR_RAISE(auto severity, GetString(obj, "severity"));
   RILL_ASSIGN_OR_RAISE(auto message, GetString(obj, "message"));
   RILL_ASSIGN_OR_RAISE(auto webhook, GetString(obj, "webhook"));
+  RILL_ASSIGN_OR_RAISE(auto webhook_format, GetString(obj, "webhook_format"));
   RILL_ASSIGN_OR_RAISE(auto enabled, GetBool(obj, "enabled"));
   if (metric) rule->metric = *metric;
   if (op) {
@@ -192,6 +194,7 @@ Status ApplyRuleFields(const json::object& obj, AlertRule* rule) {
   }
   if (message) rule->message = *message;
   if (webhook) rule->webhook = webhook->empty() ? std::nullopt : webhook;
+  if (webhook_format) rule->webhook_format = *webhook_format;
   if (enabled) rule->enabled = *enabled;
   return rule->Validate();
 }

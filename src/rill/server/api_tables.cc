@@ -10,6 +10,7 @@
 #include <arrow/type.h>
 
 #include "rill/connector/connector.h"
+#include "rill/common/host_stats.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
 #include "rill/server/json_body.h"
@@ -195,22 +196,29 @@ HttpReply TaskStatsReply(ServerContext& ctx) {
 }  // namespace
 
 std::string TelemetryNowJson(ServerContext& ctx) {
+  // The names and meanings of rill_metrics (src/rill/engine/README.md).
   EngineMetrics m = ctx.engine->GetMetrics();
+  HostSample host = ctx.engine->host_sampler()->Latest();
   json::object e;
   e["timestamp"] = m.timestamp;
   e["ticks"] = m.ticks;
-  e["records_processed"] = m.records_processed;
+  e["total_records_processed"] = m.total_records_processed;
   e["last_batch_records"] = m.last_batch_records;
-  e["last_latency_s"] = m.last_latency_s;
-  e["avg_latency_s"] = m.avg_latency_s;
-  e["max_latency_s"] = m.max_latency_s;
-  e["rows_per_second"] = m.rows_per_second;
+  e["last_batch_latency_ms"] = m.last_batch_latency_s * 1e3;
+  e["avg_batch_latency_ms"] = m.avg_batch_latency_s * 1e3;
+  e["max_batch_latency_ms"] = m.max_batch_latency_s * 1e3;
+  e["records_per_second"] = m.records_per_second;
+  e["cpu_usage"] = host.cpu_usage_percent;
+  e["used_memory"] = host.used_memory_bytes;
+  e["total_memory"] = host.total_memory_bytes;
+  e["process_cpu_percent"] = host.process_cpu_percent;
+  e["process_rss_bytes"] = host.process_rss_bytes;
   e["rejected_batches"] = m.rejected_batches;
   e["rejected_records"] = m.rejected_records;
-  e["errors"] = m.errors;
+  e["engine_errors"] = m.errors;
   e["memory_warnings"] = m.memory_warnings;
   e["arrow_allocated_bytes"] = m.arrow_allocated_bytes;
-  e["arrow_max_memory"] = m.arrow_max_memory;
+  e["arrow_peak_allocated_bytes"] = m.arrow_peak_allocated_bytes;
   e["duckdb_memory_bytes"] = m.duckdb_memory_bytes;
   json::object business;
   for (const auto& b : m.business_metrics) {

@@ -62,7 +62,7 @@ std::string RenderPrometheus(ServerContext& ctx) {
   w.Family("rill_build_info", "gauge", "Always 1; rill version 0.1.0.");
   w.Sample("rill_build_info", 1);
   w.Family("rill_ingest_rows_total", "counter", "Rows written to tables by connectors.");
-  w.Sample("rill_ingest_rows_total", static_cast<double>(m.records_processed));
+  w.Sample("rill_ingest_rows_total", static_cast<double>(m.total_records_processed));
   w.Family("rill_rejected_rows_total", "counter", "Rows rejected (written to rill_rejects).");
   w.Sample("rill_rejected_rows_total", static_cast<double>(m.rejected_records));
   w.Family("rill_engine_errors_total", "counter", "Error events recorded by the engine.");

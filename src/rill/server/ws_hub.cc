@@ -215,7 +215,7 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
       if (ec) return;
       EngineMetrics m = self->ctx.engine->GetMetrics();
       if (self->last_ticks >= 0 && m.ticks != self->last_ticks) {
-        self->ctx.tick_seconds.Observe(m.last_latency_s);
+        self->ctx.tick_seconds.Observe(m.last_batch_latency_s);
       }
       self->last_ticks = m.ticks;
       self->ScheduleTickSample();
@@ -227,12 +227,12 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
     if (stopped) return;  // ctx may be going away
     {
       std::lock_guard<std::mutex> lock(ctx.alerts_mu);
-      ctx.alerts_by[{SeverityName(a.severity), a.source}] += a.count;
+      ctx.alerts_by[{SeverityName(a.severity), EventSourceName(a.source)}] += a.count;
     }
     json::object o;
     o["ts"] = a.ts;
     o["severity"] = SeverityName(a.severity);
-    o["source"] = a.source;
+    o["source"] = EventSourceName(a.source);
     o["component"] = a.component;
     o["message"] = a.message;
     o["detail"] = a.detail;
