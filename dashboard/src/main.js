@@ -99,7 +99,7 @@ class App {
       this.dirty = true;
       this.render();
     });
-    this.pauseBtn = h('button#pause', {text: '⏸ Pause', onclick: () => this.togglePause()});
+    this.pauseBtn = h('button#pause', {text: 'Pause', onclick: () => this.togglePause()});
     this.shell = h('div.shell#shell', {hidden: true},
       h('header.topbar', {}, h('div.brand', {}, h('span.logo', {text: '◆'}), ' Rill'), h('nav', {}, this.navButtons)),
       h('div.serverbar', {}, this.tabs,
@@ -252,7 +252,7 @@ class App {
 
   togglePause() {
     this.paused = !this.paused;
-    this.pauseBtn.textContent = this.paused ? '▶ Resume' : '⏸ Pause';
+    this.pauseBtn.textContent = this.paused ? 'Resume' : 'Pause';
     for (const s of this.servers) (this.paused ? s.conn.pause() : s.conn.resume());
     if (!this.paused) for (const s of this.servers) s.state.load(Number(this.range.value)).catch(() => {});
   }

@@ -203,7 +203,7 @@ def test_unseen_alert_count_pulses_until_viewed(page, server):
     server["engine"].warn("queue backlog")
     page.wait_for_selector("#unseen-count.pulse:not([hidden])", timeout=5_000)
     page.click('button.nav[data-view="alerts"]')
-    page.wait_for_selector("#unseen-count[hidden]")
+    page.wait_for_selector("#unseen-count[hidden]", state="attached")
 
 
 def test_custom_query_to_chart_and_csv(page, server):

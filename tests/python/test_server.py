@@ -92,7 +92,9 @@ def test_every_api_route_refuses_a_missing_or_wrong_token(served):
             assert status == 401, (path, token, status)
             assert b"orders" not in payload and b"Gold" not in payload
         status, _, _ = request(served, method, path, body)
-        assert status in (200, 201, 501), (path, status)
+        # The relay answers 502 when the receiver cannot be reached ("x" does not resolve).
+        expected = (502,) if path == "/api/webhook/send" else (200, 201)
+        assert status in expected, (path, status)
 
 
 def test_json_format_matches_duckdb_on_the_same_rows(served):

@@ -4,8 +4,9 @@
 
 namespace rill::server {
 
-/// Register the pgwire protocol handler (idempotent; any thread). Server::Start
-/// calls it, so every server speaks PostgreSQL on its port.
+/// Register the pgwire protocol handler unless a handler is registered under
+/// that name already (any thread). Server::Start calls it, so every server
+/// speaks PostgreSQL on its port.
 void RegisterPgWire();
 
 }  // namespace rill::server
