@@ -60,3 +60,19 @@ target_link_options(rill_duckdb INTERFACE "-Wl,-rpath,${RILL_DUCKDB_DIR}/lib")
 find_package(Boost 1.81 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
+
+# Found here (top level) so that every folder sees the imported targets.
+# server/: OpenSSL (tokens, SCRAM), libcurl (webhooks); connector/ and server/:
+# simdjson; connector/: Arrow's Parquet reader (libparquet of the pyarrow wheel
+# or the system's) and librdkafka.
+find_package(OpenSSL REQUIRED)
+find_package(CURL REQUIRED)
+find_package(simdjson CONFIG REQUIRED)
+find_package(Parquet QUIET CONFIG)
+if(TARGET Parquet::parquet_shared)
+  set(RILL_PARQUET Parquet::parquet_shared)
+else()
+  file(GLOB RILL_PARQUET "${ARROW_LIB_DIR}/libparquet.so.[0-9]*")
+endif()
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(RILL_RDKAFKA REQUIRED IMPORTED_TARGET GLOBAL rdkafka)
