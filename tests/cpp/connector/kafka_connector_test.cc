@@ -212,8 +212,16 @@ TEST(KafkaConnector, DropOldestCountsWhatAFullBufferDrops) {
   o.limits.on_overflow = OverflowPolicy::kDropOldest;
   RILL_ASSERT_OK_AND_ASSIGN(auto c, KafkaConnector::Make("t", o));
   RILL_ASSERT_OK(c->Start());
+  // Let the consumer overrun the 100-record buffer before draining (joining the
+  // group can take seconds on a loaded machine), then drain until every
+  // message is either drained or counted as dropped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (c->stats().dropped_records == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   int64_t drained = 0;
-  for (int i = 0; i < 1000 && drained + c->stats().dropped_records < 2000; ++i) {
+  while (drained + c->stats().dropped_records < 2000 &&
+         std::chrono::steady_clock::now() < deadline) {
     drained += PollOnce(*c);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
