@@ -1,5 +1,8 @@
 #include "demo.h"
 
+#include "rill/metrics/metrics_store.h"
+#include "rill/server/server.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -212,6 +215,29 @@ std::string RevenueLine(Engine& engine) {
   return FormatRevenue(**rows);
 }
 
+/// Start the network server on options.listen (a free port on the same host
+/// when that one is taken) and print where the dashboard is.
+Result<std::unique_ptr<server::Server>> StartServer(Engine* engine, MetricsStore* metrics,
+                                                    const DemoOptions& options) {
+  server::ServerOptions server_options;
+  server_options.listen = options.listen;
+  if (!options.token.empty()) server_options.token = options.token;
+  RILL_ASSIGN_OR_RAISE(auto server, server::Server::Make(engine, metrics, server_options));
+  Status started = server->Start();
+  if (!started.ok() && started.IsIOError()) {
+    RILL_ASSIGN_OR_RAISE(auto hp, server::ParseListenAddress(options.listen));
+    server_options.listen = hp.first + ":0";
+    RILL_ASSIGN_OR_RAISE(server, server::Server::Make(engine, metrics, server_options));
+    started = server->Start();
+  }
+  RILL_RETURN_NOT_OK(started);
+  std::printf("rill demo: serving on quack:%s (token %s)\n  dashboard: %s\n  psql:      "
+              "psql -h <host> -p <port> -U any -d rill   (password: the token)\n",
+              server->address().c_str(), server->token().c_str(),
+              server->dashboard_url().c_str());
+  return server;
+}
+
 Status Run(const DemoOptions& options) {
   EngineOptions engine_options;
   engine_options.trigger_interval_ms = options.interval_ms;
@@ -229,7 +255,29 @@ Status Run(const DemoOptions& options) {
   RILL_RETURN_NOT_OK(engine->AddSqlTask(std::make_shared<ScheduledSqlTask>(
       "revenue_by_region", kRevenueSql, "revenue_by_region", /*interval_seconds=*/1.0,
       std::vector<std::string>{"region"})));
+  // The dashboard's data: KPI queries, an alert rule and the server.
+  MetricsOptions metrics_options;
+  metrics_options.path = ":memory:";
+  RILL_ASSIGN_OR_RAISE(auto metrics, MetricsStore::Make(engine.get(), metrics_options));
+  RILL_RETURN_NOT_OK(metrics->AddKpiQuery(
+      "total_revenue ($)",
+      "SELECT round(sum(quantity * price), 2) AS revenue FROM orders WHERE status <> 'cancelled'",
+      1.0, "line", "ts", "revenue"));
+  RILL_RETURN_NOT_OK(metrics->AddKpiQuery(
+      "max_order_amount ($)", "SELECT max(quantity * price) AS max_amount FROM orders", 1.0,
+      "bar", "ts", "max_amount"));
+  RILL_RETURN_NOT_OK(metrics->AddKpiQuery(
+      "cancelled_ratio",
+      "SELECT avg(CASE WHEN status = 'cancelled' THEN 1.0 ELSE 0.0 END) AS ratio FROM orders",
+      1.0, "line", "ts", "ratio"));
+  RILL_RETURN_NOT_OK(metrics->AddAlertRule("Big order", "max_order_amount ($)", ">", 1500,
+                                           /*cooldown_seconds=*/30, "warning"));
   RILL_RETURN_NOT_OK(engine->Start());
+  RILL_RETURN_NOT_OK(metrics->Start());
+  std::unique_ptr<server::Server> server;
+  if (!options.listen.empty()) {
+    RILL_ASSIGN_OR_RAISE(server, StartServer(engine.get(), metrics.get(), options));
+  }
 
   std::printf("rill demo: simulated orders stream at %lld rows/s (%.0f%% status updates), "
               "tick every %lld ms; Ctrl-C to stop\n",
@@ -279,6 +327,10 @@ Status Run(const DemoOptions& options) {
     }
     next_print += std::chrono::seconds(1);
     EngineMetrics m = engine->GetMetrics();
+    if (static_cast<int64_t>(elapsed) % 20 == 5) {
+      // Something for the dashboard's Alert Logs now and then.
+      (void)metrics->Warn("demo: order backlog above 1,000 for a moment");
+    }
     std::printf("[%5.0fs] orders %s rows | %s rows/s | +%s this s | tick %.2f ms (avg %.2f, max "
                 "%.2f) | %s\n",
                 elapsed, Human(static_cast<double>(orders->num_rows())).c_str(),
@@ -293,7 +345,9 @@ Status Run(const DemoOptions& options) {
 
   producer_stop.store(true);
   producer.join();
+  if (server) server->Stop();
   engine->Stop();
+  metrics->Stop();
   EngineMetrics m = engine->GetMetrics();
   ConnectorStats cs = connector->stats();
   std::printf("stopped: %lld ticks, %lld records processed, %lld orders in the table, "

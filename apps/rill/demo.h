@@ -21,6 +21,11 @@ struct DemoOptions {
   /// Fraction of pushed rows that update an existing order's status.
   double update_fraction = 0.3;
   uint64_t seed = 0;  ///< 0: random
+  /// Serve the API, psql and the dashboard here ("" = no server). When the
+  /// address is taken, a free port on the same host is used.
+  std::string listen = "127.0.0.1:9494";
+  /// Token; empty generates one.
+  std::string token;
 };
 
 /// Run the demo on the calling thread until the duration elapses or SIGINT /

@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   demo->add_option("--seed", demo_options.seed, "Random seed (0: random)");
+  demo->add_option("--listen", demo_options.listen,
+                   "Serve the API, psql and the dashboard here (HOST:PORT; \"\" for none)")
+      ->capture_default_str();
+  demo->add_option("--token", demo_options.token, "Server token (default: generated)");
 
   rill::app::ServeOptions serve_options;
   std::string listen;
