@@ -231,10 +231,13 @@ Result<std::unique_ptr<server::Server>> StartServer(Engine* engine, MetricsStore
     started = server->Start();
   }
   RILL_RETURN_NOT_OK(started);
+  const std::string address = server->address();
+  const size_t colon = address.rfind(':');
   std::printf("rill demo: serving on quack:%s (token %s)\n  dashboard: %s\n  psql:      "
-              "psql -h <host> -p <port> -U any -d rill   (password: the token)\n",
-              server->address().c_str(), server->token().c_str(),
-              server->dashboard_url().c_str());
+              "PGPASSWORD=%s psql -h %s -p %s -U any -d rill\n",
+              address.c_str(), server->token().c_str(), server->dashboard_url().c_str(),
+              server->token().c_str(), address.substr(0, colon).c_str(),
+              address.substr(colon + 1).c_str());
   return server;
 }
 
@@ -270,7 +273,7 @@ Status Run(const DemoOptions& options) {
       "cancelled_ratio",
       "SELECT avg(CASE WHEN status = 'cancelled' THEN 1.0 ELSE 0.0 END) AS ratio FROM orders",
       1.0, "line", "ts", "ratio"));
-  RILL_RETURN_NOT_OK(metrics->AddAlertRule("Big order", "max_order_amount ($)", ">", 1500,
+  RILL_RETURN_NOT_OK(metrics->AddAlertRule("Big order", "max_order_amount ($)", ">", 950,
                                            /*cooldown_seconds=*/30, "warning"));
   RILL_RETURN_NOT_OK(engine->Start());
   RILL_RETURN_NOT_OK(metrics->Start());
