@@ -207,7 +207,8 @@ Result<std::vector<std::shared_ptr<arrow::Array>>> WindowOperator::Impl::SqlColu
   if (combined->num_rows() > 0) {
     RILL_ASSIGN_OR_RAISE(auto pos64,
                          arrow::compute::Cast(combined->column(0)->chunk(0), arrow::int64()));
-    const auto& pos_values = static_cast<const arrow::Int64Array&>(*pos64.make_array());
+    std::shared_ptr<arrow::Array> pos_array = pos64.make_array();  // owns the values below
+    const auto& pos_values = static_cast<const arrow::Int64Array&>(*pos_array);
     for (int64_t r = 0; r < pos_values.length(); ++r) where[pos_values.Value(r)] = r;
   }
   arrow::Int64Builder take;
