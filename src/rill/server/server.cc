@@ -302,6 +302,7 @@ Status Server::Start() {
   if (!ec) acceptor->bind(endpoint, ec);
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
+    acceptor.reset();  // before its io_context
     s.ioc.reset();
     s.ctx.reset();
     return Status::IOError("cannot listen on ", s.host, ":", s.port, ": ", ec.message());
