@@ -45,7 +45,31 @@ def _parse_options(parse_options: Any) -> tuple:
     return schema, unexpected
 
 
-class JSONStreamConnector(MemoryConnector):
+class _DecodingConnector(MemoryConnector):
+    """What the C++ decoding connectors share: per-record rejects."""
+
+    def take_rejects(self) -> List[Dict[str, Any]]:
+        """Take the rejected records not yet handed to an engine (connector,
+        position, error, raw, raw_size). An attached engine takes them every tick."""
+        return self._core.take_rejects()
+
+
+class _ReaderConnector(_DecodingConnector):
+    """A decoding connector that reads on its own C++ thread: no push()."""
+
+    def start(self) -> None:
+        """Start reading (RillEngine.add_connector does this through the C++ core)."""
+        self._core.start()
+
+    def stop(self) -> None:
+        """Stop reading and join the reader thread."""
+        self._core.stop()
+
+    def push(self, data: Any) -> None:
+        raise TypeError(f"{type(self).__name__} reads on its own thread; it takes no push()")
+
+
+class JSONStreamConnector(_DecodingConnector):
     """A connector fed with raw NDJSON (or a JSON array of objects) by push_bytes().
 
     Each push is decoded in C++ (simdjson) on the pushing thread into the
@@ -128,18 +152,13 @@ class JSONStreamConnector(MemoryConnector):
 
         self.push_bytes("\n".join(json.dumps(row, default=str) for row in table.to_pylist()))
 
-    def take_rejects(self) -> List[Dict[str, Any]]:
-        """Take the rejected records not yet handed to an engine (connector,
-        position, error, raw, raw_size). An attached engine takes them every tick."""
-        return self._core.take_rejects()
-
     def stats(self) -> Dict[str, int]:
         """Return the counters: received (bytes, records), parsed, rejected,
         unknown_fields, buffered, pushed, dropped, refused, drained."""
         return self._core.stats()
 
 
-class FileStreamConnector(MemoryConnector):
+class FileStreamConnector(_ReaderConnector):
     """Rows from files that appear in a folder, read by a C++ thread.
 
     New files whose names match ``file_pattern`` are read once they are
@@ -211,28 +230,13 @@ class FileStreamConnector(MemoryConnector):
         )
         _register_core(self._core, self)
 
-    def start(self) -> None:
-        """Start watching (RillEngine.add_connector does this through the C++ core)."""
-        self._core.start()
-
-    def stop(self) -> None:
-        """Stop watching and join the reader thread."""
-        self._core.stop()
-
     def scan_once(self) -> None:
         """Read what is ready now, without the thread (for use without an engine)."""
         self._core.scan_once()
 
-    def push(self, data: Any) -> None:
-        raise TypeError("FileStreamConnector reads files; it takes no push()")
-
     def processed_files(self) -> List[str]:
         """Names of the files read so far (kept across restarts)."""
         return self._core.processed_files()
-
-    def take_rejects(self) -> List[Dict[str, Any]]:
-        """Take the rejected records / files not yet handed to an engine."""
-        return self._core.take_rejects()
 
     @property
     def using_inotify(self) -> bool:
@@ -240,7 +244,7 @@ class FileStreamConnector(MemoryConnector):
         return self._core.using_inotify
 
 
-class KafkaConnector(MemoryConnector):
+class KafkaConnector(_ReaderConnector):
     """Rows from Kafka topics (NDJSON message values), read by a C++ librdkafka consumer.
 
     Each message value holds one or more NDJSON rows (or a JSON array); bad
@@ -312,17 +316,6 @@ class KafkaConnector(MemoryConnector):
         )
         _register_core(self._core, self)
 
-    def start(self) -> None:
-        """Subscribe and start reading (RillEngine.add_connector does this)."""
-        self._core.start()
-
-    def stop(self) -> None:
-        """Stop reading, commit positions."""
-        self._core.stop()
-
-    def push(self, data: Any) -> None:
-        raise TypeError("KafkaConnector reads topics; it takes no push()")
-
     def positions(self) -> Dict[tuple, int]:
         """{(topic, partition): next offset to read} of what was buffered."""
         return self._core.positions()
@@ -330,10 +323,6 @@ class KafkaConnector(MemoryConnector):
     def lags(self) -> Dict[tuple, int]:
         """{(topic, partition): high watermark - position} (last known)."""
         return self._core.lags()
-
-    def take_rejects(self) -> List[Dict[str, Any]]:
-        """Take the rejected records not yet handed to an engine."""
-        return self._core.take_rejects()
 
 
 def KafkaMockCluster(brokers: int = 1) -> Any:
