@@ -80,3 +80,9 @@ export const TIME_RANGES = [
   {label: 'All', seconds: Infinity},
 ];
 export const DEFAULT_RANGE_SECONDS = 90;
+
+/** History points to ask the server for: about twice a chart's pixel width (bounded). */
+export function pointsForWidth(pixels) {
+  const w = Number(pixels);
+  return Math.max(200, Math.min(8000, Math.round(2 * (Number.isFinite(w) && w > 0 ? w : 600))));
+}

@@ -5,6 +5,9 @@
 // Bars and scatter use uPlot's path builders.
 import uPlot from 'uplot';
 import {formatTime} from './format.js';
+import {pointsForWidth} from './buffers.js';
+
+export {pointsForWidth};
 
 export const PALETTE = ['#38bdf8', '#a78bfa', '#34d399', '#fbbf24', '#f87171', '#f472b6', '#22d3ee'];
 const AXIS = {stroke: '#c9d1e4', grid: {stroke: 'rgba(148,163,184,0.12)', width: 1},
@@ -203,6 +206,8 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
       this.update();
     },
     visibleRange() { return {min: u.scales.x.min, max: u.scales.x.max}; },
+    /** Points worth drawing: about twice the plot's pixel width. */
+    targetPoints() { return pointsForWidth(u.bbox && u.bbox.width ? u.bbox.width / (window.devicePixelRatio || 1) : u.width); },
     destroy() {
       resize.disconnect();
       u.destroy();

@@ -6,7 +6,7 @@ import {TIME_RANGES} from './buffers.js';
 import {loadPrefs, savePrefs, loadToken, saveToken} from './prefs.js';
 import {SoundPlayer} from './sound.js';
 import {showToast} from './toast.js';
-import {registry as chartRegistry} from './charts.js';
+import {registry as chartRegistry, pointsForWidth} from './charts.js';
 import {ConsoleView} from './view_console.js';
 import {QueriesView} from './view_queries.js';
 import {RulesView} from './view_rules.js';
@@ -31,6 +31,13 @@ class App {
     this.paused = false;
     this.dirty = true;
     this.nextId = 1;
+  }
+
+  /** History points to load: about twice the widest chart's pixel width (server-side down-sampling). */
+  historyPoints() {
+    let widest = 0;
+    for (const c of chartRegistry.values()) if (c.u && c.u.width > widest) widest = c.u.width;
+    return pointsForWidth(widest || (document.documentElement.clientWidth - 80));
   }
 
   active() { return this.servers.find((s) => s.id === this.activeId)?.state || null; }
@@ -96,6 +103,10 @@ class App {
       this.prefs.rangeSeconds = Number(this.range.value);
       this.savePrefs();
       for (const c of chartRegistry.values()) c.zoomed = false;
+      // A longer range needs older history: reload it, down-sampled by the server.
+      for (const s of this.servers) {
+        s.state.load(Number(this.range.value), this.historyPoints()).then(() => { this.dirty = true; this.render(); }).catch(() => {});
+      }
       this.dirty = true;
       this.render();
     });
@@ -176,7 +187,7 @@ class App {
     state.on((kind, payload) => this.onState(server, kind, payload));
     this.onStatus(server, {status: 'connecting', reason: ''});
     conn.connect();
-    state.load(Number(this.range.value)).catch((e) => this.onStatus(server, {status: 'offline', reason: e.message}));
+    state.load(Number(this.range.value), this.historyPoints()).catch((e) => this.onStatus(server, {status: 'offline', reason: e.message}));
     if (this.activeId === null) this.activate(id);
     this.savePrefs();
   }
@@ -217,7 +228,7 @@ class App {
     server.label.textContent = new URL(server.baseUrl).host + (offline ? ' (Offline)' : '');
     if (status === 'online' && server.wasOffline) {
       // Back after an outage: reload history so charts have no hole we could fill.
-      server.state.load(Number(this.range.value)).catch(() => {});
+      server.state.load(Number(this.range.value), this.historyPoints()).catch(() => {});
     }
     server.wasOffline = offline;
   }
@@ -254,7 +265,7 @@ class App {
     this.paused = !this.paused;
     this.pauseBtn.textContent = this.paused ? 'Resume' : 'Pause';
     for (const s of this.servers) (this.paused ? s.conn.pause() : s.conn.resume());
-    if (!this.paused) for (const s of this.servers) s.state.load(Number(this.range.value)).catch(() => {});
+    if (!this.paused) for (const s of this.servers) s.state.load(Number(this.range.value), this.historyPoints()).catch(() => {});
   }
 
   onVisibility() {
@@ -264,7 +275,7 @@ class App {
     } else {
       for (const s of this.servers) {
         s.conn.resume();
-        s.state.load(Number(this.range.value)).catch(() => {});
+        s.state.load(Number(this.range.value), this.historyPoints()).catch(() => {});
       }
       this.dirty = true;
     }

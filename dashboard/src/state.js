@@ -30,13 +30,26 @@ export function readMetrics(m) {
     arrow: Number(pick(m, 'arrow_allocated_bytes', 'pyarrow_allocated_bytes')),
     arrowPeak: Number(pick(m, 'arrow_peak_allocated_bytes', 'arrow_max_memory')),
     duckdbLive: Number(pick(m, 'duckdb_memory_bytes', 'duckdb_live_bytes')),
-    duckdbMetrics: Number(pick(m, 'metrics_db_file_bytes', 'metrics_duckdb_memory_bytes')),
+    metricsDbFile: Number(pick(m, 'metrics_db_file_bytes') ?? pick(m.values, 'metrics_db_file_bytes')),
+    metricsDbMemory: Number(pick(m, 'metrics_duckdb_memory_bytes') ??
+                            pick(m.values, 'metrics_duckdb_memory_bytes')),
     rps: Number(pick(m, 'records_per_second', 'rows_per_second')),
     totalRows: Number(pick(m, 'total_records_processed', 'records_processed')),
     lastLatency: Number(pick(m, 'last_batch_latency_ms', 'last_latency_ms')),
     avgLatency: Number(pick(m, 'avg_batch_latency_ms', 'avg_latency_ms')),
-    business: business && typeof business === 'object' ? business : {},
+    business: businessValues(business),
   };
+}
+
+/** Business metrics as {name: number}; the server sends {name: {value, ok, error}}. */
+export function businessValues(business) {
+  const out = {};
+  if (!business || typeof business !== 'object') return out;
+  for (const [name, v] of Object.entries(business)) {
+    const x = v !== null && typeof v === 'object' ? (v.ok === false ? NaN : Number(v.value)) : Number(v);
+    if (Number.isFinite(x)) out[name] = x;
+  }
+  return out;
 }
 
 export class ServerState {
@@ -69,12 +82,12 @@ export class ServerState {
   notify(kind, payload) { for (const fn of this.listeners) fn(kind, payload); }
 
   /** Load what the views show from the server's history (reload keeps the charts). */
-  async load(rangeSeconds) {
+  async load(rangeSeconds, points = 1200) {
     const now = Date.now() / 1000;
     const since = Number.isFinite(rangeSeconds) ? now - rangeSeconds : undefined;
     this.info = await this.conn.check();
     const results = await Promise.allSettled([
-      this.conn.get(ROUTES.telemetry, {since, points: 1200}),
+      this.conn.get(ROUTES.telemetry, {since, points}),
       this.conn.get(ROUTES.kpis),
       this.conn.get(ROUTES.alerts, {limit: 500}),
       this.refreshTables(),
@@ -82,7 +95,7 @@ export class ServerState {
       this.conn.get(ROUTES.metricsNow),
     ]);
     if (results[0].status === 'fulfilled') this.loadTelemetry(results[0].value);
-    if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since);
+    if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since, points);
     if (results[2].status === 'fulfilled') {
       const list = listOf(results[2].value, 'alerts', 'rows');
       for (const a of list.slice().reverse()) this.onAlert(a, false);
@@ -95,18 +108,26 @@ export class ServerState {
   }
 
   loadTelemetry(data) {
-    for (const row of listOf(data, 'points', 'rows', 'telemetry')) this.addMetricPoint(readMetrics(row));
+    const rows = listOf(data, 'points', 'rows', 'telemetry');
+    // History replaces what the buffers hold (a longer range brings older points).
+    if (rows.length) {
+      for (const s of Object.values(this.series)) s.clear();
+      for (const b of this.business.values()) b.series.clear();
+    }
+    for (const row of rows) this.addMetricPoint(readMetrics(row));
   }
 
-  async loadKpis(data, since) {
+  async loadKpis(data, since, points = 1200) {
     const defs = listOf(data, 'kpis', 'queries');
     await Promise.allSettled(defs.map(async (def) => {
       const k = this.kpi(def.name, def);
       if (def.latest !== undefined || def.value !== undefined) this.setKpiValue(k, def);
       try {
         const hist = await this.conn.get(`${ROUTES.kpis}/${encodeURIComponent(def.name)}/history`,
-          {since, points: 1200});
-        for (const p of listOf(hist, 'points', 'history', 'rows')) {
+          {since, points});
+        const points = listOf(hist, 'points', 'history', 'rows');
+        if (points.length) k.series.clear();
+        for (const p of points) {
           const ts = toUnixSeconds(pick(p, 'ts', 'timestamp'));
           const v = Number(pick(p, 'value', def.y_col));
           if (Number.isFinite(ts) && Number.isFinite(v)) k.series.push(ts, v);

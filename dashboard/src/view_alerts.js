@@ -48,7 +48,7 @@ export class AlertsView {
     setChildren(this.list, shown.map((a) => {
       const detail = a.detail ? h('pre.alert-detail', {text: a.detail, hidden: true}) : null;
       const item = h(`li.alert.sev-${a.severity}`, {dataset: {severity: a.severity, kind: a.kind}, tabindex: '0'},
-        h('span.badge.sev', {text: SEVERITY_BADGE[a.severity]}),
+        h(`span.badge.sev.badge-${a.severity}`, {text: SEVERITY_BADGE[a.severity], 'aria-label': `Severity ${a.severity}`}),
         h(`span.badge.src.src-${a.kind.toLowerCase()}`, {text: a.kind}),
         h('span.alert-time', {text: formatTime(a.ts)}),
         h('span.alert-source', {text: a.source}),

@@ -17,27 +17,31 @@ export class ConsoleView {
   build() {
     this.kpiCards = h('div.cards#kpi-cards');
     this.kpiCharts = h('div.chart-grid#kpi-charts');
-    this.kpiEmpty = h('p.empty', {text: 'No KPI queries yet: schedule one from Custom Queries, or add one with add_dashboard_scheduled_query().'});
+    this.kpiEmpty = h('p.empty#kpi-empty', {text: 'No KPI queries yet: schedule one from Custom Queries, or add one with add_dashboard_scheduled_query().'});
     this.tiles = {
-      cpu: tile('CPU', 'tile-cpu'), mem: tile('Memory', 'tile-mem'), arrow: tile('Arrow memory', 'tile-arrow'),
-      duck: tile('DuckDB', 'tile-duck'), rps: tile('Throughput', 'tile-rps'), lat: tile('Tick latency', 'tile-lat'),
+      cpu: tile('Host CPU', 'tile-cpu'), mem: tile('System memory', 'tile-mem'),
+      arrow: tile('Arrow memory (PyArrow pool)', 'tile-arrow'), duck: tile('DuckDB live', 'tile-duck'),
+      metricsDb: tile('Metrics DB', 'tile-metrics-db'), rps: tile('Throughput (RPS)', 'tile-rps'),
+      lat: tile('Tick latency', 'tile-lat'),
     };
-    this.memBar = h('div.membar-fill');
-    this.tiles.mem.el.append(h('div.membar', {}, this.memBar));
-    const sysHost = h('div.chart-wrap', {role: 'img', 'aria-label': 'CPU and memory history'});
+    this.memBar = h('div.membar-fill#membar-fill');
+    this.tiles.mem.el.append(h('div.membar#membar', {role: 'meter', 'aria-label': 'Host memory used',
+      'aria-valuemin': '0', 'aria-valuemax': '100'}, this.memBar));
+    const sysHost = h('div.chart-wrap#system-chart', {role: 'img', 'aria-label': 'CPU and memory history'});
     this.tablesBody = h('tbody');
     this.connBody = h('tbody');
     this.root.append(
-      h('section.panel.business', {}, h('h2', {text: 'Business KPIs'}), this.kpiCards, this.kpiEmpty, this.kpiCharts),
-      h('section.panel.infra', {},
-        h('h2', {text: 'Engine infrastructure'}),
+      h('section.panel.business#business-section', {'aria-labelledby': 'business-title'},
+        h('h2#business-title', {text: 'Key Business Intelligence & Scheduled Queries'}), this.kpiCards, this.kpiEmpty, this.kpiCharts),
+      h('section.panel.infra#infra-section', {'aria-labelledby': 'infra-title'},
+        h('h2#infra-title', {text: 'Engine Infrastructure & Resource Utilization'}),
         h('div.tiles', {}, Object.values(this.tiles).map((t) => t.el)),
-        h('div.chart-box.tall', {}, h('div.chart-head', {}, h('span', {text: 'System resource history'}),
-          h('button.small', {text: 'Reset zoom', onclick: () => this.sysChart.resetZoom()})), sysHost),
+        h('div.chart-box.tall', {}, h('div.chart-head', {}, h('span', {text: 'System Resource History (CPU / Memory)'}),
+          h('button.small#system-reset-zoom', {text: 'Reset zoom', onclick: () => this.sysChart.resetZoom()})), sysHost),
         h('div.two-col', {},
-          h('div', {}, h('h3', {text: 'Tables'}), h('table.grid#tables-table', {},
-            h('thead', {}, h('tr', {}, ['Table', 'Mode', 'Rows', 'Bytes', 'Last write'].map((c) => h('th', {text: c})))), this.tablesBody)),
-          h('div', {}, h('h3', {text: 'Connectors'}), h('table.grid#connectors-table', {},
+          h('div', {}, h('h3', {text: 'Tables'}), h('table.grid#tables-table', {'aria-label': 'Tables'},
+            h('thead', {}, h('tr', {}, ['Table', 'Mode', 'Rows', 'Bytes', 'Freshness (last write)'].map((c) => h('th', {text: c})))), this.tablesBody)),
+          h('div', {}, h('h3', {text: 'Connectors'}), h('table.grid#connectors-table', {'aria-label': 'Connectors'},
             h('thead', {}, h('tr', {}, ['Connector', 'Table', 'Buffered', 'Dropped', 'Rejected'].map((c) => h('th', {text: c})))), this.connBody)))));
     this.sysChart = makeChart('system', sysHost, {type: 'line', xKind: 'time',
       series: [{label: 'CPU %', color: PALETTE[0]}, {label: 'Memory %', color: PALETTE[1]}]});
@@ -101,7 +105,7 @@ export class ConsoleView {
         c.handle.setLabels(k.rows.map((r) => String(r[xCol])));
         c.handle.setSeries(0, k.rows.map((r) => Number(r[yCol])));
       } else {
-        c.handle.setSeries(0, downsampleMinMax(k.series.points(since), 1200));
+        c.handle.setSeries(0, downsampleMinMax(k.series.points(since), c.handle.targetPoints()));
         c.handle.setXRange(Number.isFinite(since) ? since : undefined, undefined);
       }
       c.handle.update();
@@ -119,10 +123,15 @@ export class ConsoleView {
       setText(this.tiles.mem.sub, `${formatBytes(m.used)} / ${formatBytes(m.total)}`);
       this.memBar.style.width = `${Math.max(0, Math.min(100, pct || 0))}%`;
       this.memBar.className = `membar-fill ${memoryLevel(pct)}`;
+      this.memBar.parentElement.setAttribute('aria-valuenow', Number.isFinite(pct) ? pct.toFixed(1) : '0');
+      this.tiles.mem.el.dataset.level = memoryLevel(pct);
       setText(this.tiles.arrow.value, formatBytes(m.arrow));
       setText(this.tiles.arrow.sub, Number.isFinite(m.arrowPeak) ? `peak ${formatBytes(m.arrowPeak)}` : '');
       setText(this.tiles.duck.value, formatBytes(m.duckdbLive));
-      setText(this.tiles.duck.sub, Number.isFinite(m.duckdbMetrics) ? `live · metrics DB ${formatBytes(m.duckdbMetrics)}` : 'live tables');
+      setText(this.tiles.duck.sub, 'live tables (buffer manager)');
+      setText(this.tiles.metricsDb.value, formatBytes(m.metricsDbFile));
+      setText(this.tiles.metricsDb.sub, Number.isFinite(m.metricsDbMemory)
+        ? `file + WAL · ${formatBytes(m.metricsDbMemory)} in memory` : 'file + WAL');
       setText(this.tiles.rps.value, formatRate(m.rps));
       setText(this.tiles.rps.sub, `${formatValue(m.totalRows)} rows total`);
       setText(this.tiles.lat.value, formatDuration(m.lastLatency));
@@ -130,18 +139,19 @@ export class ConsoleView {
     }
     const now = Date.now() / 1000;
     const since = Number.isFinite(rangeSeconds) ? now - rangeSeconds : -Infinity;
-    this.sysChart.setSeries(0, downsampleMinMax(state.series.cpu.points(since), 1200));
-    this.sysChart.setSeries(1, downsampleMinMax(state.series.mem.points(since), 1200));
+    const target = this.sysChart.targetPoints();
+    this.sysChart.setSeries(0, downsampleMinMax(state.series.cpu.points(since), target));
+    this.sysChart.setSeries(1, downsampleMinMax(state.series.mem.points(since), target));
     this.sysChart.setXRange(Number.isFinite(since) ? since : undefined, undefined);
     this.sysChart.update();
   }
 
   renderTables(state) {
     const now = Date.now() / 1000;
-    setChildren(this.tablesBody, state.tables.map((t) => h('tr', {}, [
+    setChildren(this.tablesBody, state.tables.map((t) => h('tr', {dataset: {table: t.name}}, [
       t.name, t.mode || '', formatValue(t.rows ?? t.num_rows), formatBytes(t.bytes ?? t.memory_bytes),
       formatAge(t.published_at ?? t.last_write_ts, now)].map((v) => h('td', {text: v})))));
-    setChildren(this.connBody, state.connectors.map((c) => h('tr', {}, [
+    setChildren(this.connBody, state.connectors.map((c) => h('tr', {dataset: {connector: c.connector ?? c.name}}, [
       c.connector ?? c.name, c.table || c.target_table || '', formatValue(c.buffered_records),
       formatValue(c.dropped_records), formatValue((c.rejected_records ?? 0) + (c.refused_records ?? 0))]
       .map((v) => h('td', {text: String(v)})))));

@@ -3,13 +3,13 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {formatValue, formatBytes, formatDuration, formatAge, kindOf, memoryLevel, trend, toCsv,
         toUnixSeconds, escapeHtml} from '../src/format.js';
-import {SeriesBuffer, BoundedList, downsampleMinMax} from '../src/buffers.js';
+import {SeriesBuffer, BoundedList, downsampleMinMax, pointsForWidth, TIME_RANGES, DEFAULT_RANGE_SECONDS} from '../src/buffers.js';
 import {validateRuleForm, evaluate, describeRule} from '../src/rules.js';
 import {normalizeAlert, visibleAlerts, sourceKind} from '../src/alerts.js';
 import {normalizeAddress} from '../src/api.js';
 import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS} from '../src/sound.js';
 import {readResult} from '../src/result.js';
-import {readMetrics, listOf} from '../src/state.js';
+import {readMetrics, listOf, businessValues} from '../src/state.js';
 
 test('values format by kind', () => {
   assert.equal(formatValue(13025.214, 'currency'), '$13,025.21');
@@ -164,4 +164,41 @@ test('base64url carries any token in a WebSocket subprotocol', async () => {
   assert.equal(base64url('secret_token'), 'c2VjcmV0X3Rva2Vu');
   assert.equal(base64url('ü?>'), 'w7w_Pg');
   assert.match(base64url('a'.repeat(100)), /^[A-Za-z0-9_-]+$/);
+});
+
+test('history is asked for at about twice the chart width, bounded', () => {
+  assert.equal(pointsForWidth(700), 1400);
+  assert.equal(pointsForWidth(10), 200);
+  assert.equal(pointsForWidth(100000), 8000);
+  assert.equal(pointsForWidth(undefined), 1200);
+});
+
+test('time ranges: 30/60/90 (default)/100/180/300 s and all', () => {
+  assert.deepEqual(TIME_RANGES.map((r) => r.seconds), [30, 60, 90, 100, 180, 300, Infinity]);
+  assert.equal(DEFAULT_RANGE_SECONDS, 90);
+});
+
+test('business metrics from the server ({value, ok, error}) and plain numbers', () => {
+  assert.deepEqual(businessValues({a: {value: 3, ok: true, error: ''}, b: {value: 1, ok: false, error: 'x'}, c: 2.5, d: 'n/a'}),
+                   {a: 3, c: 2.5});
+  const m = readMetrics({timestamp: 10, metrics_db_file_bytes: 4096, metrics_duckdb_memory_bytes: 0,
+                         duckdb_memory_bytes: 1024, business_metrics: {rev: {value: 12, ok: true}}});
+  assert.equal(m.metricsDbFile, 4096);
+  assert.equal(m.metricsDbMemory, 0);
+  assert.equal(m.duckdbLive, 1024);
+  assert.deepEqual(m.business, {rev: 12});
+  // Older servers: only in `values`.
+  assert.equal(readMetrics({values: {metrics_db_file_bytes: 77}}).metricsDbFile, 77);
+});
+
+test('bounded buffers stay bounded over many pushes', () => {
+  const b = new SeriesBuffer(100);
+  for (let i = 0; i < 100000; i++) b.push(i, i);
+  assert.equal(b.length, 100);
+  assert.equal(b.points().length, 100);
+  assert.equal(b.points()[0].x, 99900);
+  const l = new BoundedList(50);
+  for (let i = 0; i < 10000; i++) l.push(i);
+  assert.equal(l.length, 50);
+  assert.equal(l.items[0], 9950);
 });

@@ -4,6 +4,7 @@
 //   GET /api/v1/telemetry/history         rill_telemetry rows (?since ?until ?points)
 //   GET /api/v1/telemetry/{tables,connectors,tasks}   per-object stats now
 #include <cmath>
+#include <map>
 
 #include <arrow/scalar.h>
 #include <arrow/table.h>
@@ -220,6 +221,13 @@ std::string TelemetryNowJson(ServerContext& ctx) {
   e["arrow_allocated_bytes"] = m.arrow_allocated_bytes;
   e["arrow_peak_allocated_bytes"] = m.arrow_peak_allocated_bytes;
   e["duckdb_memory_bytes"] = m.duckdb_memory_bytes;
+  // The metrics database's own size (rill_telemetry names, as of its last flush).
+  std::map<std::string, double> current;
+  if (ctx.metrics != nullptr) current = ctx.metrics->CurrentValues();
+  for (const char* name : {"metrics_duckdb_memory_bytes", "metrics_db_file_bytes"}) {
+    auto it = current.find(name);
+    e[name] = it == current.end() ? json::value(nullptr) : JsonNumber(it->second);
+  }
   json::object business;
   for (const auto& b : m.business_metrics) {
     business[b.name] = json::object{{"value", JsonNumber(b.value)}, {"ok", b.ok},
@@ -227,10 +235,8 @@ std::string TelemetryNowJson(ServerContext& ctx) {
   }
   e["business_metrics"] = std::move(business);
   json::object values;
-  if (ctx.metrics != nullptr) {
-    for (const auto& [name, value] : ctx.metrics->CurrentValues()) {
-      values[name] = JsonNumber(value);
-    }
+  for (const auto& [name, value] : current) {
+    values[name] = JsonNumber(value);
   }
   e["values"] = std::move(values);
   return json::serialize(e);
