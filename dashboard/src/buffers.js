@@ -75,8 +75,8 @@ export function downsampleMinMax(points, target) {
 
 /** The time-range choices of the control bar, in seconds (Infinity = all). */
 export const TIME_RANGES = [
-  {label: '30s', seconds: 30}, {label: '60s', seconds: 60}, {label: '90s', seconds: 90},
-  {label: '100s', seconds: 100}, {label: '180s', seconds: 180}, {label: '300s', seconds: 300},
+  {label: '30 s', seconds: 30}, {label: '60 s', seconds: 60}, {label: '90 s', seconds: 90},
+  {label: '100 s', seconds: 100}, {label: '180 s', seconds: 180}, {label: '300 s', seconds: 300},
   {label: 'All', seconds: Infinity},
 ];
 export const DEFAULT_RANGE_SECONDS = 90;

@@ -135,7 +135,9 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
     pxAlign: false,
     scales: {x: {time: false, auto: true}},
     axes: [
-      {...AXIS, values: (u, vals) => vals.map((v) => handle.formatX(v)), space: xKind === 'time' ? 70 : 40},
+      {...AXIS, values: (u, vals) => vals.map((v) => handle.formatX(v)), space: xKind === 'time' ? 70 : 40,
+        // Categories: one tick per label, at its bar.
+        ...(xKind === 'category' ? {splits: () => handle.labels.map((_, i) => i)} : {})},
       {...AXIS, size: 56},
     ],
     legend: {show: series.length > 1 || type === 'scatter', live: false},
@@ -165,6 +167,22 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
     if (w > 0 && h > 0 && (w !== u.width || h !== u.height)) u.setSize({width: w, height: h});
   });
   resize.observe(container);
+  // Keyboard: + / - zoom, arrows pan, 0 or Escape reset (the chart is focusable).
+  if (!container.hasAttribute('tabindex')) container.tabIndex = 0;
+  container.setAttribute('aria-keyshortcuts', '+ - ArrowLeft ArrowRight 0 Escape');
+  container.addEventListener('keydown', (e) => {
+    const {min, max} = u.scales.x;
+    if (!Number.isFinite(min) || !Number.isFinite(max)) return;
+    const span = max - min;
+    const mid = (min + max) / 2;
+    if (e.key === '+' || e.key === '=') handle.userScale(mid - span * 0.4, mid + span * 0.4);
+    else if (e.key === '-' || e.key === '_') handle.userScale(mid - span * 0.625, mid + span * 0.625);
+    else if (e.key === 'ArrowLeft') handle.userScale(min - span * 0.1, max - span * 0.1);
+    else if (e.key === 'ArrowRight') handle.userScale(min + span * 0.1, max + span * 0.1);
+    else if (e.key === '0' || e.key === 'Escape') handle.resetZoom();
+    else return;
+    e.preventDefault();
+  });
 
   Object.assign(handle, {
     /** Replace series i's points ([{x, y}]; for category charts, y values in label order). */
@@ -196,8 +214,10 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
       } else {
         u.setData(data, true);
         const xs = data[0];
-        const min = Number.isFinite(this.liveRange.min) ? this.liveRange.min : xs[0];
-        const max = Number.isFinite(this.liveRange.max) ? this.liveRange.max : xs[xs.length - 1];
+        // Categories get half a slot of room on each side so the end bars show whole.
+        const pad = xKind === 'category' ? 0.5 : 0;
+        const min = Number.isFinite(this.liveRange.min) ? this.liveRange.min : xs[0] - pad;
+        const max = Number.isFinite(this.liveRange.max) ? this.liveRange.max : xs[xs.length - 1] + pad;
         if (xs.length && Number.isFinite(min) && Number.isFinite(max) && max > min) u.setScale('x', {min, max});
       }
     },

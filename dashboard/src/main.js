@@ -178,7 +178,11 @@ class App {
     const close = h('button.tab-close', {text: '×', title: 'Close', 'aria-label': `Close ${baseUrl}`});
     const tab = h('div.tab', {role: 'tab', tabindex: '0', dataset: {server: baseUrl}}, dot, label, close);
     tab.addEventListener('click', (e) => { if (e.target !== close) this.activate(id); });
-    tab.addEventListener('keydown', (e) => { if (e.key === 'Enter') this.activate(id); });
+    tab.addEventListener('keydown', (e) => {
+      if (e.target !== tab) return;
+      if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); this.activate(id); }
+      if (e.key === 'Delete') this.removeServer(id);
+    });
     close.addEventListener('click', () => this.removeServer(id));
     this.tabs.append(tab);
     const server = {id, baseUrl, conn, state, tab, label};

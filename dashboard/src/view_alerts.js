@@ -21,7 +21,7 @@ export class AlertsView {
     this.list = h('ul.alert-list#alert-list');
     this.count = h('span.status#alert-count');
     this.root.append(h('section.panel', {},
-      h('h2', {text: 'Alert logs'}),
+      h('h2', {text: 'Alert Logs'}),
       h('div.row', {}, h('div.filters', {role: 'group', 'aria-label': 'Filters'}, this.buttons),
         h('button#alerts-clear', {text: 'Clear', onclick: () => this.clear()}), this.count),
       this.list));

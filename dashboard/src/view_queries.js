@@ -32,7 +32,7 @@ export class QueriesView {
     this.kpiName = h('input#kpi-name', {placeholder: 'KPI name', 'aria-label': 'KPI name'});
     this.kpiInterval = h('input#kpi-interval', {type: 'number', min: '0.1', step: '0.1', value: '1', 'aria-label': 'Interval (s)'});
     this.root.append(h('section.panel', {},
-      h('h2', {text: 'Custom queries'}),
+      h('h2', {text: 'Custom Queries'}),
       this.sql,
       h('div.row', {}, this.target,
         h('button.primary#run-query', {text: 'Run ▶', onclick: () => this.run()}),

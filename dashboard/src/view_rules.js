@@ -56,7 +56,7 @@ export class RulesView {
     }
     this.root.append(
       h('section.panel', {},
-        h('h2', {text: 'Alert rules'}),
+        h('h2', {text: 'Alert Rules'}),
         h('p.hint', {text: 'Rules live on the server: they keep firing with no browser open. System metrics: cpu_usage, memory_percent, records_per_second, last_batch_latency_ms; or the name of a KPI query or business metric.'}),
         h('div.form-grid', {},
           label('Name', f.name), label('Metric', f.metric, f.metricList), label('Operator', f.operator),
@@ -66,11 +66,11 @@ export class RulesView {
         f.errors,
         h('table.grid#rules-table', {}, h('thead', {}, h('tr', {}, ['On', 'Rule', 'Condition', 'Severity', 'Last triggered', ''].map((c) => h('th', {text: c})))), this.rulesBody)),
       h('section.panel', {},
-        h('h2', {text: 'Webhook'}),
+        h('h2', {text: 'Webhook Settings'}),
         h('div.form-grid', {}, label('URL', w.url), label('Format', w.format), label('Enabled', w.enabled)),
         h('div.row', {}, h('button#webhook-test', {text: 'Test delivery', onclick: () => this.testWebhook()}), w.status)),
       h('section.panel', {},
-        h('h2', {text: 'Sound'}),
+        h('h2', {text: 'Sound Alerts'}),
         h('div.form-grid', {},
           label('Enabled', s.enabled), label('Tones', s.mode), label('Global tone', s.global),
           label('🔴 Error tone', s.error), label('🟡 Warning tone', s.warning), label('🔵 Info tone', s.info),

@@ -280,7 +280,7 @@ def test_rule_created_in_the_page_fires_on_the_server(page, server):
         while not Receiver.bodies and time.time() < deadline:
             time.sleep(0.1)
         assert Receiver.bodies, "the rule's webhook was not delivered"
-        shot(page, "rules")
+        shot(page, "rule_fired")
     finally:
         httpd.shutdown()
 

@@ -102,6 +102,10 @@ void MetricsStore::SampleLocked(double now, std::map<std::string, double>* value
   v["process_rss_bytes"] = D(host.process_rss_bytes);
   v["used_memory"] = D(host.used_memory_bytes);
   v["total_memory"] = D(host.total_memory_bytes);
+  // Rule-watchable only (not a rill_telemetry column): the dashboard's "memory %".
+  v["memory_percent"] = host.total_memory_bytes > 0
+                            ? 100.0 * D(host.used_memory_bytes) / D(host.total_memory_bytes)
+                            : 0.0;
   v["metrics_duckdb_memory_bytes"] = D(db_->MemoryUsage());
   v["metrics_db_file_bytes"] = D(metrics_internal::DatabaseFileBytes(options_.path));
   if (engine_ != nullptr) {

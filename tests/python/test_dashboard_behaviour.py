@@ -1,0 +1,200 @@
+"""The live dashboard's expected behaviour in a real browser (issue 11, second
+part): metrics-database sizes, time ranges and server-side down-sampling,
+keyboard use, hidden-tab pause, tokens kept per server, toasts, sound and rule
+form defaults, memory-bar colours. Same set-up as test_dashboard.py.
+"""
+import base64
+import http.server
+import json
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from test_dashboard import (TOKEN, api, browser, open_dashboard, page, server,  # noqa: F401
+                            shot)
+
+
+
+def test_metrics_database_size_tile_matches_the_server(page, server):
+    deadline = time.time() + 10
+    now = api(server["base"], "GET", "/api/v1/telemetry")
+    while now["metrics_db_file_bytes"] is None and time.time() < deadline:
+        time.sleep(0.2)
+        now = api(server["base"], "GET", "/api/v1/telemetry")
+    assert now["metrics_db_file_bytes"] > 0
+    assert now["metrics_duckdb_memory_bytes"] >= 0
+    assert now["values"]["metrics_db_file_bytes"] == now["metrics_db_file_bytes"]
+    open_dashboard(page, server)
+    page.wait_for_function(
+        "/B$/.test(document.querySelector('#tile-metrics-db .tile-value').textContent)", timeout=10_000)
+    assert "file + WAL" in page.locator("#tile-metrics-db .tile-sub").text_content()
+    assert page.locator("#tile-duck .tile-label").text_content() == "DuckDB live"
+    # Per-table freshness and per-connector counts.
+    row = page.locator('#tables-table tr[data-table="orders"] td')
+    row.first.wait_for(timeout=10_000)
+    assert row.nth(4).text_content().endswith("ago") or row.nth(4).text_content() == "just now"
+    page.wait_for_function("document.querySelectorAll('#connectors-table tbody tr').length >= 1")
+    cells = page.locator("#connectors-table tbody tr").first.locator("td").all_text_contents()
+    assert cells[1] == "orders" and cells[2:] == ["0", "0", "0"]
+    assert not page.errors
+
+
+def test_time_ranges_and_history_down_sampled_to_twice_the_chart_width(page, server):
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if "/telemetry/history" in r.url else None)
+    open_dashboard(page, server)
+    labels = page.locator("#time-range option").all_text_contents()
+    assert labels == ["30 s", "60 s", "90 s", "100 s", "180 s", "300 s", "All"]
+    assert page.locator("#time-range").input_value() == "90"
+    page.wait_for_function("window.__rill.charts.get('system').pointsDrawn > 0", timeout=10_000)
+    requests.clear()
+    page.select_option("#time-range", label="All")
+    deadline = time.time() + 5
+    while not requests and time.time() < deadline:
+        page.wait_for_timeout(100)
+    assert requests, "choosing a longer range reloads the history"
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(requests[-1]).query)
+    width = page.evaluate("window.__rill.charts.get('system').u.width")
+    assert int(query["points"][0]) == round(2 * width)
+    assert "since" not in query  # "All"
+    # The server honours it: never more rows than asked for.
+    rows = api(server["base"], "GET", "/api/v1/telemetry/history?points=3")
+    assert 1 <= len(rows["rows"] if isinstance(rows, dict) else rows) <= 3
+
+
+def test_keyboard_reaches_navigation_and_zooms_charts(page, server):
+    open_dashboard(page, server)
+    page.wait_for_function("window.__rill.charts.get('system').pointsDrawn > 2", timeout=15_000)
+    # Tab order reaches the navigation; Enter switches the view.
+    page.locator("body").focus()
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.view === 'queries'"):
+            break
+    assert page.evaluate("document.activeElement.dataset.view") == "queries"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#view-queries:not([hidden])")
+    page.click('button.nav[data-view="console"]')
+    before = page.evaluate("window.__rill.charts.get('system').visibleRange()")
+    page.focus("#system-chart")
+    page.keyboard.press("+")
+    assert page.evaluate("window.__rill.charts.get('system').zoomed")
+    after = page.evaluate("window.__rill.charts.get('system').visibleRange()")
+    assert after["max"] - after["min"] < before["max"] - before["min"]
+    page.keyboard.press("Escape")
+    assert not page.evaluate("window.__rill.charts.get('system').zoomed")
+
+
+def test_live_updates_stop_while_the_tab_is_hidden(page, server):
+    open_dashboard(page, server)
+    page.wait_for_function("window.__rill.app.servers[0].conn.status === 'online'", timeout=10_000)
+    set_hidden = """h => {
+      Object.defineProperty(document, 'hidden', {configurable: true, get: () => h});
+      Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => h ? 'hidden' : 'visible'});
+      document.dispatchEvent(new Event('visibilitychange'));
+    }"""
+    page.evaluate(set_hidden, True)
+    assert page.evaluate("window.__rill.app.servers[0].conn.ws === null")
+    n = page.evaluate("window.__rill.app.active().series.cpu.length")
+    page.wait_for_timeout(2500)  # metrics frames arrive at 1 Hz when live
+    assert page.evaluate("window.__rill.app.active().series.cpu.length") == n
+    page.evaluate(set_hidden, False)
+    page.wait_for_function("window.__rill.app.servers[0].conn.ws !== null", timeout=5_000)
+    page.wait_for_function(f"window.__rill.app.active().series.cpu.length > {n}", timeout=10_000)
+
+
+class TokenSpy(http.server.BaseHTTPRequestHandler):
+    """A second "server" on 127.0.0.1 that records every Authorization it gets."""
+    seen = []
+
+    def _cors(self):
+        self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+        self.send_header("Access-Control-Allow-Headers", "Authorization, Content-Type")
+        self.send_header("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE")
+
+    def do_OPTIONS(self):
+        self.send_response(204)
+        self._cors()
+        self.end_headers()
+
+    def do_GET(self):
+        TokenSpy.seen.append(str(self.headers))  # Authorization, or the WebSocket subprotocol
+        body = json.dumps({"version": "spy"} if self.path.startswith("/api/v1/info") else {}).encode()
+        self.send_response(200)
+        self._cors()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_tokens_never_go_to_another_server(page, server):
+    TokenSpy.seen = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TokenSpy)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        open_dashboard(page, server)
+        page.click("#add-tab")
+        page.fill("#add-address", f"127.0.0.1:{httpd.server_address[1]}")
+        page.fill("#add-token", "spy-token")
+        page.click("#add-connect")
+        page.locator(f'.tab[data-server="http://127.0.0.1:{httpd.server_address[1]}"]').wait_for(timeout=5_000)
+        page.reload()  # the saved tabs reconnect, each with its own token
+        page.wait_for_selector("#shell:not([hidden])", timeout=10_000)
+        page.wait_for_timeout(1500)
+        own = base64.urlsafe_b64encode(TOKEN.encode()).decode().rstrip("=")
+        assert any("Bearer spy-token" in h for h in TokenSpy.seen)
+        assert all(TOKEN not in h and own not in h for h in TokenSpy.seen)
+    finally:
+        httpd.shutdown()
+
+
+def test_toast_goes_after_six_seconds_and_sound_and_rule_form_defaults(page, server):
+    open_dashboard(page, server)
+    server["engine"].error("disk almost full")
+    toast = page.locator(".toast.sev-error", has_text="disk almost full")
+    toast.wait_for(timeout=5_000)
+    shown = time.time()
+    shot(page, "toast")
+    page.wait_for_timeout(3_500)
+    assert toast.count() == 1, "a toast stays about 6 s"
+    toast.wait_for(state="detached", timeout=5_000)
+    assert 5.0 <= time.time() - shown <= 9.0
+    page.click('button.nav[data-view="rules"]')
+    assert page.locator("#rule-cooldown").input_value() == "10"
+    slider = page.locator("#sound-duration")
+    assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("1", "30")
+    slider.fill("30")
+    assert page.locator("#sound-duration-label").text_content() == "30 s"
+    prefs = json.loads(page.evaluate("localStorage.getItem('rill.dashboard.prefs.v1')"))
+    assert prefs["sound"]["durationSeconds"] == 30
+    tones = page.locator("#sound-global option").all_text_contents()
+    assert tones == ["Classic Beep", "Warning Siren", "Gentle Chime", "Urgent Buzzer"]
+    before = page.evaluate("window.__audio ? window.__audio.oscillators : 0")
+    page.click("#sound-test")
+    assert page.evaluate("window.__audio.oscillators") > before
+    page.click("#sound-stop")
+    shot(page, "rules")
+
+
+def test_memory_bar_turns_purple_above_70_and_red_above_85(page, server):
+    open_dashboard(page, server)
+    page.wait_for_function("document.querySelector('#membar-fill').className.includes('membar-fill ')",
+                           timeout=10_000)
+    colours = page.evaluate("""() => {
+      const el = document.querySelector('#membar-fill');
+      const out = {};
+      for (const level of ['normal', 'high', 'critical']) {
+        el.className = 'membar-fill ' + level;
+        out[level] = getComputedStyle(el).backgroundColor;
+      }
+      return out;
+    }""")
+    assert colours["high"] == "rgb(168, 85, 247)"  # purple
+    assert colours["critical"] == "rgb(248, 113, 113)"  # red
+    assert colours["normal"] not in (colours["high"], colours["critical"])
