@@ -140,7 +140,7 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
         ...(xKind === 'category' ? {splits: () => handle.labels.map((_, i) => i)} : {})},
       {...AXIS, size: 56},
     ],
-    legend: {show: series.length > 1 || type === 'scatter', live: false},
+    legend: {show: true, live: false},
     cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
     select: {show: true},
     series: [{label: 'x'}, ...series.map((s, i) => {

@@ -37,7 +37,8 @@ class App {
   historyPoints() {
     let widest = 0;
     for (const c of chartRegistry.values()) if (c.u && c.u.width > widest) widest = c.u.width;
-    return pointsForWidth(widest || (document.documentElement.clientWidth - 80));
+    // Charts created while hidden report a default width: the page's width bounds it too.
+    return pointsForWidth(Math.max(widest, document.documentElement.clientWidth - 80));
   }
 
   active() { return this.servers.find((s) => s.id === this.activeId)?.state || null; }
@@ -137,6 +138,11 @@ class App {
     const conn = new ServerConnection({baseUrl, token});
     const err = primary ? this.connectError : $('#add-error');
     if (err) err.textContent = 'Connecting…';
+    // History loads while the token is checked (one round trip less before the
+    // first render); it is dropped if the check fails. Only this server's token.
+    const state = new ServerState(conn);
+    const loading = state.load(Number(this.range.value), this.historyPoints());
+    loading.catch(() => {});
     try {
       await conn.check();
     } catch (e) {
@@ -157,7 +163,7 @@ class App {
     saveToken(baseUrl, token);
     const existing = this.servers.find((s) => s.baseUrl === baseUrl);
     if (existing) this.removeServer(existing.id);
-    this.addServer(baseUrl, conn);
+    this.addServer(baseUrl, conn, state, loading);
     this.connectScreen.hidden = true;
     this.shell.hidden = false;
     this.addForm.hidden = true;
@@ -170,9 +176,8 @@ class App {
     return true;
   }
 
-  addServer(baseUrl, conn) {
+  addServer(baseUrl, conn, state = new ServerState(conn), loading = null) {
     const id = this.nextId++;
-    const state = new ServerState(conn);
     const dot = h('span.dot');
     const label = h('span.tab-label', {text: new URL(baseUrl).host});
     const close = h('button.tab-close', {text: '×', title: 'Close', 'aria-label': `Close ${baseUrl}`});
@@ -191,7 +196,9 @@ class App {
     state.on((kind, payload) => this.onState(server, kind, payload));
     this.onStatus(server, {status: 'connecting', reason: ''});
     conn.connect();
-    state.load(Number(this.range.value), this.historyPoints()).catch((e) => this.onStatus(server, {status: 'offline', reason: e.message}));
+    (loading || state.load(Number(this.range.value), this.historyPoints()))
+      .then(() => { if (state === this.active()) { this.dirty = true; this.render(); } })
+      .catch((e) => this.onStatus(server, {status: 'offline', reason: e.message}));
     if (this.activeId === null) this.activate(id);
     this.savePrefs();
   }
@@ -245,7 +252,11 @@ class App {
       if (server.state === this.active() && this.view === 'alerts') server.state.unseen = 0;
       this.updateBadge();
     }
-    if (server.state === this.active()) this.dirty = true;
+    if (server.state === this.active()) {
+      this.dirty = true;
+      // History just arrived: draw it now rather than at the next 1 Hz tick.
+      if (kind === 'loaded' && !document.hidden) requestAnimationFrame(() => this.render());
+    }
   }
 
   updateBadge() {
@@ -303,11 +314,13 @@ class App {
     const s = this.active();
     if (!s) return;
     this.dirty = false;
+    performance.mark('rill:render-start');
     const range = Number(this.range.value);
     if (this.view === 'console') this.consoleView.render(s, range);
     else if (this.view === 'rules') this.rulesView.render(s);
     else if (this.view === 'alerts') this.alertsView.render(s);
     this.renderedAt = Date.now();
+    performance.mark('rill:render-end');
   }
 }
 

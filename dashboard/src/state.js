@@ -85,7 +85,7 @@ export class ServerState {
   async load(rangeSeconds, points = 1200) {
     const now = Date.now() / 1000;
     const since = Number.isFinite(rangeSeconds) ? now - rangeSeconds : undefined;
-    this.info = await this.conn.check();
+    performance.mark('rill:load-start');
     const results = await Promise.allSettled([
       this.conn.get(ROUTES.telemetry, {since, points}),
       this.conn.get(ROUTES.kpis),
@@ -93,7 +93,12 @@ export class ServerState {
       this.refreshTables(),
       this.refreshRules(),
       this.conn.get(ROUTES.metricsNow),
+      this.conn.check(),
     ]);
+    // A wrong token or a server gone: say so (the caller marks the tab offline).
+    if (results[6].status === 'rejected') throw results[6].reason;
+    this.info = results[6].value;
+    performance.mark('rill:load-rest');
     if (results[0].status === 'fulfilled') this.loadTelemetry(results[0].value);
     if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since, points);
     if (results[2].status === 'fulfilled') {
@@ -104,6 +109,7 @@ export class ServerState {
       const v = results[5].value;
       this.onMetrics(v);
     }
+    performance.mark('rill:load-end');
     this.notify('loaded');
   }
 

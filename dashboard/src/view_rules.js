@@ -112,6 +112,13 @@ export class RulesView {
     const s = this.app.active();
     if (!s) return;
     const v = validateRuleForm(this.values());
+    if (v.ok && this.form.webhook.checked && !v.rule.webhook) {
+      v.ok = false;
+      v.errors = {webhook: 'Enter a webhook URL under Webhook Settings first'};
+    } else if (v.ok && this.form.webhook.checked && !this.app.prefs.webhook.enabled && !this.editing) {
+      v.ok = false;
+      v.errors = {webhook: 'The webhook is disabled under Webhook Settings: enable it, or untick "Send to webhook"'};
+    }
     if (!v.ok) {
       setChildren(this.form.errors, Object.entries(v.errors).map(([k, m]) => h('div', {text: `${k}: ${m}`})));
       return;
