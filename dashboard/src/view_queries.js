@@ -124,12 +124,13 @@ export class QueriesView {
     const name = this.kpiName.value.trim();
     const sql = this.sql.value.trim();
     if (!name || !sql) { this.status.textContent = 'A KPI needs a name and a query'; return; }
+    // One value per run: charted over time (x = ts). Several rows: x and y as mapped above.
+    const perRow = this.result.rows.length > 1 && this.xCol.value && this.xCol.value !== this.yCol.value;
+    const def = {name, sql, interval_seconds: Number(this.kpiInterval.value) || 1, chart_type: this.chartType.value,
+                 x_col: perRow ? this.xCol.value : 'ts', y_col: this.yCol.value || undefined};
     try {
-      await s.conn.request('POST', ROUTES.kpis, {
-        name, sql, interval_seconds: Number(this.kpiInterval.value) || 1,
-        chart_type: this.chartType.value, x_col: this.xCol.value || 'ts', y_col: this.yCol.value || undefined,
-      });
-      s.kpi(name, {name, sql, chart_type: this.chartType.value, x_col: this.xCol.value || 'ts', y_col: this.yCol.value});
+      await s.conn.request('POST', ROUTES.kpis, def);
+      s.kpi(name, def);
       this.status.textContent = `Scheduled “${name}”: it appears on the Metrics Console`;
       this.status.className = 'status ok';
     } catch (e) {

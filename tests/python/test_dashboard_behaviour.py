@@ -198,3 +198,65 @@ def test_memory_bar_turns_purple_above_70_and_red_above_85(page, server):
     assert colours["high"] == "rgb(168, 85, 247)"  # purple
     assert colours["critical"] == "rgb(248, 113, 113)"  # red
     assert colours["normal"] not in (colours["high"], colours["critical"])
+
+
+def test_query_scheduled_as_kpi_appears_on_the_console(page, server):
+    open_dashboard(page, server)
+    page.click('button.nav[data-view="queries"]')
+    page.fill("#query-sql", "SELECT count(*) AS order_count FROM orders")
+    page.click("#run-query")
+    page.wait_for_function("document.querySelectorAll('#query-result tbody tr').length === 1", timeout=10_000)
+    page.select_option("#chart-type", "line")
+    page.fill("#kpi-name", "Orders so far")
+    page.fill("#kpi-interval", "0.5")
+    page.click("#schedule-kpi")
+    page.wait_for_function("document.querySelector('#query-status').textContent.includes('Scheduled')")
+    kpis = api(server["base"], "GET", "/api/v1/kpis")
+    kpis = kpis["kpis"] if isinstance(kpis, dict) else kpis
+    k = next(k for k in kpis if k["name"] == "Orders so far")
+    assert (k["chart_type"], k["x_col"], k["y_col"]) == ("line", "ts", "order_count")
+    page.click('button.nav[data-view="console"]')
+    page.wait_for_function(
+        "Number(document.querySelector('.kpi-card[data-kpi=\"Orders so far\"] .kpi-value')?.dataset.raw) === 4",
+        timeout=10_000)
+    page.wait_for_function("window.__rill.charts.get('kpi:Orders so far')?.pointsDrawn > 0", timeout=10_000)
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    bodies = []
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        Hook.bodies.append(json.loads(self.rfile.read(n) or b"null"))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_webhook_test_delivery_and_sound_toggle(page, server):
+    Hook.bodies = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        open_dashboard(page, server)
+        page.click('button.nav[data-view="rules"]')
+        page.fill("#webhook-url", f"http://127.0.0.1:{httpd.server_address[1]}/hook")
+        page.select_option("#webhook-format", "slack")
+        page.check("#webhook-enabled")
+        page.click("#webhook-test")
+        page.wait_for_function("document.querySelector('#webhook-status').textContent.startsWith('Delivered')",
+                               timeout=10_000)
+        assert Hook.bodies and "Rill test delivery" in json.dumps(Hook.bodies[0])
+        # Preferences persist in localStorage.
+        prefs = json.loads(page.evaluate("localStorage.getItem('rill.dashboard.prefs.v1')"))
+        assert prefs["webhook"]["enabled"] and prefs["webhook"]["url"].endswith("/hook")
+        # Sound off: an alert raises a toast but no tone.
+        page.uncheck("#sound-enabled")
+        before = page.evaluate("window.__audio.oscillators")
+        server["engine"].error("quiet please")
+        page.locator(".toast", has_text="quiet please").wait_for(timeout=5_000)
+        assert page.evaluate("window.__audio.oscillators") == before
+    finally:
+        httpd.shutdown()
