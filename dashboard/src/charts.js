@@ -1,7 +1,8 @@
-// Charts: uPlot (measured ~30x faster than Chart.js on 100k points in the test
-// browser: bench/dashboard_bench.py) with what the dashboard needs added as
-// small plugins: wheel and pinch zoom, drag-select zoom, shift+drag pan,
-// double-click reset, a tooltip, a legend, time on the x axis, dark theme.
+// Charts: uPlot (faster than Chart.js on 100k points in the test browser, even
+// against Chart.js with LTTB decimation: bench/dashboard_bench.py, figures in
+// dashboard/README.md) with what the dashboard needs added as small plugins:
+// wheel and pinch zoom, drag-select zoom, shift+drag pan, double-click reset,
+// keyboard zoom/pan, a tooltip, a legend, time on the x axis, dark theme.
 // Bars and scatter use uPlot's path builders.
 import uPlot from 'uplot';
 import {formatTime} from './format.js';

@@ -25,6 +25,7 @@ export function readMetrics(m) {
   return {
     ts: toUnixSeconds(pick(m, 'timestamp', 'ts')),
     cpu: Number(pick(m, 'cpu_usage')),
+    processCpu: Number(pick(m, 'process_cpu_percent')),
     used, total,
     memPercent: total > 0 ? (used / total) * 100 : NaN,
     arrow: Number(pick(m, 'arrow_allocated_bytes', 'pyarrow_allocated_bytes')),

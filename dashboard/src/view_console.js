@@ -117,7 +117,7 @@ export class ConsoleView {
     const m = state.metrics;
     if (m) {
       setText(this.tiles.cpu.value, Number.isFinite(m.cpu) ? m.cpu.toFixed(1) + '%' : '—');
-      setText(this.tiles.cpu.sub, 'host CPU');
+      setText(this.tiles.cpu.sub, Number.isFinite(m.processCpu) ? `engine process ${m.processCpu.toFixed(1)}%` : '');
       const pct = m.memPercent;
       setText(this.tiles.mem.value, Number.isFinite(pct) ? pct.toFixed(1) + '%' : '—');
       setText(this.tiles.mem.sub, `${formatBytes(m.used)} / ${formatBytes(m.total)}`);

@@ -84,6 +84,10 @@ export class RulesView {
     const names = SYSTEM_METRICS.map((m) => m.value).concat([...state.kpis.keys()], [...state.business.keys()]);
     setChildren(this.form.metricList, names.map((n) => h('option', {value: n})));
     const now = Date.now() / 1000;
+    if (!state.rules.length) {
+      setChildren(this.rulesBody, h('tr.empty-row', {}, h('td', {colspan: '6', text: 'No rules yet: add one above.'})));
+      return;
+    }
     setChildren(this.rulesBody, state.rules.map((r) => {
       const toggle = h('input', {type: 'checkbox', checked: r.enabled !== false, 'aria-label': `Enable ${r.name}`});
       toggle.addEventListener('change', () => this.update(r, {enabled: toggle.checked}));
