@@ -69,7 +69,7 @@ class App {
     this.connectError = h('div.connect-error#connect-error', {role: 'alert'});
     this.connectAddress = h('input#connect-address', {value: location.origin, 'aria-label': 'Server address'});
     this.connectToken = h('input#connect-token', {type: 'password', placeholder: 'token', 'aria-label': 'Token', autocomplete: 'off'});
-    const connectBtn = h('button.primary#connect-button', {text: 'Connect console', type: 'submit'});
+    const connectBtn = h('button.primary#connect-button', {text: 'Connect Console', type: 'submit'});
     this.connectScreen = h('form.connect#connect-screen', {hidden: true},
       h('h1', {}, h('span.logo', {text: '◆'}), ' Rill'),
       h('p', {text: 'Enter the address and token the server printed at start.'}),
@@ -82,10 +82,12 @@ class App {
       try { base = normalizeAddress(this.connectAddress.value, location.protocol); } catch (err) { this.connectError.textContent = err.message; return; }
       this.tryConnect(base, this.connectToken.value.trim(), {primary: this.servers.length === 0});
     });
-    this.navButtons = VIEWS.map((v) => h('button.nav', {text: v.label, dataset: {view: v.id},
+    // The accessible name stays the view's name; the unseen count describes it.
+    this.navButtons = VIEWS.map((v) => h(`button.nav#nav-${v.id}`, {text: v.label, dataset: {view: v.id}, 'aria-label': v.label,
       'aria-current': v.id === this.view ? 'page' : 'false', onclick: () => this.show(v.id)}));
     this.alertBadge = h('span.unseen#unseen-count', {hidden: true});
     this.navButtons[3].append(this.alertBadge);
+    this.navButtons[3].setAttribute('aria-describedby', 'unseen-count');
     this.tabs = h('div.tabs#server-tabs', {role: 'tablist'});
     this.addForm = h('form.add-server#add-server', {hidden: true},
       h('input#add-address', {placeholder: 'quack:127.0.0.1:9494', 'aria-label': 'New server address'}),
@@ -113,7 +115,7 @@ class App {
     });
     this.pauseBtn = h('button#pause', {text: 'Pause', onclick: () => this.togglePause()});
     this.shell = h('div.shell#shell', {hidden: true},
-      h('header.topbar', {}, h('div.brand', {}, h('span.logo', {text: '◆'}), ' Rill'), h('nav', {}, this.navButtons)),
+      h('header.topbar', {}, h('div.brand', {}, h('span.logo', {text: '◆'}), ' Rill'), h('nav', {'aria-label': 'Views'}, this.navButtons)),
       h('div.serverbar', {}, this.tabs,
         h('button.add-tab#add-tab', {text: '+', title: 'Add a server', 'aria-label': 'Add a server',
           onclick: () => { this.addForm.hidden = !this.addForm.hidden; }}), this.addForm),
@@ -264,6 +266,7 @@ class App {
     const n = s ? s.unseen : 0;
     this.alertBadge.hidden = n === 0;
     this.alertBadge.textContent = String(n);
+    this.alertBadge.title = `${n} unseen alert${n === 1 ? '' : 's'}`;
     this.alertBadge.classList.toggle('pulse', n > 0);
   }
 

@@ -260,3 +260,27 @@ def test_webhook_test_delivery_and_sound_toggle(page, server):
         assert page.evaluate("window.__audio.oscillators") == before
     finally:
         httpd.shutdown()
+
+
+def test_business_metric_gets_a_card_formatted_by_kind(page, server):
+    server["engine"].register_business_metric("cancelled_ratio", lambda eng: 0.265)
+    open_dashboard(page, server)
+    card = page.locator('.kpi-card[data-kpi="cancelled_ratio"] .kpi-value')
+    card.wait_for(timeout=10_000)
+    page.wait_for_function(
+        "document.querySelector('.kpi-card[data-kpi=\"cancelled_ratio\"] .kpi-value').textContent === '26.5%'",
+        timeout=10_000)
+    assert not page.errors
+
+
+def test_views_are_found_by_their_names_with_unseen_alerts(page, server):
+    open_dashboard(page, server)
+    server["engine"].warn("backlog growing")
+    page.wait_for_selector("#unseen-count.pulse:not([hidden])", timeout=5_000)
+    for name in ("Metrics Console", "Custom Queries", "Alert Rules & Settings"):
+        assert page.get_by_role("button", name=name, exact=True).count() == 1
+    page.get_by_role("button", name="Alert Logs", exact=True).click()
+    page.wait_for_selector("#view-alerts:not([hidden])")
+    page.get_by_role("button", name="Warnings", exact=True).click()
+    page.locator("li.alert", has_text="backlog growing").wait_for(timeout=5_000)
+    shot(page, "alerts")
