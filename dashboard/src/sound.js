@@ -58,27 +58,48 @@ export function scheduleTone(ctx, tone, seconds, volume = 0.2) {
   return nodes;
 }
 
-/** Plays alert sounds; one AudioContext, created on first use. */
+function browserAudioContext() {
+  const Ctx = typeof window !== 'undefined' && (window.AudioContext || window.webkitAudioContext);
+  return Ctx ? new Ctx() : null;
+}
+
+const SEVERITY_RANK = {info: 0, warning: 1, error: 2};
+
+/**
+ * Plays alert sounds; one AudioContext, created on first use. While a tone
+ * plays, alerts of the same or lower severity do not start another (a burst of
+ * alerts is one sound, not a pile of overlapping 30 s tones); a more severe one
+ * replaces it.
+ */
 export class SoundPlayer {
-  constructor(prefs) {
+  constructor(prefs, createContext = browserAudioContext) {
     this.prefs = {...DEFAULT_SOUND_PREFS, ...prefs};
+    this.createContext = createContext;
     this.ctx = null;
     this.played = 0;
+    this.playing = null;      // {until (ms), rank}
   }
   context() {
     if (!this.ctx) {
-      const Ctx = window.AudioContext || window.webkitAudioContext;
-      if (!Ctx) return null;
-      this.ctx = new Ctx();
+      this.ctx = this.createContext();
+      if (!this.ctx) return null;
     }
     if (this.ctx.state === 'suspended') this.ctx.resume().catch(() => {});
     return this.ctx;
   }
   /** Play the tone chosen for `severity` if sound is enabled. */
-  playFor(severity) {
+  playFor(severity, now = Date.now()) {
     if (!this.prefs.enabled) return false;
-    return this.play(toneFor(this.prefs, severity));
+    const rank = SEVERITY_RANK[severity] ?? 0;
+    if (this.playing && now < this.playing.until) {
+      if (rank <= this.playing.rank) return false;
+      this.stop();
+    }
+    if (!this.play(toneFor(this.prefs, severity))) return false;
+    this.playing = {until: now + 1000 * Math.max(1, Math.min(30, this.prefs.durationSeconds)), rank};
+    return true;
   }
+  /** Play `tone` now (the Test button: always, replacing what plays). */
   play(tone, seconds = this.prefs.durationSeconds) {
     const ctx = this.context();
     if (!ctx) return false;
@@ -88,6 +109,7 @@ export class SoundPlayer {
   }
   /** Silence everything now. */
   stop() {
+    this.playing = null;
     if (this.ctx) { this.ctx.close().catch(() => {}); this.ctx = null; }
   }
 }

@@ -75,8 +75,10 @@ export class RulesView {
           label('Enabled', s.enabled), label('Tones', s.mode), label('Global tone', s.global),
           label('🔴 Error tone', s.error), label('🟡 Warning tone', s.warning), label('🔵 Info tone', s.info),
           label('Duration', s.duration, s.durationLabel)),
-        h('div.row', {}, h('button#sound-test', {text: 'Test sound', onclick: () => this.app.sound.play(
-          s.mode.value === 'global' ? s.global.value : s.warning.value)}),
+        h('div.row', {}, h('button#sound-test', {text: 'Test sound', onclick: () => {
+          this.app.sound.stop();
+          this.app.sound.play(s.mode.value === 'global' ? s.global.value : s.warning.value);
+        }}),
           h('button#sound-stop', {text: 'Stop', onclick: () => this.app.sound.stop()}))));
   }
 

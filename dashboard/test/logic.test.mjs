@@ -7,7 +7,7 @@ import {SeriesBuffer, BoundedList, downsampleMinMax, pointsForWidth, TIME_RANGES
 import {validateRuleForm, evaluate, describeRule} from '../src/rules.js';
 import {normalizeAlert, visibleAlerts, sourceKind} from '../src/alerts.js';
 import {normalizeAddress} from '../src/api.js';
-import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS} from '../src/sound.js';
+import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS, SoundPlayer} from '../src/sound.js';
 import {readResult} from '../src/result.js';
 import {readMetrics, listOf, businessValues} from '../src/state.js';
 
@@ -201,4 +201,27 @@ test('bounded buffers stay bounded over many pushes', () => {
   for (let i = 0; i < 10000; i++) l.push(i);
   assert.equal(l.length, 50);
   assert.equal(l.items[0], 9950);
+});
+
+test('sound: a burst of alerts is one tone; a more severe alert replaces it', () => {
+  let oscillators = 0;
+  let closed = 0;
+  const fakeContext = () => ({
+    currentTime: 0, destination: {}, state: 'running', close: async () => { closed++; },
+    createGain: () => ({gain: {value: 0}, connect() {}}),
+    createOscillator: () => { oscillators++; return {type: '', frequency: {setValueAtTime() {}}, connect() {}, start() {}, stop() {}}; },
+  });
+  const p = new SoundPlayer({durationSeconds: 5}, fakeContext);
+  assert.equal(p.playFor('warning', 0), true);
+  const afterFirst = oscillators;
+  assert.ok(afterFirst > 0);
+  assert.equal(p.playFor('warning', 1000), false, 'same severity while playing');
+  assert.equal(p.playFor('info', 2000), false, 'lower severity while playing');
+  assert.equal(oscillators, afterFirst);
+  assert.equal(p.playFor('error', 3000), true, 'more severe replaces');
+  assert.equal(closed, 1);
+  assert.equal(p.playFor('error', 9000), true, 'after the tone ends');
+  const off = new SoundPlayer({enabled: false}, fakeContext);
+  assert.equal(off.playFor('error', 0), false);
+  assert.equal(p.play('chime', 1), true, 'Test always plays');
 });
