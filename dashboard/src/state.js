@@ -129,6 +129,7 @@ export class ServerState {
     await Promise.allSettled(defs.map(async (def) => {
       const k = this.kpi(def.name, def);
       if (def.latest !== undefined || def.value !== undefined) this.setKpiValue(k, def);
+      this.refreshKpiRows(k).catch(() => {});
       try {
         const hist = await this.conn.get(`${ROUTES.kpis}/${encodeURIComponent(def.name)}/history`,
           {since, points});
@@ -194,6 +195,29 @@ export class ServerState {
     this.notify('alert', {alert: a, live});
   }
 
+  /** Whether a KPI is charted row by row (x_col names a result column, not ts). */
+  static byRows(def) { return !!def.x_col && def.x_col !== 'ts'; }
+
+  /**
+   * The rows of a KPI's latest run, from the server's rill_kpi_history (so the
+   * page charts what the server computed; at most once a second per KPI).
+   */
+  async refreshKpiRows(k) {
+    if (!ServerState.byRows(k.def)) return;
+    const now = Date.now();
+    if (k.rowsFetchedAt && now - k.rowsFetchedAt < 1000) return;
+    k.rowsFetchedAt = now;
+    const q = "'" + String(k.def.name).replace(/'/g, "''") + "'";
+    const sql = 'SELECT row_index, column_name, value, text FROM rill_kpi_history WHERE query = ' + q +
+      ' AND ts = (SELECT max(ts) FROM rill_kpi_history WHERE query = ' + q + ') ORDER BY row_index';
+    const data = await this.conn.request('POST', ROUTES.metricsQuery, {sql, format: 'json'});
+    const {columns, rows} = pivotKpiCells(listOf(data, 'rows'));
+    if (!rows.length) return;
+    k.columns = columns;
+    k.rows = rows.slice(0, KPI_ROWS_CAPACITY);
+    this.notify('kpi', k);
+  }
+
   kpi(name, def = {}) {
     let k = this.kpis.get(name);
     if (!k) {
@@ -208,7 +232,7 @@ export class ServerState {
 
   setKpiValue(k, payload) {
     const value = Number(pick(payload, 'value', 'latest', 'latest_value'));
-    const ts = toUnixSeconds(pick(payload, 'ts', 'timestamp', 'last_run')) || Date.now() / 1000;
+    const ts = toUnixSeconds(pick(payload, 'ts', 'timestamp', 'last_run_at', 'last_run')) || Date.now() / 1000;
     if (Array.isArray(payload.rows)) {
       k.rows = payload.rows.slice(0, KPI_ROWS_CAPACITY);
       k.columns = payload.columns ? payload.columns.map((c) => c.name ?? c) : Object.keys(k.rows[0] || {});
@@ -225,7 +249,25 @@ export class ServerState {
     const k = this.kpi(payload.name, payload.definition || {});
     this.setKpiValue(k, payload);
     this.notify('kpi', k);
+    this.refreshKpiRows(k).catch(() => {});
   }
+}
+
+/**
+ * rill_kpi_history cells ({row_index, column_name, value, text}) -> {columns,
+ * rows: [{column: value or text}]} in row order.
+ */
+export function pivotKpiCells(cells) {
+  const columns = [];
+  const byRow = new Map();
+  for (const c of cells) {
+    if (!columns.includes(c.column_name)) columns.push(c.column_name);
+    const i = Number(c.row_index);
+    if (!byRow.has(i)) byRow.set(i, {});
+    byRow.get(i)[c.column_name] = c.value !== null && c.value !== undefined ? c.value : c.text;
+  }
+  const rows = [...byRow.keys()].sort((a, b) => a - b).map((i) => byRow.get(i));
+  return {columns, rows};
 }
 
 /** The array in a response that may be an array or {key: array}. */

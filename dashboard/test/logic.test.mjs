@@ -9,7 +9,7 @@ import {normalizeAlert, visibleAlerts, sourceKind} from '../src/alerts.js';
 import {normalizeAddress} from '../src/api.js';
 import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS, SoundPlayer} from '../src/sound.js';
 import {readResult} from '../src/result.js';
-import {readMetrics, listOf, businessValues} from '../src/state.js';
+import {readMetrics, listOf, businessValues, pivotKpiCells} from '../src/state.js';
 
 test('values format by kind', () => {
   assert.equal(formatValue(13025.214, 'currency'), '$13,025.21');
@@ -224,4 +224,16 @@ test('sound: a burst of alerts is one tone; a more severe alert replaces it', ()
   const off = new SoundPlayer({enabled: false}, fakeContext);
   assert.equal(off.playFor('error', 0), false);
   assert.equal(p.play('chime', 1), true, 'Test always plays');
+});
+
+test('KPI rows from rill_kpi_history cells', () => {
+  const cells = [
+    {row_index: 1, column_name: 'region', value: null, text: 'US'},
+    {row_index: 0, column_name: 'region', value: null, text: 'EU'},
+    {row_index: 0, column_name: 'revenue', value: 530.75, text: null},
+    {row_index: 1, column_name: 'revenue', value: 99, text: null},
+  ];
+  assert.deepEqual(pivotKpiCells(cells), {columns: ['region', 'revenue'],
+    rows: [{region: 'EU', revenue: 530.75}, {region: 'US', revenue: 99}]});
+  assert.deepEqual(pivotKpiCells([]), {columns: [], rows: []});
 });

@@ -284,3 +284,21 @@ def test_views_are_found_by_their_names_with_unseen_alerts(page, server):
     page.get_by_role("button", name="Warnings", exact=True).click()
     page.locator("li.alert", has_text="backlog growing").wait_for(timeout=5_000)
     shot(page, "alerts")
+
+
+def test_kpi_chart_by_x_col_and_y_col_rows(page, server):
+    server["engine"].add_dashboard_scheduled_query(
+        name="Revenue by region",
+        sql="SELECT region, SUM(amount) AS revenue FROM orders GROUP BY region ORDER BY region",
+        interval_seconds=0.5, chart_type="bar", x_col="region", y_col="revenue")
+    open_dashboard(page, server)
+    page.wait_for_function(
+        "window.__rill.charts.get('kpi:Revenue by region')?.pointsDrawn === 3", timeout=10_000)
+    chart = page.evaluate("(() => { const c = window.__rill.charts.get('kpi:Revenue by region');"
+                          " return {labels: c.labels, ys: c.points[0], type: c.type, x: c.xKind}; })()")
+    expected = server["engine"].query_sql(
+        "SELECT region, SUM(amount) AS revenue FROM orders GROUP BY region ORDER BY region").to_pylist()
+    assert chart["labels"] == [r["region"] for r in expected]
+    assert chart["ys"] == [r["revenue"] for r in expected]
+    assert (chart["type"], chart["x"]) == ("bar", "category")
+    shot(page, "console_kpi_rows")
