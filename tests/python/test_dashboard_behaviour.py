@@ -26,6 +26,8 @@ def test_metrics_database_size_tile_matches_the_server(page, server):
     assert now["metrics_db_file_bytes"] > 0
     assert now["metrics_duckdb_memory_bytes"] >= 0
     assert now["values"]["metrics_db_file_bytes"] == now["metrics_db_file_bytes"]
+    urls = []
+    page.on("request", lambda r: urls.append(r.url))
     open_dashboard(page, server)
     page.wait_for_function(
         "/B$/.test(document.querySelector('#tile-metrics-db .tile-value').textContent)", timeout=10_000)
@@ -38,6 +40,9 @@ def test_metrics_database_size_tile_matches_the_server(page, server):
     page.wait_for_function("document.querySelectorAll('#connectors-table tbody tr').length >= 1")
     cells = page.locator("#connectors-table tbody tr").first.locator("td").all_text_contents()
     assert cells[1] == "orders" and cells[2:] == ["0", "0", "0"]
+    # Works offline: every request goes to the engine itself (no CDN, no web fonts).
+    origin = server["base"].replace("http://", "")
+    assert urls and all(urllib.parse.urlparse(u).netloc == origin for u in urls), urls
     assert not page.errors
 
 
@@ -302,3 +307,19 @@ def test_kpi_chart_by_x_col_and_y_col_rows(page, server):
     assert chart["ys"] == [r["revenue"] for r in expected]
     assert (chart["type"], chart["x"]) == ("bar", "category")
     shot(page, "console_kpi_rows")
+
+
+def test_pause_resume_and_disconnect(page, server):
+    open_dashboard(page, server)
+    page.wait_for_function("window.__rill.app.servers[0].conn.status === 'online'", timeout=10_000)
+    page.get_by_role("button", name="Pause", exact=True).click()
+    assert page.evaluate("window.__rill.app.servers[0].conn.ws === null")
+    n = page.evaluate("window.__rill.app.active().series.cpu.length")
+    page.wait_for_timeout(2500)
+    assert page.evaluate("window.__rill.app.active().series.cpu.length") == n
+    page.get_by_role("button", name="Resume", exact=True).click()
+    page.wait_for_function(f"window.__rill.app.active().series.cpu.length > {n}", timeout=10_000)
+    assert "quack:127.0.0.1:" in page.locator("#server-address").text_content()
+    page.get_by_role("button", name="Disconnect", exact=True).click()
+    page.wait_for_selector("#connect-screen:not([hidden])")
+    assert page.evaluate("sessionStorage.length") == 0
