@@ -191,6 +191,7 @@ export class ServerState {
     this.alertIds.add(a.id);
     if (this.alertIds.size > 4 * this.alerts.capacity) this.alertIds = new Set(this.alerts.items.map((x) => x.id));
     this.alerts.push(a);
+    this.alertsVersion = (this.alertsVersion || 0) + 1;
     if (live) this.unseen++;
     this.notify('alert', {alert: a, live});
   }

@@ -43,6 +43,10 @@ export class AlertsView {
 
   render(state) {
     if (!state) return;
+    // Redraw only when the list, the filter, the clear mark or the server changed.
+    const key = [state.conn.baseUrl, state.alertsVersion, this.filter, loadClearedAt(state.conn.baseUrl)].join('|');
+    if (key === this.renderedKey) return;
+    this.renderedKey = key;
     const shown = visibleAlerts(state.alerts.items, this.filter, loadClearedAt(state.conn.baseUrl)).slice(0, MAX_SHOWN);
     this.count.textContent = `${shown.length} shown`;
     setChildren(this.list, shown.map((a) => {
