@@ -183,12 +183,17 @@ def heap_growth(browser, server, minutes):
     end = start + minutes * 60
     baseline = None
     step = 0
+    by_minute = []
     while time.monotonic() < end:
         page.click(f'button.nav[data-view="{views[step % len(views)]}"]')
         step += 1
-        if baseline is None and time.monotonic() - start >= baseline_at:
+        elapsed = time.monotonic() - start
+        if baseline is None and elapsed >= baseline_at:
             baseline = heap_used(cdp)
             log(f"heap after {baseline_at:.0f} s: {baseline / 1e6:.2f} MB")
+        if elapsed >= 60 * (len(by_minute) + 1):  # the trend: a plateau, or a leak
+            by_minute.append(heap_used(cdp))
+            log(f"heap at minute {len(by_minute)}: {by_minute[-1] / 1e6:.3f} MB")
         page.wait_for_timeout(5000)
     final = heap_used(cdp)
     log(f"heap after {minutes} min: {final / 1e6:.2f} MB")
@@ -199,6 +204,7 @@ def heap_growth(browser, server, minutes):
             "target": 1.10, "meets_target": ratio <= 1.10, "minutes": minutes,
             "baseline_after_s": baseline_at, "full_run": minutes >= 10,
             "heap_baseline_bytes": baseline, "heap_end_bytes": final, "cpu_points_held": frames,
+            "heap_by_minute_bytes": by_minute,
             "note": ("full 10-minute run" if minutes >= 10 else
                      f"shortened to {minutes} min; the full run is "
                      "bench/dashboard_bench.py --only heap --minutes 10")}

@@ -317,13 +317,11 @@ class App {
     const s = this.active();
     if (!s) return;
     this.dirty = false;
-    performance.mark('rill:render-start');
     const range = Number(this.range.value);
     if (this.view === 'console') this.consoleView.render(s, range);
     else if (this.view === 'rules') this.rulesView.render(s);
     else if (this.view === 'alerts') this.alertsView.render(s);
     this.renderedAt = Date.now();
-    performance.mark('rill:render-end');
   }
 }
 

@@ -86,7 +86,6 @@ export class ServerState {
   async load(rangeSeconds, points = 1200) {
     const now = Date.now() / 1000;
     const since = Number.isFinite(rangeSeconds) ? now - rangeSeconds : undefined;
-    performance.mark('rill:load-start');
     const results = await Promise.allSettled([
       this.conn.get(ROUTES.telemetry, {since, points}),
       this.conn.get(ROUTES.kpis),
@@ -99,7 +98,6 @@ export class ServerState {
     // A wrong token or a server gone: say so (the caller marks the tab offline).
     if (results[6].status === 'rejected') throw results[6].reason;
     this.info = results[6].value;
-    performance.mark('rill:load-rest');
     if (results[0].status === 'fulfilled') this.loadTelemetry(results[0].value);
     if (results[1].status === 'fulfilled') await this.loadKpis(results[1].value, since, points);
     if (results[2].status === 'fulfilled') {
@@ -110,7 +108,6 @@ export class ServerState {
       const v = results[5].value;
       this.onMetrics(v);
     }
-    performance.mark('rill:load-end');
     this.notify('loaded');
   }
 

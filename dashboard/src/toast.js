@@ -10,6 +10,7 @@ export function showToast(container, {severity = 'info', title, message}) {
   const el = h(`div.toast.sev-${severity}`, {role: 'status'},
     h('div.toast-title', {}, SEVERITY_BADGE[severity] || severity, title ? ` · ${title}` : ''),
     h('div.toast-body', {text: message}), close);
+  el.dataset.created = String(Math.round(performance.now()));
   const remove = () => { el.classList.add('leaving'); setTimeout(() => el.remove(), 200); };
   close.addEventListener('click', remove);
   container.append(el);
