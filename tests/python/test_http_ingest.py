@@ -254,3 +254,33 @@ def test_websocket_ingest_messages_are_acknowledged_per_batch(served):
     assert acks[3]["status"] == 404
     wait_rows(served, 51)  # ack 1 (202) may have been handled after ack 2 published
     assert served.query_sql("SELECT count(*) AS n FROM events").column("n")[0].as_py() == 51
+
+
+def test_connector_counters_in_telemetry_prometheus_and_the_metrics_store(served):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    body = rows_ndjson(0, 40) + '{"id": 41, "amount": [1,\n{"id": "x"}\n'
+    status, _, payload = post(served, "/api/v1/ingest/events?wait=true", body)
+    assert status == 200, payload
+    stats = {c["connector"]: c for c in json.loads(
+        get(served, "/api/v1/telemetry/connectors"))["connectors"]}["http:events"]
+    assert (stats["received_records"], stats["parsed_records"], stats["rejected_records"]) == \
+        (42, 40, 2)
+    assert stats["received_bytes"] == len(body.encode()) and stats["drained_records"] == 40
+    samples = {}
+    for family in text_string_to_metric_families(get(served, "/metrics").decode()):
+        for s in family.samples:
+            if s.labels.get("connector") == "http:events":
+                samples[s.name] = s.value
+    assert samples["rill_connector_parsed_records_total"] == 40
+    assert samples["rill_connector_rejected_records_total"] == 2
+    assert samples["rill_connector_received_records_total"] == 42
+    assert samples["rill_connector_buffered_rows"] == 0
+    deadline = time.time() + 20
+    rows = []
+    while time.time() < deadline and not rows:
+        rows = served.query_metrics(
+            "SELECT parsed_records, rejected_records FROM rill_connector_stats "
+            "WHERE connector = 'http:events' AND parsed_records = 40").to_pylist()
+        time.sleep(0.1)
+    assert rows and rows[-1] == {"parsed_records": 40, "rejected_records": 2}
