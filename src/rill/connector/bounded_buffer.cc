@@ -159,6 +159,13 @@ std::vector<std::shared_ptr<arrow::RecordBatch>> BoundedBuffer::Drain() {
   return out;
 }
 
+int64_t BoundedBuffer::removed_records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Only drop_oldest drops rows that were queued; drop_newest never queues them.
+  return stats_.drained_records +
+         (limits_.on_overflow == OverflowPolicy::kDropOldest ? stats_.dropped_records : 0);
+}
+
 ConnectorStats BoundedBuffer::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

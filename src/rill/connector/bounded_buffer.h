@@ -52,6 +52,10 @@ class BoundedBuffer {
 
   /// Counters (buffered_*, pushed, dropped, refused, drained).
   ConnectorStats stats() const;
+  /// Rows that have left the queue from its front (drained, or dropped by
+  /// drop_oldest). A push is settled once this reaches the `pushed_records`
+  /// observed right after it (the queue is FIFO). Any thread.
+  int64_t removed_records() const;
   const BufferLimits& limits() const { return limits_; }
 
  private:

@@ -40,6 +40,25 @@ JsonStreamConnector::JsonStreamConnector(std::string target_table, JsonStreamOpt
       decoder_(std::move(decoder)) {}
 
 Status JsonStreamConnector::PushBytes(std::string_view data) {
+  return Push(data, /*max_receipt_rejects=*/0).status();
+}
+
+Status JsonStreamConnector::BufferLocked(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, PushReceipt* receipt) {
+  // Pushes are serialized by mu_, so the buffer's counters move only by ours.
+  const ConnectorStats before = buffer_.stats();
+  RILL_RETURN_NOT_OK(buffer_.Push(batches));
+  const ConnectorStats after = buffer_.stats();
+  receipt->accepted = after.pushed_records - before.pushed_records;
+  if (limits().on_overflow == OverflowPolicy::kDropNewest) {
+    receipt->dropped = after.dropped_records - before.dropped_records;
+  }
+  receipt->sequence = after.pushed_records;
+  return Status::OK();
+}
+
+Result<PushReceipt> JsonStreamConnector::Push(std::string_view data,
+                                              int64_t max_receipt_rejects) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return Status::Invalid("JSONStreamConnector '", name(), "' is closed");
   counters_.received_bytes += static_cast<int64_t>(data.size());
@@ -48,14 +67,48 @@ Status JsonStreamConnector::PushBytes(std::string_view data) {
     ++counters_.errors;
     return decoded.status();
   }
+  PushReceipt receipt;
+  receipt.records = decoded->records;
+  receipt.rejected = static_cast<int64_t>(decoded->rejects.size());
+  for (const auto& r : decoded->rejects) {
+    if (static_cast<int64_t>(receipt.first_rejects.size()) >= max_receipt_rejects) break;
+    receipt.first_rejects.push_back(r);
+    receipt.first_rejects.back().connector = name();
+  }
   counters_.received_records += decoded->records;
-  counters_.rejected_records += static_cast<int64_t>(decoded->rejects.size());
+  counters_.rejected_records += receipt.rejected;
   counters_.unknown_fields += decoded->unknown_fields;
   CollectRejects(name(), std::move(decoded->rejects), max_pending_rejects_, &rejects_,
                  &counters_.dropped_records);
-  if (!decoded->batch) return Status::OK();
+  {
+    const ConnectorStats now = buffer_.stats();
+    receipt.sequence = now.pushed_records;
+  }
+  if (!decoded->batch) return receipt;
   counters_.parsed_records += decoded->batch->num_rows();
-  return buffer_.Push({decoded->batch});
+  RILL_RETURN_NOT_OK(BufferLocked({decoded->batch}, &receipt));
+  return receipt;
+}
+
+Result<PushReceipt> JsonStreamConnector::PushBatches(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return Status::Invalid("JSONStreamConnector '", name(), "' is closed");
+  PushReceipt receipt;
+  for (const auto& b : batches) {
+    if (!b) continue;
+    receipt.records += b->num_rows();
+    counters_.received_bytes += EstimateBatchBytes(*b);
+  }
+  counters_.received_records += receipt.records;
+  counters_.parsed_records += receipt.records;
+  receipt.sequence = buffer_.stats().pushed_records;
+  RILL_RETURN_NOT_OK(BufferLocked(batches, &receipt));
+  return receipt;
+}
+
+bool JsonStreamConnector::IsSettled(int64_t sequence) const {
+  return buffer_.removed_records() >= sequence;
 }
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> JsonStreamConnector::Poll() {

@@ -25,6 +25,19 @@ struct JsonStreamOptions {
   std::string name;
 };
 
+/// What one push did (JsonStreamConnector::Push, PushBatches).
+struct PushReceipt {
+  int64_t records = 0;   ///< records offered (lines, array elements, rows)
+  int64_t accepted = 0;  ///< rows buffered
+  int64_t rejected = 0;  ///< records that failed to decode (also in TakeRejects)
+  int64_t dropped = 0;   ///< rows of this push dropped at once (drop_newest)
+  /// Copies of the first rejects of this push (at most the number asked for).
+  std::vector<RejectedRecord> first_rejects;
+  /// The push's place in the buffer: IsSettled(sequence) once the engine has
+  /// drained (or drop_oldest has dropped) all of its rows.
+  int64_t sequence = 0;
+};
+
 /// A connector fed with raw JSON bytes by PushBytes() from any thread.
 ///
 /// Each push is decoded on the caller's thread (pushes are serialized) and
@@ -42,6 +55,18 @@ class JsonStreamConnector : public Connector {
   /// of this push is buffered, its rejects are still kept), Invalid after
   /// Stop(), or an allocation failure. Any thread.
   Status PushBytes(std::string_view data);
+  /// PushBytes, returning what the push did, with copies of at most
+  /// `max_receipt_rejects` of its rejects. Same errors. Any thread.
+  Result<PushReceipt> Push(std::string_view data, int64_t max_receipt_rejects = 10);
+  /// Buffer already decoded batches (Arrow IPC or CSV bodies) as one push; the
+  /// engine casts them to the table's schema. Same errors as PushBytes. Any thread.
+  Result<PushReceipt> PushBatches(
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
+  /// True once every row of the push that returned `sequence` has left the
+  /// buffer (drained by a tick, or dropped by drop_oldest). Any thread.
+  bool IsSettled(int64_t sequence) const;
+  /// The backpressure limits. Any thread.
+  const BufferLimits& limits() const { return buffer_.limits(); }
 
   Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
   std::vector<RejectedRecord> TakeRejects() override;
@@ -59,6 +84,9 @@ class JsonStreamConnector : public Connector {
  private:
   JsonStreamConnector(std::string target_table, JsonStreamOptions options,
                       std::unique_ptr<JsonDecoder> decoder);
+  /// Buffer `batches`, filling the receipt's accepted/dropped/sequence. Holds mu_.
+  Status BufferLocked(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                      PushReceipt* receipt);
 
   const bool explicit_schema_;
   const int64_t max_pending_rejects_;

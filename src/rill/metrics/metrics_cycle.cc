@@ -173,7 +173,8 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
     batch->connectors.push_back({now, connector->name(), connector->target_table(),
                                  s.buffered_records, s.buffered_bytes, s.pushed_records,
                                  s.dropped_records, s.refused_records, s.drained_records,
-                                 s.errors});
+                                 s.errors, s.received_records, s.parsed_records,
+                                 s.rejected_records, s.lag});
   }
   v["connector_buffered_records"] = D(buffered);
   v["connector_dropped_records"] = D(dropped);

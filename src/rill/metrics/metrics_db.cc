@@ -47,6 +47,10 @@ CREATE TABLE IF NOT EXISTS rill_alert_rules (
   message VARCHAR, webhook VARCHAR, enabled BOOLEAN NOT NULL, created_at DOUBLE,
   last_fired_at DOUBLE, fire_count BIGINT, last_value DOUBLE, last_evaluated_at DOUBLE);
 ALTER TABLE rill_alert_rules ADD COLUMN IF NOT EXISTS webhook_format VARCHAR;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS received_records BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS parsed_records BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS rejected_records BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag BIGINT;
 )sql";
 
 // Tables pruned by telemetry age (all carry a `ts` column).
@@ -297,7 +301,9 @@ Status MetricsDb::Write(const WriteBatch& batch) {
                            Text(c.table), BigInt(c.buffered_records),
                            BigInt(c.buffered_bytes), BigInt(c.pushed_records),
                            BigInt(c.dropped_records), BigInt(c.refused_records),
-                           BigInt(c.drained_records), BigInt(c.errors));
+                           BigInt(c.drained_records), BigInt(c.errors),
+                           BigInt(c.received_records), BigInt(c.parsed_records),
+                           BigInt(c.rejected_records), BigInt(c.lag));
       }
       appender.Close();
     }

@@ -77,6 +77,11 @@ struct ConnectorStatRow {
   int64_t refused_records = 0;
   int64_t drained_records = 0;
   int64_t errors = 0;
+  // Decoding connectors (columns added by ALTER TABLE, hence last).
+  int64_t received_records = 0;
+  int64_t parsed_records = 0;
+  int64_t rejected_records = 0;
+  int64_t lag = 0;
 };
 
 struct TaskStatRow {

@@ -4,6 +4,7 @@
 
 #include "rill/engine/engine.h"
 #include "rill/server/auth.h"
+#include "rill/server/ingest.h"  // POST /api/v1/ingest/{table}
 #include "rill/server/json_body.h"
 #include "rill/server/json_writer.h"
 #include "rill/server/server_internal.h"
@@ -109,7 +110,7 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
   if (path == "/api/v1/stream") {
     return ErrorReply(426, "GET /api/v1/stream needs a WebSocket upgrade");
   }
-  for (auto* route : {&RouteQuery, &RouteTables, &RouteMetrics}) {
+  for (auto* route : {&RouteQuery, &RouteTables, &RouteMetrics, &RouteIngest}) {
     std::optional<HttpReply> reply = (*route)(ctx, request);
     if (reply.has_value()) {
       return std::move(*reply);

@@ -11,6 +11,7 @@
 #include <arrow/type.h>
 
 #include "rill/connector/connector.h"
+#include "rill/connector/kafka_connector.h"
 #include "rill/common/host_stats.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
@@ -173,6 +174,21 @@ HttpReply ConnectorStatsReply(ServerContext& ctx) {
     c["refused_records"] = s.refused_records;
     c["drained_records"] = s.drained_records;
     c["errors"] = s.errors;
+    c["received_bytes"] = s.received_bytes;
+    c["received_records"] = s.received_records;
+    c["parsed_records"] = s.parsed_records;
+    c["rejected_records"] = s.rejected_records;
+    c["unknown_fields"] = s.unknown_fields;
+    c["reconnects"] = s.reconnects;
+    c["lag"] = s.lag;
+    if (auto kafka = std::dynamic_pointer_cast<KafkaConnector>(connector)) {
+      json::array partitions;
+      for (const auto& [tp, lag] : kafka->lags()) {
+        partitions.push_back(
+            json::object{{"topic", tp.first}, {"partition", tp.second}, {"lag", lag}});
+      }
+      c["partitions"] = std::move(partitions);
+    }
     out.push_back(std::move(c));
   }
   return JsonReply(json::serialize(json::object{{"connectors", std::move(out)}}));

@@ -21,6 +21,7 @@ std::string_view ReasonPhrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 201: return "Created";
+    case 202: return "Accepted";
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
@@ -33,6 +34,7 @@ std::string_view ReasonPhrase(int status) {
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
     case 426: return "Upgrade Required";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";

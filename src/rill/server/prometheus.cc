@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "rill/connector/connector.h"
+#include "rill/connector/kafka_connector.h"
 #include "rill/engine/engine.h"
 #include "rill/server/server_internal.h"
 
@@ -88,6 +89,53 @@ std::string RenderPrometheus(ServerContext& ctx) {
   for (const auto& c : connectors) {
     w.Sample("rill_dropped_rows_total", static_cast<double>(c->stats().dropped_records),
              Writer::Label("connector", c->name()));
+  }
+  // The decoding connectors' counters (ConnectorStats), one family each.
+  struct ConnectorFamily {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t ConnectorStats::*field;
+  };
+  static constexpr ConnectorFamily kFamilies[] = {
+      {"rill_connector_received_bytes_total", "counter", "Raw bytes received.",
+       &ConnectorStats::received_bytes},
+      {"rill_connector_received_records_total", "counter", "Records received (lines, rows).",
+       &ConnectorStats::received_records},
+      {"rill_connector_parsed_records_total", "counter", "Records decoded into rows.",
+       &ConnectorStats::parsed_records},
+      {"rill_connector_rejected_records_total", "counter",
+       "Records that failed to decode (in rill_rejects).", &ConnectorStats::rejected_records},
+      {"rill_connector_refused_rows_total", "counter",
+       "Rows refused with on_overflow=error (HTTP 429).", &ConnectorStats::refused_records},
+      {"rill_connector_buffered_rows", "gauge", "Rows waiting in each connector buffer.",
+       &ConnectorStats::buffered_records},
+      {"rill_connector_errors_total", "counter", "Failed reads.", &ConnectorStats::errors},
+      {"rill_connector_reconnects_total", "counter", "Reconnections after a drop.",
+       &ConnectorStats::reconnects},
+      {"rill_connector_lag_records", "gauge",
+       "Records not yet read at the source (Kafka: sum of partition lags).",
+       &ConnectorStats::lag},
+  };
+  std::vector<ConnectorStats> stats;
+  for (const auto& c : connectors) stats.push_back(c->stats());
+  for (const auto& f : kFamilies) {
+    w.Family(f.name, f.type, f.help);
+    for (size_t i = 0; i < connectors.size(); ++i) {
+      w.Sample(f.name, static_cast<double>(stats[i].*f.field),
+               Writer::Label("connector", connectors[i]->name()));
+    }
+  }
+  w.Family("rill_kafka_partition_lag", "gauge",
+           "High watermark minus position per Kafka partition (last known).");
+  for (const auto& c : connectors) {
+    auto kafka = std::dynamic_pointer_cast<KafkaConnector>(c);
+    if (!kafka) continue;
+    for (const auto& [tp, lag] : kafka->lags()) {
+      w.Sample("rill_kafka_partition_lag", static_cast<double>(lag),
+               Writer::Label("connector", c->name()) + "," + Writer::Label("topic", tp.first) +
+                   "," + Writer::Label("partition", std::to_string(tp.second)));
+    }
   }
 
   w.Family("rill_table_rows", "gauge", "Live rows per table.");

@@ -87,6 +87,15 @@ struct ServerOptions {
   double ws_ping_interval_seconds = 15;
   /// Period of the `metrics` channel.
   double ws_metrics_interval_seconds = 1;
+  /// Ingest (POST /api/v1/ingest/{table}, ingest.h): a gzip body may inflate
+  /// to at most this many bytes (413 beyond).
+  int64_t max_ingest_decompressed_bytes = 256 * 1024 * 1024;
+  /// Ingest: the buffer of the connector `http:<table>` the server adds for a
+  /// table without a JSONStreamConnector of its own (on_overflow "error": 429).
+  int64_t ingest_max_buffer_records = 1000000;
+  int64_t ingest_max_buffer_bytes = 256 * 1024 * 1024;
+  /// Ingest with ?wait=true: answer 504 when the rows are not published by then.
+  double ingest_wait_timeout_seconds = 30;
 };
 
 /// Counters of a running server (monotonic except the open counts).

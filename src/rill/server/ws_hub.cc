@@ -16,6 +16,7 @@
 
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/server/ingest.h"  // the `ingest` message
 #include "rill/server/json_body.h"
 #include "rill/server/json_writer.h"
 #include "rill/server/server_impl.h"
@@ -86,6 +87,8 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
  private:
   void Read();
   void OnMessage();
+  /// Run an `ingest` message on a worker and reply with its ack (ingest.h).
+  void IngestOnWorker(json::object message);
   void Reply(std::string text) {
     Enqueue("", std::make_shared<const std::string>(std::move(text)));
   }
@@ -280,7 +283,8 @@ void WsSession::Run(beast::flat_buffer buffer, http::request<http::string_body> 
   timeouts.idle_timeout = Seconds(2 * hub_->ctx.options.ws_ping_interval_seconds);
   timeouts.keep_alive_pings = true;
   ws_.set_option(timeouts);
-  ws_.read_message_max(64 * 1024);
+  // Room for `ingest` batches (ingest.h), as for an HTTP request body.
+  ws_.read_message_max(static_cast<uint64_t>(hub_->ctx.options.max_body_bytes));
   // A browser that offered subprotocols (the token rides in one, auth.h)
   // needs one of them selected in the answer.
   if (request.find(http::field::sec_websocket_protocol) != request.end()) {
@@ -316,9 +320,11 @@ void WsSession::OnMessage() {
   auto type = GetString(*obj, "type");
   if (!type.ok() || !type->has_value()) return error("field 'type' (a string) is required");
   if (**type == "ping") return Reply("{\"type\":\"pong\"}");
+  if (**type == "ingest") return IngestOnWorker(std::move(*obj));
   bool subscribe = **type == "subscribe";
   if (!subscribe && **type != "unsubscribe") {
-    return error("unknown message type '" + **type + "': use subscribe, unsubscribe or ping");
+    return error("unknown message type '" + **type +
+                 "': use subscribe, unsubscribe, ingest or ping");
   }
   const json::value* list = obj->if_contains("channels");
   if (list == nullptr || !list->is_array()) return error("field 'channels' must be an array");
@@ -341,6 +347,20 @@ void WsSession::OnMessage() {
   for (const auto& c : channels_) current.emplace_back(c);
   Reply(json::serialize(json::object{{"type", subscribe ? "subscribed" : "unsubscribed"},
                                      {"channels", std::move(current)}}));
+}
+
+void WsSession::IngestOnWorker(json::object message) {
+  auto self = shared_from_this();
+  bool queued = hub_->server.Submit([self, message = std::move(message)] {
+    std::string ack = WsIngest(self->hub_->ctx, message);
+    net::post(self->ws_.get_executor(),
+              [self, ack = std::move(ack)]() mutable { self->Reply(std::move(ack)); });
+  });
+  if (!queued) {
+    json::object ack{{"type", "ingest_ack"}, {"status", 503}, {"message", "server busy"}};
+    if (const json::value* id = message.if_contains("id")) ack["id"] = *id;
+    Reply(json::serialize(ack));
+  }
 }
 
 void WsSession::Enqueue(std::string channel, std::shared_ptr<const std::string> frame) {

@@ -1,0 +1,235 @@
+#include "rill/server/ingest.h"
+
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "rill/connector/json_stream_connector.h"
+#include "rill/engine/engine.h"
+#include "rill/server/ingest_internal.h"
+#include "rill/server/json_body.h"
+#include "rill/table/live_table.h"
+
+namespace rill::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kIngestPrefix = "/api/v1/ingest/";
+/// Rejects echoed in a reply (all of them are in rill_rejects).
+constexpr int64_t kReplyRejects = 10;
+
+bool TableKnown(Engine& engine, const std::string& table) {
+  return engine.GetTable(table).ok() || engine.TableDeclaration(table).has_value();
+}
+
+std::shared_ptr<JsonStreamConnector> FindConnector(Engine& engine, const std::string& table) {
+  std::shared_ptr<JsonStreamConnector> first;
+  for (const auto& c : engine.Connectors()) {
+    if (c->target_table() != table) continue;
+    auto json = std::dynamic_pointer_cast<JsonStreamConnector>(c);
+    if (!json) continue;
+    if (json->name() == "http:" + table) return json;
+    if (!first) first = json;
+  }
+  return first;
+}
+
+/// The connector rows for `table` go into, adding `http:<table>` when the
+/// table has none. Serialized so that concurrent first requests add one.
+Result<std::shared_ptr<JsonStreamConnector>> ConnectorFor(ServerContext& ctx,
+                                                          const std::string& table) {
+  if (auto found = FindConnector(*ctx.engine, table)) return found;
+  static std::mutex create_mu;
+  std::lock_guard<std::mutex> lock(create_mu);
+  if (auto found = FindConnector(*ctx.engine, table)) return found;
+  JsonStreamOptions options;
+  options.name = "http:" + table;
+  options.limits.max_records = ctx.options.ingest_max_buffer_records;
+  options.limits.max_bytes = ctx.options.ingest_max_buffer_bytes;
+  options.limits.on_overflow = OverflowPolicy::kError;
+  RILL_ASSIGN_OR_RAISE(auto connector, JsonStreamConnector::Make(table, options));
+  RILL_RETURN_NOT_OK(ctx.engine->AddConnector(connector));
+  return connector;
+}
+
+/// Wait until the tick that drained the push `sequence` has published; false
+/// on timeout. Ticks are counted after the tables publish (Engine::GetMetrics).
+bool WaitPublished(ServerContext& ctx, const JsonStreamConnector& connector,
+                   int64_t sequence, double timeout_seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_seconds));
+  int64_t target = -1;
+  while (true) {
+    const int64_t ticks = ctx.engine->GetMetrics().ticks;
+    if (target < 0) {
+      const bool settled = connector.IsSettled(sequence);
+      // No tick completed between the two reads: the draining tick is at most
+      // the one after `ticks` (the one running now, if any).
+      if (settled && ctx.engine->GetMetrics().ticks == ticks) target = ticks + 1;
+    } else if (ticks >= target) {
+      return true;
+    }
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+json::object ReceiptJson(const std::string& table, const JsonStreamConnector& connector,
+                         const PushReceipt& receipt) {
+  json::object out;
+  out["table"] = table;
+  out["connector"] = connector.name();
+  out["records"] = receipt.records;
+  out["accepted"] = receipt.accepted;
+  out["rejected"] = receipt.rejected;
+  out["dropped"] = receipt.dropped;
+  json::array errors;
+  for (const auto& r : receipt.first_rejects) {
+    errors.push_back(json::object{{"position", r.position}, {"error", r.error}});
+  }
+  out["errors"] = std::move(errors);
+  return out;
+}
+
+HttpReply BufferFull(ServerContext& ctx, const Status& status) {
+  HttpReply reply = ErrorReply(429, status.message());
+  const int64_t seconds = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(ctx.engine->options().trigger_interval_ms / 1000.0)));
+  reply.headers.emplace_back("Retry-After", std::to_string(seconds));
+  return reply;
+}
+
+Result<PushReceipt> PushBody(ServerContext& ctx, JsonStreamConnector& connector,
+                             IngestFormat format, std::string_view body,
+                             const std::string& table) {
+  if (format == IngestFormat::kJson) return connector.Push(body, kReplyRejects);
+  std::shared_ptr<arrow::Schema> schema;
+  if (auto t = ctx.engine->GetTable(table); t.ok()) schema = (*t)->schema();
+  auto batches = format == IngestFormat::kCsv ? ReadCsvBody(body, schema) : ReadIpcBody(body);
+  if (!batches.ok()) return batches.status();
+  return connector.PushBatches(*batches);
+}
+
+}  // namespace
+
+HttpReply Ingest(ServerContext& ctx, const IngestRequest& request) {
+  if (!TableKnown(*ctx.engine, request.table)) {
+    return ErrorReply(404, "no table named '" + request.table + "'");
+  }
+  auto format = IngestFormatOf(request.content_type);
+  if (!format.ok()) return ErrorReply(415, format.status().message());
+  std::string inflated;
+  std::string_view body = request.body;
+  if (request.gzip) {
+    auto out = Gunzip(body, ctx.options.max_ingest_decompressed_bytes);
+    if (!out.ok()) return StatusReply(out.status());  // 413 over the bound, 400 corrupt
+    inflated = std::move(*out);
+    body = inflated;
+  }
+  auto connector = ConnectorFor(ctx, request.table);
+  if (!connector.ok()) return StatusReply(connector.status());
+  auto receipt = PushBody(ctx, **connector, *format, body, request.table);
+  if (!receipt.ok()) {
+    if (receipt.status().IsCapacityError()) return BufferFull(ctx, receipt.status());
+    return StatusReply(receipt.status());  // 400 for a body that cannot be read
+  }
+  json::object out = ReceiptJson(request.table, **connector, *receipt);
+  if (!request.wait) {
+    out["published"] = false;
+    return JsonReply(json::serialize(out), 202);
+  }
+  const double timeout = request.timeout_seconds > 0 ? request.timeout_seconds
+                                                     : ctx.options.ingest_wait_timeout_seconds;
+  const bool published = WaitPublished(ctx, **connector, receipt->sequence, timeout);
+  out["published"] = published;
+  if (auto t = ctx.engine->GetTable(request.table); t.ok()) {
+    out["version"] = (*t)->snapshot()->version();
+  }
+  if (!published) {
+    out["message"] = "the rows are buffered but no tick published them within " +
+                     std::to_string(timeout) + " s (is the engine running?)";
+  }
+  return JsonReply(json::serialize(out), published ? 200 : 504);
+}
+
+std::optional<HttpReply> RouteIngest(ServerContext& ctx, const HttpRequest& request) {
+  if (request.path.compare(0, kIngestPrefix.size(), kIngestPrefix) != 0) return std::nullopt;
+  std::string table = request.path.substr(kIngestPrefix.size());
+  if (table.empty() || table.find('/') != std::string::npos) {
+    return ErrorReply(404, "use POST /api/v1/ingest/{table}");
+  }
+  if (request.method != "POST") return ErrorReply(405, "use POST");
+  IngestRequest in;
+  in.table = std::move(table);
+  in.content_type = std::string(request.header("content-type"));
+  in.body = request.body;
+  std::string_view encoding = request.header("content-encoding");
+  if (encoding == "gzip" || encoding == "x-gzip") {
+    in.gzip = true;
+  } else if (!encoding.empty() && encoding != "identity") {
+    return ErrorReply(415, "unsupported Content-Encoding '" + std::string(encoding) +
+                               "': use gzip or none");
+  }
+  auto wait = request.param("wait");
+  in.wait = wait.has_value() && (*wait == "true" || *wait == "1");
+  if (auto timeout = request.param("timeout"); timeout.has_value()) {
+    char* end = nullptr;
+    in.timeout_seconds = std::strtod(timeout->c_str(), &end);
+    if (end != timeout->c_str() + timeout->size() || !(in.timeout_seconds > 0) ||
+        in.timeout_seconds > 3600) {
+      return ErrorReply(400, "query parameter 'timeout' must be seconds in (0, 3600]");
+    }
+  }
+  return Ingest(ctx, in);
+}
+
+std::string WsIngest(ServerContext& ctx, const json::object& message) {
+  json::object ack{{"type", "ingest_ack"}};
+  if (const json::value* id = message.if_contains("id")) ack["id"] = *id;
+  auto fail = [&](int status, std::string_view text) {
+    ack["status"] = status;
+    ack["message"] = text;
+    return json::serialize(ack);
+  };
+  auto table = GetString(message, "table");
+  if (!table.ok() || !table->has_value()) return fail(400, "field 'table' (a string) is required");
+  auto format = GetString(message, "format");
+  auto wait = GetBool(message, "wait");
+  if (!format.ok()) return fail(400, format.status().message());
+  if (!wait.ok()) return fail(400, wait.status().message());
+  std::string rows_text;
+  IngestRequest in;
+  in.table = **table;
+  in.wait = wait->value_or(false);
+  if (const json::value* data = message.if_contains("data"); data && data->is_string()) {
+    in.body = std::string_view(data->as_string());
+  } else if (const json::value* rows = message.if_contains("rows"); rows && rows->is_array()) {
+    rows_text = json::serialize(*rows);  // a JSON array of objects
+    in.body = rows_text;
+  } else {
+    return fail(400, "give the rows as 'data' (NDJSON or CSV text) or 'rows' (an array)");
+  }
+  std::string fmt = format->value_or("ndjson");
+  if (fmt == "csv") {
+    in.content_type = "text/csv";
+  } else if (fmt != "ndjson" && fmt != "json") {
+    return fail(400, "field 'format' must be ndjson, json or csv");
+  }
+  HttpReply reply = Ingest(ctx, in);
+  ack["status"] = reply.status;
+  auto body = json::parse(reply.body);
+  if (body.is_object()) {
+    for (auto& [k, v] : body.as_object()) {
+      if (k != "status") ack[k] = v;
+    }
+  }
+  return json::serialize(ack);
+}
+
+}  // namespace rill::server

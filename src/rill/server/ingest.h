@@ -1,0 +1,58 @@
+// Ingest over the network: POST /api/v1/ingest/{table} and the WebSocket
+// `ingest` message (docs/api.md, "Ingest").
+//
+// Rows go into a JSONStreamConnector of the target table, with the same
+// backpressure and per-record rejects as an in-process push_bytes():
+//   - the table's own connector named `http:<table>` if the application added
+//     one (its limits and on_overflow apply), else the first JSONStreamConnector
+//     whose target is the table, else one the server adds, named
+//     `http:<table>`, with ServerOptions' ingest_* limits and on_overflow
+//     "error" (a full buffer answers 429 with Retry-After; nothing is dropped
+//     silently).
+//   - bodies by Content-Type: NDJSON or a JSON array (application/x-ndjson,
+//     application/json, ...), Arrow IPC stream or file
+//     (application/vnd.apache.arrow.stream / .file), CSV (text/csv, columns
+//     typed by the table's schema); `Content-Encoding: gzip` inflates at most
+//     max_ingest_decompressed_bytes (413 beyond).
+//   - 202 once buffered; with wait=true, 200 once the tick that applied the
+//     rows has published (polls the connector and the engine's tick count),
+//     504 after ingest_wait_timeout_seconds (or ?timeout=).
+//
+// Threads: worker threads (the handlers block only while waiting with wait=true).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/json/fwd.hpp>
+
+#include "rill/server/http_types.h"
+#include "rill/server/server_internal.h"
+
+namespace rill::server {
+
+/// One ingest request, from HTTP or WebSocket.
+struct IngestRequest {
+  std::string table;
+  std::string content_type;  ///< "" is NDJSON / JSON
+  std::string_view body;
+  bool gzip = false;
+  bool wait = false;
+  double timeout_seconds = 0;  ///< 0: ServerOptions::ingest_wait_timeout_seconds
+};
+
+/// Buffer the rows of `request` and answer as POST /api/v1/ingest/{table}
+/// does. Worker threads.
+HttpReply Ingest(ServerContext& ctx, const IngestRequest& request);
+
+/// The route POST /api/v1/ingest/{table}; nullopt for other paths.
+std::optional<HttpReply> RouteIngest(ServerContext& ctx, const HttpRequest& request);
+
+/// Handle a WebSocket message {"type":"ingest", "table", "data" (string) or
+/// "rows" (array of objects), "format", "id", "wait"} and return the
+/// acknowledgement frame {"type":"ingest_ack", "id", "status", ...the HTTP
+/// reply's fields}. Worker threads.
+std::string WsIngest(ServerContext& ctx, const boost::json::object& message);
+
+}  // namespace rill::server
