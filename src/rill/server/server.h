@@ -34,6 +34,9 @@
 namespace rill {
 class Engine;
 class MetricsStore;
+namespace toolkit {
+struct Toolkit;
+}  // namespace toolkit
 }  // namespace rill
 
 namespace rill::server {
@@ -87,6 +90,10 @@ struct ServerOptions {
   double ws_ping_interval_seconds = 15;
   /// Period of the `metrics` channel.
   double ws_metrics_interval_seconds = 1;
+  /// Seed 001's queues and stream analytics served under /api/v1/queues and
+  /// /api/v1/analytics (toolkit/toolkit.h); null: the server makes an
+  /// in-memory one at Start().
+  std::shared_ptr<toolkit::Toolkit> toolkit;
 };
 
 /// Counters of a running server (monotonic except the open counts).
