@@ -76,3 +76,5 @@ else()
 endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(RILL_RDKAFKA REQUIRED IMPORTED_TARGET GLOBAL rdkafka)
+# toolkit/: SQLite 3 (libsqlite3-dev), the durable message queues of seed 001.
+find_package(SQLite3 REQUIRED)

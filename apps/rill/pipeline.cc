@@ -250,7 +250,7 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
   }
   try {
     RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "tables", "connectors",
-                                         "tasks", "kpis", "alert_rules"}));
+                                         "tasks", "windows", "kpis", "alert_rules"}));
     if (parser.Has(top, "engine")) {
       RILL_RETURN_NOT_OK(parser.ParseEngine(parser.Child(top, "engine"), &p));
     }
@@ -266,6 +266,8 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
         top, "connectors", [&](const At& at) { return parser.ParseConnector(at, &p); }));
     RILL_RETURN_NOT_OK(
         parser.ForEach(top, "tasks", [&](const At& at) { return parser.ParseTask(at, &p); }));
+    RILL_RETURN_NOT_OK(parser.ForEach(
+        top, "windows", [&](const At& at) { return parser.ParseWindow(at, &p); }));
     RILL_RETURN_NOT_OK(
         parser.ForEach(top, "kpis", [&](const At& at) { return parser.ParseKpi(at, &p); }));
     RILL_RETURN_NOT_OK(parser.ForEach(top, "alert_rules",

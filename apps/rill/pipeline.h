@@ -19,6 +19,13 @@
 //                  right_keys, join_type, group_by, aggregations
 //                  ({column: function} or [{column, function}]),
 //                  incremental, retention
+//   windows:     - name, source, output, time_column, window (tumbling |
+//                  hopping | sliding | session), size_seconds, slide_seconds,
+//                  gap_seconds, group_by, aggregations ({output: expression}
+//                  or [{column, function}]), allowed_lateness_seconds,
+//                  idle_timeout_seconds, emit (on_close | on_update),
+//                  retention, late_table, late_max_rows, interval_seconds
+//                  (pipeline_windows.cc; the options of rills.WindowTask)
 //   kpis:        - name, sql, interval_seconds, chart_type (line | bar |
 //                  scatter), x_col, y_col
 //   alert_rules: - name, metric, op, threshold, cooldown_seconds, severity,
@@ -46,6 +53,7 @@
 #include "rill/connector/bounded_buffer.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
+#include "rill/engine/window_options.h"
 #include "rill/metrics/alert_rule.h"
 #include "rill/metrics/kpi_query.h"
 #include "rill/metrics/metrics_store.h"
@@ -94,6 +102,11 @@ struct JoinTaskSpec {
   JoinTaskOptions options;
 };
 
+struct WindowTaskSpec {
+  SourceRef where;
+  WindowTaskOptions options;
+};
+
 struct KpiSpec {
   SourceRef where;
   KpiQuery query;
@@ -123,6 +136,7 @@ struct Pipeline {
   std::vector<ConnectorSpec> connectors;
   std::vector<SqlTaskSpec> sql_tasks;
   std::vector<JoinTaskSpec> join_tasks;
+  std::vector<WindowTaskSpec> window_tasks;
   std::vector<KpiSpec> kpis;
   std::vector<RuleSpec> rules;
 };

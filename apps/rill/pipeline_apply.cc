@@ -3,6 +3,7 @@
 
 #include "pipeline.h"
 #include "rill/connector/memory_connector.h"
+#include "rill/engine/window_task.h"
 
 namespace rill::app {
 
@@ -44,6 +45,11 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
     auto task = TableJoinTask::Make(t.options);
     RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
     RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddJoinTask(*task)));
+  }
+  for (const WindowTaskSpec& t : pipeline.window_tasks) {
+    auto task = WindowTask::Make(t.options);
+    RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
+    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddWindowTask(*task)));
   }
   for (const KpiSpec& k : pipeline.kpis) {
     RILL_RETURN_NOT_OK(k.where.Wrap(metrics->AddKpiQuery(k.query)));

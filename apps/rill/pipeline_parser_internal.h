@@ -149,6 +149,8 @@ class Parser {
   Status ParseJoin(const At& at, JoinTaskSpec* spec) const;
   Status ParseKpi(const At& at, Pipeline* p) const;
   Status ParseRule(const At& at, Pipeline* p) const;
+  Status ParseWindow(const At& at, Pipeline* p) const;  // pipeline_windows.cc
+  Status ParseWindowAggregations(const At& aggs, WindowSpec* spec) const;
   Result<std::optional<RetentionPolicy>> ParseRetention(const At& at) const;
   Result<std::shared_ptr<arrow::Schema>> ParseColumns(const At& at) const;
 

@@ -63,5 +63,6 @@ void BindWindow(nb::module_& m);  // bind_window.cc
 rill::Engine& CoreEngine(nb::handle engine);
 void BindIoConnectors(nb::module_& m);
 void BindServer(nb::module_& m);
+void BindToolkit(nb::module_& m);  // bind_toolkit.cc
 
 }  // namespace rills

@@ -4,6 +4,10 @@
 
 #include "bind_common.h"
 
+namespace rills {
+void BindAggregation(nanobind::module_& m);  // bind_aggregation.cc
+}  // namespace rills
+
 NB_MODULE(_core, m) {
   m.doc() = "Private C++ core of the rills package (librill bindings).";
   // Engines still referenced at exit are stopped by an atexit hook and then
@@ -15,4 +19,6 @@ NB_MODULE(_core, m) {
   rills::BindEngine(m);
   rills::BindWindow(m);
   rills::BindServer(m);
+  rills::BindToolkit(m);
+  rills::BindAggregation(m);
 }

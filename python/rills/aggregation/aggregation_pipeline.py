@@ -19,6 +19,13 @@ columns (the key is then a tuple). Stages: `filter(fn)` drops rows before
 grouping, `having(fn)` drops groups after, `then(fn)` maps the result dict;
 stages run in order. `process_incremental(rows)` merges into running state
 (aggregators' merge), and `store(PipelineStore)` writes each result.
+
+Vectorized: `process_batch(data)` takes a pyarrow RecordBatch / Table (or
+anything with the Arrow C stream interface) and, when every aggregation is a
+built-in (count, sum, avg, min, max) and there is no `filter` stage, groups and
+aggregates it in C++ (rill::toolkit::GroupAggregator) without a Python call
+per row; it returns the same {key: {output: value}} dict as process().
+Otherwise it falls back to process(data.to_pylist()).
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from .aggregators import make_aggregator
+from .. import _arrow, _core
+from .aggregators import (AvgAggregator, CountAggregator, MaxAggregator, MinAggregator,
+                          SumAggregator, make_aggregator)
 
 __all__ = ["AggregationPipeline"]
 
@@ -128,6 +137,48 @@ class AggregationPipeline:
         with self._lock:
             self._accumulate(rows, state)
             return self._finish(state)
+
+    def _core_specs(self) -> Optional[List[Tuple[str, str, str]]]:
+        """(output, function, column) for the C++ aggregator; None when a stage needs Python."""
+        if self._pre or not self._aggs:
+            return None
+        builtin = {CountAggregator: "count", SumAggregator: "sum", AvgAggregator: "avg",
+                   MinAggregator: "min", MaxAggregator: "max"}
+        specs = []
+        for output, (_, column, agg) in zip(self._names(), self._aggs):
+            fn = builtin.get(type(agg))
+            if fn is None:
+                return None
+            specs.append((output, fn, "*" if fn == "count" and getattr(agg, "star", False) else column))
+        return specs
+
+    def process_batch(self, data: Any) -> Dict[Any, Dict[str, Any]]:
+        """Aggregate a pyarrow RecordBatch / Table from scratch (in C++ when every
+        aggregation is built-in) and return {key: {output: value}}."""
+        import pyarrow as pa
+
+        table = data if isinstance(data, pa.Table) else pa.table(data)
+        specs = self._core_specs()
+        if specs is None:
+            return self.process(table.to_pylist())
+        with self._lock:
+            core = _core.GroupAggregator(list(self._keys), specs)
+            core.consume(table)
+            out = _arrow.table_from_stream(core.finish())
+            self.rows_processed += table.num_rows
+            keys = [out.column(k).to_pylist() for k in self._keys]
+            values = [(name, out.column(name).to_pylist()) for name, _, _ in specs]
+            state_keys = (["all"] * out.num_rows if not keys else keys[0] if len(keys) == 1
+                          else list(zip(*keys)))
+            result = {key: {name: col[i] for name, col in values} for i, key in enumerate(state_keys)}
+            for kind, fn in self._post:
+                if kind == "having":
+                    result = {k: v for k, v in result.items() if fn(v)}
+                else:
+                    result = fn(result)
+            if self._store is not None:
+                self._store.save(self.name, result)
+            return result
 
     def process_incremental(self, rows: Iterable[Dict[str, Any]]) -> Dict[Any, Dict[str, Any]]:
         """Merge `rows` into the running state; return the results over everything so far."""

@@ -18,16 +18,22 @@ With `store` (a rills.queue.queue_store.QueueStore) every enqueue is written
 to SQLite before enqueue returns, and every dequeue is deleted there, so a
 restarted process gets back exactly the messages not yet dequeued.
 
-Threads: every method may be called from any thread (one lock per queue).
+The queue itself (order, overflow, statistics, SQLite persistence) is the C++
+rill::toolkit::MessageQueue, the one the network server serves under
+/api/v1/queues. A persisted queue holds its messages as JSON text; an
+in-memory one holds a handle to each Python object, so any object can be
+queued.
+
+Threads: every method may be called from any thread.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
-import threading
-import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+import json
+from typing import Any, Dict, Iterable, List, Optional
+
+from .. import _core
 
 __all__ = ["MessageQueue", "QueueFullError"]
 
@@ -52,23 +58,33 @@ class MessageQueue:
         self.name = name
         self.max_size = int(max_size)
         self.on_overflow = on_overflow
-        self._lock = threading.Lock()
-        # Heap of (-priority, seq, message_id, message); seq keeps FIFO order.
-        self._heap: List[Tuple[int, int, int, Any]] = []
-        self._seq = itertools.count()
         self._store = store
-        self._created = time.time()
-        self._total_enqueued = 0
-        self._total_dequeued = 0
-        self._dropped = 0
-        self._last_enqueue: Optional[float] = None
-        self._last_dequeue: Optional[float] = None
-        if store is not None:
-            for message_id, priority, seq, message in store.load(name):
-                self._heap.append((-priority, seq, message_id, message))
-            heapq.heapify(self._heap)
-            start = max((entry[1] for entry in self._heap), default=-1) + 1
-            self._seq = itertools.count(start)
+        self._core = _core.MessageQueue(name, self.max_size, on_overflow,
+                                        None if store is None else store._core)
+        # In memory: body = a token naming the object in _objects.
+        self._objects: Optional[Dict[str, Any]] = None if store is not None else {}
+        self._tokens = itertools.count()
+
+    # Bodies ------------------------------------------------------------------------
+
+    def _encode(self, messages: List[Any]) -> List[str]:
+        if self._objects is None:
+            return [json.dumps(m) for m in messages]
+        tokens = [str(next(self._tokens)) for _ in messages]
+        self._objects.update(zip(tokens, messages))
+        return tokens
+
+    def _decode(self, body: Optional[str], keep: bool = False) -> Any:
+        if body is None:
+            return None
+        if self._objects is None:
+            return json.loads(body)
+        return self._objects[body] if keep else self._objects.pop(body)
+
+    def _release(self, bodies: Iterable[str]) -> None:
+        if self._objects is not None:
+            for body in bodies:
+                self._objects.pop(body, None)
 
     # Writing -----------------------------------------------------------------------
 
@@ -78,72 +94,38 @@ class MessageQueue:
 
     def enqueue_batch(self, messages: Iterable[Any], priority: Optional[int] = None) -> int:
         """Add several messages (one SQLite transaction when persisted); return how many were queued."""
-        prio = 0 if priority is None else int(priority)
-        with self._lock:
-            accepted: List[Tuple[int, int, int, Any]] = []
-            evicted: List[int] = []
-            for message in messages:
-                if len(self._heap) + len(accepted) >= self.max_size:
-                    if self.on_overflow == "error":
-                        if accepted:
-                            break
-                        raise QueueFullError(f"queue '{self.name}' is full ({self.max_size} messages)")
-                    if self.on_overflow == "drop_newest":
-                        self._dropped += 1
-                        continue
-                    # drop_oldest: the oldest message of the lowest priority.
-                    if self._heap:
-                        victim = max(self._heap, key=lambda e: (e[0], -e[1]))
-                        self._heap.remove(victim)
-                        heapq.heapify(self._heap)
-                        evicted.append(victim[2])
-                    else:
-                        accepted.pop(0)
-                    self._dropped += 1
-                seq = next(self._seq)
-                accepted.append((-prio, seq, seq, message))
-            if self._store is not None and (accepted or evicted):
-                self._store.save(self.name, [(e[2], -e[0], e[1], e[3]) for e in accepted], evicted)
-            for entry in accepted:
-                heapq.heappush(self._heap, entry)
-            self._total_enqueued += len(accepted)
-            if accepted:
-                self._last_enqueue = time.time()
-            return len(accepted)
+        bodies = self._encode(list(messages))
+        if not bodies:
+            return 0
+        try:
+            queued, dropped = self._core.enqueue_batch(bodies, None if priority is None else int(priority))
+        except BufferError as e:
+            self._release(bodies)
+            raise QueueFullError(str(e)) from None
+        except BaseException:
+            self._release(bodies)
+            raise
+        self._release(dropped)
+        if self.on_overflow == "error":
+            self._release(bodies[queued:])  # did not fit
+        return queued
 
     # Reading -----------------------------------------------------------------------
 
     def dequeue(self) -> Optional[Any]:
         """Remove and return the next message, or None when empty."""
-        with self._lock:
-            if not self._heap:
-                return None
-            entry = heapq.heappop(self._heap)
-            if self._store is not None:
-                self._store.delete(self.name, [entry[2]])
-            self._total_dequeued += 1
-            self._last_dequeue = time.time()
-            return entry[3]
+        return self._decode(self._core.dequeue())
 
     def dequeue_batch(self, max_messages: int) -> List[Any]:
         """Remove and return up to `max_messages` messages in order."""
-        with self._lock:
-            taken = [heapq.heappop(self._heap) for _ in range(min(int(max_messages), len(self._heap)))]
-            if self._store is not None and taken:
-                self._store.delete(self.name, [e[2] for e in taken])
-            self._total_dequeued += len(taken)
-            if taken:
-                self._last_dequeue = time.time()
-            return [e[3] for e in taken]
+        return [self._decode(b) for b in self._core.dequeue_batch(int(max_messages))]
 
     def peek(self) -> Optional[Any]:
         """Return the next message without removing it (None when empty)."""
-        with self._lock:
-            return self._heap[0][3] if self._heap else None
+        return self._decode(self._core.peek(), keep=True)
 
     def size(self) -> int:
-        with self._lock:
-            return len(self._heap)
+        return self._core.size()
 
     def is_empty(self) -> bool:
         return self.size() == 0
@@ -153,30 +135,15 @@ class MessageQueue:
 
     def clear(self) -> int:
         """Remove every message; return how many there were."""
-        with self._lock:
-            n = len(self._heap)
-            if self._store is not None and n:
-                self._store.delete(self.name, [e[2] for e in self._heap])
-            self._heap.clear()
-            return n
+        n = self._core.clear()
+        if self._objects is not None:
+            self._objects.clear()
+        return n
 
     def get_stats(self) -> Dict[str, Any]:
         """current_size, max_size, total_enqueued, total_dequeued, dropped, utilization,
-        persistent, created_at, last_enqueue_at, last_dequeue_at."""
-        with self._lock:
-            return {
-                "name": self.name,
-                "current_size": len(self._heap),
-                "max_size": self.max_size,
-                "total_enqueued": self._total_enqueued,
-                "total_dequeued": self._total_dequeued,
-                "dropped": self._dropped,
-                "utilization": len(self._heap) / self.max_size,
-                "persistent": self._store is not None,
-                "created_at": self._created,
-                "last_enqueue_at": self._last_enqueue,
-                "last_dequeue_at": self._last_dequeue,
-            }
+        persistent, on_overflow, created_at, last_enqueue_at, last_dequeue_at."""
+        return self._core.stats()
 
     def __len__(self) -> int:
         return self.size()

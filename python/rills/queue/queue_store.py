@@ -4,15 +4,19 @@ Each enqueue batch is one transaction, committed before enqueue returns
 (synchronous=FULL), so an acknowledged message survives a kill -9; a dequeue
 deletes its message in one transaction. Messages are stored as JSON.
 
-Threads: one connection guarded by a lock; any thread may call.
+The store is the C++ rill::toolkit::QueueStore (the file layout: tables
+`queues(name, max_size)` and `queue_messages(queue, id, priority, seq, body)`);
+MessageQueue(store=...) writes through it from C++.
+
+Threads: any thread (one connection guarded by a mutex in C++).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Tuple
+
+from .. import _core
 
 __all__ = ["QueueStore"]
 
@@ -22,61 +26,21 @@ class QueueStore:
 
     def __init__(self, path: str = "queues.db"):
         self.path = path
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS queue_messages (queue TEXT NOT NULL, id INTEGER NOT NULL, "
-            "priority INTEGER NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, "
-            "PRIMARY KEY (queue, id))")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, max_size INTEGER NOT NULL)")
-
-    def save(self, queue: str, entries: Sequence[Tuple[int, int, int, Any]], evicted: Sequence[int] = ()) -> None:
-        """Insert (id, priority, seq, message) entries and delete `evicted` ids, in one transaction."""
-        rows = [(queue, i, p, s, json.dumps(m)) for i, p, s, m in entries]
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany("INSERT INTO queue_messages VALUES (?, ?, ?, ?, ?)", rows)
-                self._conn.executemany("DELETE FROM queue_messages WHERE queue = ? AND id = ?",
-                                       [(queue, i) for i in evicted])
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-
-    def delete(self, queue: str, ids: Sequence[int]) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("DELETE FROM queue_messages WHERE queue = ? AND id = ?",
-                                   [(queue, i) for i in ids])
-            self._conn.execute("COMMIT")
+        self._core = _core.QueueStore(str(path))
 
     def load(self, queue: str) -> List[Tuple[int, int, int, Any]]:
-        """Return the stored (id, priority, seq, message) entries of `queue`."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, priority, seq, body FROM queue_messages WHERE queue = ? ORDER BY seq",
-                (queue,)).fetchall()
-        return [(i, p, s, json.loads(b)) for i, p, s, b in rows]
+        """Return the stored (id, priority, seq, message) entries of `queue`, in seq order."""
+        return [(i, p, s, json.loads(b)) for i, p, s, b in self._core.load(queue)]
 
     def register(self, queue: str, max_size: int) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO queues VALUES (?, ?)", (queue, int(max_size)))
+        self._core.register(queue, int(max_size))
 
     def unregister(self, queue: str) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute("DELETE FROM queues WHERE name = ?", (queue,))
-            self._conn.execute("DELETE FROM queue_messages WHERE queue = ?", (queue,))
-            self._conn.execute("COMMIT")
+        self._core.unregister(queue)
 
     def queues(self) -> List[Tuple[str, int]]:
-        with self._lock:
-            return self._conn.execute("SELECT name, max_size FROM queues ORDER BY name").fetchall()
+        return [tuple(q) for q in self._core.queues()]
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        """Close the connection once no queue uses it any more."""
+        self._core.close()

@@ -110,7 +110,7 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
   if (path == "/api/v1/stream") {
     return ErrorReply(426, "GET /api/v1/stream needs a WebSocket upgrade");
   }
-  for (auto* route : {&RouteQuery, &RouteTables, &RouteMetrics, &RouteIngest}) {
+  for (auto* route : {&RouteQuery, &RouteTables, &RouteMetrics, &RouteIngest, &RouteToolkit}) {
     std::optional<HttpReply> reply = (*route)(ctx, request);
     if (reply.has_value()) {
       return std::move(*reply);

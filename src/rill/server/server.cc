@@ -20,6 +20,7 @@
 #include "rill/server/server_impl.h"
 #include "rill/server/static_assets.h"
 #include "rill/server/ws_hub.h"
+#include "rill/toolkit/toolkit.h"
 
 namespace rill::server {
 
@@ -316,6 +317,10 @@ Status Server::Start() {
   webhook_options.allow_private = s.options.allow_private_webhooks;
   RILL_ASSIGN_OR_RAISE(s.webhooks, WebhookSender::Make(webhook_options));
   s.ctx->webhooks = s.webhooks.get();
+  s.ctx->toolkit = s.options.toolkit;
+  if (s.ctx->toolkit == nullptr) {
+    RILL_ASSIGN_OR_RAISE(s.ctx->toolkit, toolkit::Toolkit::Make());
+  }
   if (s.metrics != nullptr) {
     RILL_ASSIGN_OR_RAISE(s.relay, RuleWebhookRelay::Make(s.metrics, s.engine, s.webhooks.get(),
                                                          address()));

@@ -34,6 +34,9 @@
 namespace rill {
 class Engine;
 class MetricsStore;
+namespace toolkit {
+struct Toolkit;
+}  // namespace toolkit
 }  // namespace rill
 
 namespace rill::server {
@@ -96,6 +99,10 @@ struct ServerOptions {
   int64_t ingest_max_buffer_bytes = 256 * 1024 * 1024;
   /// Ingest with ?wait=true: answer 504 when the rows are not published by then.
   double ingest_wait_timeout_seconds = 30;
+  /// Seed 001's queues and stream analytics served under /api/v1/queues and
+  /// /api/v1/analytics (toolkit/toolkit.h); null: the server makes an
+  /// in-memory one at Start().
+  std::shared_ptr<toolkit::Toolkit> toolkit;
 };
 
 /// Counters of a running server (monotonic except the open counts).

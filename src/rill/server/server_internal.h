@@ -98,6 +98,7 @@ struct ServerContext {
   Watchdog watchdog;
   WsHub* hub = nullptr;
   WebhookSender* webhooks = nullptr;  // owned by Server::Impl while it runs
+  std::shared_ptr<toolkit::Toolkit> toolkit;  // queues and analytics (toolkit_routes.cc)
 };
 
 /// Route one request (auth included) and return the reply. Worker threads.
@@ -107,6 +108,7 @@ HttpReply HandleRequest(ServerContext& ctx, const HttpRequest& request);
 std::optional<HttpReply> RouteQuery(ServerContext& ctx, const HttpRequest& request);
 std::optional<HttpReply> RouteTables(ServerContext& ctx, const HttpRequest& request);
 std::optional<HttpReply> RouteMetrics(ServerContext& ctx, const HttpRequest& request);
+std::optional<HttpReply> RouteToolkit(ServerContext& ctx, const HttpRequest& request);
 
 /// The Prometheus text exposition (GET /metrics).
 std::string RenderPrometheus(ServerContext& ctx);
