@@ -63,5 +63,6 @@ void BindWindow(nb::module_& m);  // bind_window.cc
 rill::Engine& CoreEngine(nb::handle engine);
 void BindIoConnectors(nb::module_& m);
 void BindServer(nb::module_& m);
+void BindSeed(nb::module_& m);  // bind_seed.cc: log queue, run_task_now, alert rules
 
 }  // namespace rills
