@@ -11,8 +11,9 @@ Python way: handlers, levels and propagation of the "rills" logger tree.
 The C++ side never waits for Python: a log call only appends to the queue
 (the oldest records are dropped, and counted, beyond 10,000 queued ones). The
 C++ loggers' level follows the most verbose effective level of the "rills"
-loggers, re-read by the drain thread about four times a second, so records
-Python would discard are not even formatted.
+loggers (but lets warnings and errors through always, so Python's own filter
+decides on them at once), re-read by the drain thread about four times a
+second, so debug records Python would discard are not even formatted.
 
 rills.flush_logs() delivers what is queued now, on the calling thread (e.g.
 in tests, right after engine.step()).
@@ -65,7 +66,10 @@ def _sync_level() -> None:
     for name, item in list(logging.Logger.manager.loggerDict.items()):
         if name.startswith("rills.") and isinstance(item, logging.Logger):
             levels.append(item.getEffectiveLevel())
-    level = min(levels)
+    # Warnings and errors are always queued (they are rare), so a level
+    # lowered in Python takes effect at once for them; more verbose levels
+    # follow Python's within one poll (about 0.25 s).
+    level = min(min(levels), logging.WARNING)
     if level != _level:
         _core.set_log_level(level)
         _level = level

@@ -347,7 +347,7 @@ class RillEngine:
         """
         return EngineList(
             "SQL tasks",
-            lambda: [ScheduledSQLTask._from_core(d) for d in self._core.sql_tasks()],
+            lambda: [ScheduledSQLTask._from_core(d)._attach(self) for d in self._core.sql_tasks()],
             self.add_sql_task,
             self.remove_sql_task,
         )

@@ -277,6 +277,9 @@ class RillTable:
         schema = self.schema
         if schema is None:
             return None
+        # The seed's schema has nullable system columns: one validity bit each.
+        schema = pa.schema([f.with_nullable(True) if f.name in SYSTEM_COLUMNS else f for f in schema],
+                           metadata=schema.metadata)
         return estimate_schema_row_size(schema, avg_string_length=avg_string_length,
                                         avg_list_length=avg_list_length)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 import pyarrow as pa
 
-from . import _arrow
+from . import _arrow, _core
 from .retention import RetentionPolicy
 
 if TYPE_CHECKING:
@@ -86,8 +86,10 @@ class ScheduledSQLTask:
         now = time.time() if current_time is None else float(current_time)
         return (now - self.last_run_time) >= self.interval_seconds
 
-    def _attach(self, engine: "RillEngine") -> None:
+    def _attach(self, engine: "RillEngine") -> "ScheduledSQLTask":
+        # last_run_time then reads the engine's record of the runs.
         self._engine_ref = weakref.ref(engine)
+        return self
 
     @classmethod
     def _from_core(cls, d: Dict[str, Any]) -> "ScheduledSQLTask":
@@ -95,9 +97,6 @@ class ScheduledSQLTask:
         task = cls(d["name"], d["query"], d["output_table"], d["interval_seconds"],
                    _arrow.key_public(list(d["primary_key"])),
                    use_prepared_statements=d.get("use_prepared_statements", True))
-        stats = d.get("stats")
-        if stats is not None and stats["runs"] > 0:
-            task._last_run_time = float(stats["last_run_at"])
         return task
 
     def _definition(self) -> tuple:
@@ -320,7 +319,7 @@ class DuckDBBridge:
         now = time.time() if current_time is None else float(current_time)
         for task in self.engine.sql_tasks:
             if task.is_due(now):
-                self.engine._run_sql_task_now(task.name)
+                _core.run_task_now(self.engine._core, task.name)
 
     def __repr__(self) -> str:
         return f"<DuckDBBridge(tables={self.engine.table_names()!r})>"

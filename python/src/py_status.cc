@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <nanobind/stl/string.h>
+
 #include "rill/sql/sql_engine.h"
 
 namespace rills {

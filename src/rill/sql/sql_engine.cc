@@ -57,6 +57,9 @@ std::string DropTempViewSql(const std::string& name) {
 
 struct PooledConnection {
   std::unique_ptr<duckdb::Connection> conn;
+  // Views without row counts, statistics or encodings, so plans prepared on this
+  // connection stay valid for every version (prepared statements only).
+  bool plain = false;
   uint64_t generation = 0;  // registry generation `views` matches; 0 = unknown
   std::map<std::string, std::shared_ptr<LiveTableSource>> views;
 };
@@ -161,7 +164,7 @@ struct SqlEngine::Impl {
         if (it != pc.views.end() && it->second->table() == table) {
           continue;
         }
-        auto source = std::make_shared<LiveTableSource>(table, chunk_cache);
+        auto source = std::make_shared<LiveTableSource>(table, pc.plain ? nullptr : chunk_cache);
         CreateScanView(*pc.conn, name, *source, /*temporary=*/true);
         pc.views[name] = std::move(source);
       }
@@ -262,10 +265,19 @@ struct SqlEngine::Impl {
   Result<std::shared_ptr<arrow::Table>> ExecutePrepared(PreparedEntry& entry,
                                                         const std::string& sql) {
     if (entry.pc == nullptr) {
-      RILL_ASSIGN_OR_RAISE(entry.pc, Acquire());
-    } else {
-      RILL_RETURN_NOT_OK(Sync(*entry.pc));
+      // A connection of its own, never pooled: its views are plain (see
+      // PooledConnection::plain), since the plan outlives the version it was
+      // bound on and must not rely on that version's statistics or encodings.
+      auto pc = std::make_unique<PooledConnection>();
+      pc->plain = true;
+      try {
+        pc->conn = std::make_unique<duckdb::Connection>(*db);
+      } catch (const std::exception& e) {
+        return Status::Invalid("cannot open a DuckDB connection: ", ErrorMessage(e));
+      }
+      entry.pc = std::move(pc);
     }
+    RILL_RETURN_NOT_OK(Sync(*entry.pc));
     PooledConnection& pc = *entry.pc;
     try {
       if (entry.statement == nullptr || entry.prepared_generation != pc.generation) {
