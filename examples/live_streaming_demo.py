@@ -16,7 +16,7 @@ import time
 
 import pyarrow as pa
 
-from rills import MemoryConnector, RillEngine, ScheduledSQLTask, schema
+from rills import MemoryConnector, OutputAPI, RillEngine, ScheduledSQLTask, schema
 
 TIERS = ["Bronze", "Silver", "Gold", "Platinum"]
 STATUSES = ["new", "paid", "shipped", "cancelled"]
@@ -48,6 +48,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="short run for smoke tests")
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--rate", type=float, default=20.0, help="batches per second")
+    parser.add_argument("--sink", default="/tmp/rill_demo_output/tier_revenue.parquet",
+                        help="where to write the final revenue table (parquet, csv, json or ndjson by extension)")
     args = parser.parse_args(argv)
     duration = 1.5 if args.quick else args.duration
 
@@ -93,6 +95,14 @@ def main(argv=None):
         producer.join()
         engine.stop()
     engine.step()  # drain what is still buffered
+    output_api = OutputAPI(engine)
+    scalars = output_api.get_all_scalars()
+    print(f"processed {scalars['total_records_processed']} records, "
+          f"avg tick {scalars['avg_batch_latency_ms']:.2f} ms, tables {scalars['table_row_counts']}")
+    # Sink the finalized table to disk, as the seed's demo does.
+    sink_format = args.sink.rsplit(".", 1)[-1] if "." in args.sink else "parquet"
+    if output_api.sink_to_file("revenue_by_tier", args.sink, format=sink_format):
+        print(f"sink: wrote table 'revenue_by_tier' to {args.sink}")
     total = engine.query_sql("SELECT COUNT(*) AS n, SUM(amount) AS revenue FROM orders").to_pylist()[0]
     print(f"final: {total['n']} distinct orders, revenue {total['revenue']:.2f}")
     engine.close()

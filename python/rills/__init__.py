@@ -72,3 +72,20 @@ from .connectors.json_stream import JSONStreamConnector  # noqa: E402
 from .connectors.kafka import KafkaConnector, KafkaMockCluster  # noqa: E402
 
 __all__ += ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]
+
+# Seed-API completeness (issue 14): rills.compute, SQL error classes, metrics
+# store options, C++ logs in Python's logging.
+from . import compute  # noqa: E402
+from ._logging import flush_logs, install as _install_logging  # noqa: E402
+from .compute import aggregate_table, filter_table, join_tables  # noqa: E402
+from .errors import (  # noqa: E402
+    BinderError, CatalogError, ConversionError, InterruptError, InvalidInputError,
+    OutOfRangeError, ParserError, SQLError,
+)
+from .metrics_options import MetricsStoreOptions  # noqa: E402
+
+_install_logging()
+
+__all__ += ["join_tables", "filter_table", "aggregate_table", "flush_logs", "SQLError",
+            "CatalogError", "ParserError", "BinderError", "ConversionError",
+            "InvalidInputError", "OutOfRangeError", "InterruptError", "MetricsStoreOptions"]

@@ -14,6 +14,7 @@ from . import _arrow, _core, _quack
 from ._sequence import EngineList
 from .connectors.base import BaseConnector, connector_of
 from .metrics import MetricsRegistry
+from .metrics_options import MetricsStoreOptions
 from .retention import RetentionPolicy
 from .schema import normalize_mode
 from .table import RillTable, _check_table_args
@@ -52,6 +53,7 @@ class RillEngine:
     def __init__(
         self,
         trigger_interval_ms: float = 100.0,
+        duckdb_connection: Any = None,
         memory_budget_bytes: Optional[int] = None,
         memory_budget_mb: Optional[float] = None,
         on_memory_warning: Optional[Callable[[int, int], None]] = None,
@@ -61,9 +63,14 @@ class RillEngine:
         metrics_path: Optional[str] = "rill_metrics.db",
         metrics_flush_interval_seconds: float = 1.0,
         allow_private_webhooks: bool = False,
+        metrics_options: Optional[Union[MetricsStoreOptions, Dict[str, Any]]] = None,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
+            duckdb_connection: must be None: Rill's DuckDB runs inside the C++
+                core, so an external connection cannot scan live tables
+                (ValueError otherwise; read a table into your own connection
+                with con.register(name, engine.get_table(name).to_arrow())).
             memory_budget_bytes: allocated bytes (Arrow pools + DuckDB) above which
                 a ResourceWarning is emitted and on_memory_warning is called.
             memory_budget_mb: the same in megabytes (used if memory_budget_bytes is None).
@@ -82,10 +89,17 @@ class RillEngine:
                 add_dashboard_scheduled_query); ":memory:" keeps it in memory;
                 None never opens it (the alerts/metrics API then raises).
             metrics_flush_interval_seconds: how often telemetry and alerts are written.
+            metrics_options: a MetricsStoreOptions (or a dict of its fields):
+                retention of telemetry and alerts, alert rate-limit window,
+                flush interval, queue sizes of the metrics store.
             allow_private_webhooks: let webhooks (POST /api/webhook/send and
                 alert-rule webhooks) reach loopback and private addresses; off
                 by default (the SSRF guard refuses them).
         """
+        _check_duckdb_connection(duckdb_connection)
+        self._metrics_options = MetricsStoreOptions.of(metrics_options)
+        if self._metrics_options.flush_interval_seconds is not None:
+            metrics_flush_interval_seconds = self._metrics_options.flush_interval_seconds
         if trigger_interval_ms is None or float(trigger_interval_ms) <= 0:
             raise ValueError(f"trigger_interval_ms must be > 0, got {trigger_interval_ms!r}")
         if memory_budget_bytes is None and memory_budget_mb is not None:
@@ -139,11 +153,16 @@ class RillEngine:
         key, mode and retention, and takes the schema of the first batch
         written to it (from a connector, a task or upsert()); until then it has
         no rows, `schema` is None and SQL does not see it (a query naming it
-        fails with a ValueError saying so). ValueError if the name is taken or
-        reserved (rill_*), for an append table without a retention policy, or
-        an unknown key column.
+        fails with a ValueError saying so).
+
+        Registering a name that is already a table replaces that table, as
+        the seed does: the old table, its rows and its subscribers are
+        dropped first. ValueError if the name is reserved (rill_*), for an
+        append table without a retention policy, or an unknown key column.
         """
         _check_table_args(name, schema, retention_policy)
+        if not name.startswith("rill_") and self.get_table(name) is not None:
+            self.drop_table(name)  # the seed's register_table replaces (rill_* stay reserved)
         args = dict(
             primary_key=_arrow.key_list(primary_key),
             mode=normalize_mode(mode),
@@ -273,7 +292,9 @@ class RillEngine:
             self._core.add_sql_task(
                 task.name, task.query, task.output_table, task.interval_seconds,
                 _arrow.key_list(task.primary_key),
+                use_prepared_statements=task.use_prepared_statements,
             )
+            task._attach(self)
 
     def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:
         """Unschedule a SQL task (or the task of that name); unknown tasks are ignored."""
@@ -326,7 +347,7 @@ class RillEngine:
         """
         return EngineList(
             "SQL tasks",
-            lambda: [ScheduledSQLTask._from_core(d) for d in self._core.sql_tasks()],
+            lambda: [ScheduledSQLTask._from_core(d)._attach(self) for d in self._core.sql_tasks()],
             self.add_sql_task,
             self.remove_sql_task,
         )
@@ -365,7 +386,10 @@ class RillEngine:
         """Run DuckDB SQL over the live tables and return the result.
 
         Tables are scanned without copying, each at one consistent version.
-        ValueError with DuckDB's message when the query fails.
+        When DuckDB refuses the query: rills.SQLError (a ValueError) with
+        DuckDB's message, whose `error_type` names DuckDB's error class, as
+        a subclass for the common ones (CatalogError for an unknown table,
+        ParserError, BinderError, ...; see rills.errors).
         """
         if not isinstance(sql, str):
             raise TypeError(f"sql must be a str, got {type(sql).__name__}")
@@ -451,7 +475,8 @@ class RillEngine:
             raise RuntimeError("this engine was made with metrics_path=None: no metrics database")
         with self._lock:
             if not self._core.metrics_open:
-                self._core.open_metrics(self.metrics_path, self.metrics_flush_interval_seconds)
+                self._core.open_metrics(self.metrics_path, self.metrics_flush_interval_seconds,
+                                        self._metrics_options._core_options())
         return self._core
 
     def push_alert(self, message: str, severity: str = "warning", detail: str = "") -> None:
@@ -517,8 +542,14 @@ class RillEngine:
         cooldown_seconds: float = 60.0,
         severity: str = "warning",
         webhook: Optional[str] = None,
+        message: Optional[str] = None,
+        enabled: bool = True,
     ) -> None:
         """Add (or replace) a server-side alert rule, evaluated every metrics flush.
+
+        `message` is the text of the alerts it fires (default
+        "<metric> <op> <threshold> (value <v>)"); a rule added with
+        enabled=False is stored but not evaluated.
 
         `metric` names a KPI query, a business metric or a system metric (a
         rill_telemetry column such as "cpu_usage", or "table.<name>.rows"; the
@@ -528,9 +559,10 @@ class RillEngine:
         again within `cooldown_seconds`. `webhook` is stored with the rule
         (delivery comes with the network server). ValueError for bad arguments.
         """
-        self._metrics_store().add_alert_rule(
-            str(name), str(metric), str(op), float(threshold), float(cooldown_seconds),
-            str(severity), None if webhook is None else str(webhook))
+        _core.add_alert_rule(
+            self._metrics_store(), str(name), str(metric), str(op), float(threshold),
+            float(cooldown_seconds), str(severity), None if webhook is None else str(webhook),
+            None if message is None else str(message), bool(enabled))
 
     def remove_alert_rule(self, name: str) -> None:
         """Remove an alert rule (KeyError if unknown)."""
@@ -599,3 +631,15 @@ def _memory_hook(engine_ref: "weakref.ReferenceType[RillEngine]") -> Callable[[i
             engine._memory_warning(allocated, budget)
 
     return hook
+
+
+def _check_duckdb_connection(connection: Any) -> None:
+    # The seed's RillEngine(duckdb_connection=...): not possible with DuckDB in C++.
+    if connection is not None:
+        raise ValueError(
+            "RillEngine(duckdb_connection=...) is not supported: Rill's DuckDB runs inside the "
+            "engine's C++ core, where it scans the live tables without copying; an external "
+            "DuckDB connection cannot see them. Query live tables with engine.query_sql(), or "
+            "register a table's rows in your own connection with "
+            "con.register(name, engine.get_table(name).to_arrow())"
+        )

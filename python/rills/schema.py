@@ -12,10 +12,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
-from . import _core
 from ._arrow import SYSTEM_COLUMNS, key_list
 
-__all__ = ["schema", "extract_primary_key", "extract_mode", "estimate_schema_row_size"]
+__all__ = [
+    "schema", "extract_primary_key", "extract_mode", "estimate_schema_row_size",
+    "estimate_datatype_size",
+]
 
 _MODES = {"snapshot": "snapshot", "upsert": "snapshot", "append": "append"}
 
@@ -114,17 +116,68 @@ def extract_mode(schema_obj: Optional[pa.Schema]) -> str:
     return "snapshot"
 
 
+def estimate_datatype_size(
+    data_type: pa.DataType, avg_string_length: int = 32, avg_list_length: int = 5
+) -> float:
+    """Return the estimated bytes one value of `data_type` takes in an Arrow array.
+
+    Fixed-width types: their byte width; booleans 1/8 byte; strings and
+    binaries: a 4-byte offset (8 for the large variants) plus
+    `avg_string_length`; lists: the offset plus `avg_list_length` values
+    (fixed-size lists: their size, no offset); maps: the offset plus
+    `avg_list_length` keys and items; structs: the sum of their fields;
+    dictionaries: their index width. Other types count 8 bytes.
+    """
+    try:
+        return float(data_type.byte_width)
+    except ValueError:  # not fixed width
+        pass
+    types = pa.types
+    if types.is_boolean(data_type):
+        return 0.125
+    if types.is_string(data_type) or types.is_binary(data_type):
+        return 4.0 + avg_string_length
+    if types.is_large_string(data_type) or types.is_large_binary(data_type):
+        return 8.0 + avg_string_length
+
+    def child(t: pa.DataType) -> float:
+        return estimate_datatype_size(t, avg_string_length, avg_list_length)
+
+    if types.is_list(data_type):
+        return 4.0 + avg_list_length * child(data_type.value_type)
+    if types.is_large_list(data_type):
+        return 8.0 + avg_list_length * child(data_type.value_type)
+    if types.is_fixed_size_list(data_type):
+        return data_type.list_size * child(data_type.value_type)
+    if types.is_map(data_type):
+        return 4.0 + avg_list_length * (child(data_type.key_type) + child(data_type.item_type))
+    if types.is_struct(data_type):
+        return float(sum(child(data_type.field(i).type) for i in range(data_type.num_fields)))
+    return 8.0
+
+
 def estimate_schema_row_size(
     schema_obj: pa.Schema,
     avg_string_length: int = 32,
     avg_list_length: int = 5,
     include_validity_bitmap: bool = True,
 ) -> float:
-    """Return the estimated in-memory bytes of one row of `schema_obj`.
+    """Return the estimated in-memory bytes of one row of `schema_obj` (fractional).
 
-    Fixed widths, validity bits, and offsets plus `avg_string_length` bytes for
-    variable-width columns (computed by the engine's estimator).
+    The sum over the fields of estimate_datatype_size(), plus 1/8 byte (one
+    validity bit) per nullable field when `include_validity_bitmap`. For
+    example an int64 and an int32 column with the two float64 system columns
+    take 8 + 4 + 8 + 8 = 28 bytes, 28.5 with validity bits. Variable-width
+    columns count `avg_string_length` bytes per string and `avg_list_length`
+    values per list.
     """
     if not isinstance(schema_obj, pa.Schema):
         raise TypeError(f"expected a pyarrow.Schema, got {type(schema_obj).__name__}")
-    return float(_core.estimate_row_size(schema_obj, int(avg_string_length)))
+    if avg_string_length < 0 or avg_list_length < 0:
+        raise ValueError("avg_string_length and avg_list_length must be >= 0")
+    total = 0.0
+    for field in schema_obj:
+        total += estimate_datatype_size(field.type, avg_string_length, avg_list_length)
+        if include_validity_bitmap and field.nullable:
+            total += 0.125
+    return total

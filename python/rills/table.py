@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _arrow, _core
+from ._arrow import SYSTEM_COLUMNS
 from .retention import RetentionPolicy
-from .schema import extract_mode, extract_primary_key, normalize_mode
+from .schema import estimate_schema_row_size, extract_mode, extract_primary_key, normalize_mode
 
 __all__ = ["RillTable", "upsert_table"]
 
@@ -270,16 +273,15 @@ class RillTable:
         return _arrow.table_from_stream(core.to_stream())
 
     def estimate_row_size(self, avg_string_length: int = 32, avg_list_length: int = 5) -> Optional[float]:
-        """Return the estimated bytes per row (refined by the data once rows exist); None without a schema."""
-        core = self._core
-        if core is not None:
-            if avg_string_length == 32 or core.num_rows > 0:
-                return float(core.estimate_row_size())
-            return float(_core.estimate_row_size(self.schema, int(avg_string_length)))
+        """Return the estimated bytes per row of the table's schema (see estimate_schema_row_size); None without a schema."""
         schema = self.schema
-        if schema is not None:
-            return float(_core.estimate_row_size(schema, int(avg_string_length)))
-        return None
+        if schema is None:
+            return None
+        # The seed's schema has nullable system columns: one validity bit each.
+        schema = pa.schema([f.with_nullable(True) if f.name in SYSTEM_COLUMNS else f for f in schema],
+                           metadata=schema.metadata)
+        return estimate_schema_row_size(schema, avg_string_length=avg_string_length,
+                                        avg_list_length=avg_list_length)
 
     def estimate_records_capacity(
         self,
@@ -367,16 +369,50 @@ def _deliverer(name: str, callback: Subscriber) -> Callable[[Any], None]:
     return deliver
 
 
+def _with_stamps(old: Optional[pa.Table], new: pa.Table, keys: List[str], ts: float):
+    # The seed's system columns: old rows get z_insert_ts/z_update_ts = ts when
+    # missing; new rows keep the z_insert_ts of the old row with their key (ts
+    # otherwise) and get z_update_ts = ts, unless they bring their own.
+    def stamp(table: pa.Table) -> pa.Table:
+        for column in SYSTEM_COLUMNS:
+            if column not in table.column_names:
+                table = table.append_column(column, pa.array([ts] * table.num_rows, pa.float64()))
+        return table
+
+    if old is not None:
+        old = stamp(old)
+    if "z_insert_ts" not in new.column_names:
+        inserted = pa.array([ts] * new.num_rows, pa.float64())
+        if old is not None and old.num_rows and keys:
+            index = pa.table({**{k: new.column(k) for k in keys},
+                              "__row": pa.array(range(new.num_rows), pa.int64())})
+            found = index.join(old.select(keys + ["z_insert_ts"]), keys=keys, join_type="left outer")
+            found = found.group_by(["__row"]).aggregate([("z_insert_ts", "min")]).sort_by("__row")
+            inserted = pc.fill_null(found.column("z_insert_ts_min"), ts).cast(pa.float64())
+        new = new.append_column("z_insert_ts", inserted)
+    if "z_update_ts" not in new.column_names:
+        new = new.append_column("z_update_ts", pa.array([ts] * new.num_rows, pa.float64()))
+    return old, new
+
+
 def upsert_table(
     old_table: Optional[Any],
     new_table: Any,
     primary_key: Optional[Union[str, List[str]]] = None,
+    promote_options: str = "default",
+    current_time: Optional[float] = None,
 ) -> pa.Table:
     """Return `new_table` upserted into `old_table` by `primary_key`.
 
     A pure function on pyarrow tables (RecordBatches accepted): the last row per
     key wins, surviving old rows keep their order, replaced and new rows come
     last. Without a key the rows are appended. `old_table` may be None.
+
+    As in the seed, the result carries the system columns: rows without
+    z_insert_ts / z_update_ts get `current_time` (unix seconds, default now),
+    and a new row replacing an old one keeps the old row's z_insert_ts.
+    `promote_options` is passed to pa.concat_tables when schemas differ
+    ("default" or "permissive").
     """
     new = _arrow.to_table(new_table, what="upsert_table()")
     old = None if old_table is None else _arrow.to_table(old_table, what="upsert_table()")
@@ -385,8 +421,17 @@ def upsert_table(
             raise ValueError("upsert_table() needs at least one non-empty table")
         return old
     keys = _arrow.key_list(primary_key)
-    if old is None or old.num_rows == 0 and not keys:
+    ts = time.time() if current_time is None else float(current_time)
+    old, new = _with_stamps(old, new, keys, ts)
+    if old is None or old.num_rows == 0:
         return new
+    if new.num_rows == 0:
+        return old
+    if old.schema != new.schema and set(old.column_names) == set(new.column_names):
+        try:  # same columns: align new to old's order and types
+            new = new.select(old.column_names).cast(old.schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+            pass  # left to concat_tables' promotion
     if not keys:
-        return pa.concat_tables([old, new], promote_options="default")
+        return pa.concat_tables([old, new], promote_options=promote_options)
     return _arrow.table_from_stream(_core.upsert_table(old, new, keys))

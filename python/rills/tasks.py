@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
-from . import _arrow
+from . import _arrow, _core
 from .retention import RetentionPolicy
 
 if TYPE_CHECKING:
@@ -33,8 +35,15 @@ class ScheduledSQLTask:
         output_table: str,
         interval_seconds: float = 1.0,
         primary_key: Optional[Keys] = None,
+        use_prepared_statements: bool = True,
     ):
-        """ValueError for an empty name, query or output table, or a negative interval."""
+        """ValueError for an empty name, query or output table, or a negative interval.
+
+        `use_prepared_statements` (default True, as in the seed): the engine
+        prepares the query once and re-executes the prepared statement on
+        every run (re-preparing it when a table it reads is re-registered);
+        False parses and plans it on every run. Results are the same.
+        """
         for arg, value in (("name", name), ("query", query), ("output_table", output_table)):
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"ScheduledSQLTask {arg} must be a non-empty str, got {value!r}")
@@ -45,13 +54,50 @@ class ScheduledSQLTask:
         self.output_table = output_table
         self.interval_seconds = float(interval_seconds)
         self.primary_key = primary_key
+        self.use_prepared_statements = bool(use_prepared_statements)
         _arrow.key_list(primary_key)  # type check
+        self._last_run_time = 0.0
+        self._engine_ref: Optional[weakref.ReferenceType] = None
+
+    @property
+    def last_run_time(self) -> float:
+        """Start time (engine clock, unix seconds) of the task's last run; 0.0 before the first.
+
+        Once the task is added to an engine this is the engine's record of
+        its runs. Settable (e.g. to 0.0) for standalone use of is_due().
+        """
+        engine = self._engine_ref() if self._engine_ref is not None else None
+        if engine is not None and not engine._core.closed:
+            stats = engine._core.task_stats().get(self.name)
+            if stats is not None and stats["runs"] > 0:
+                return max(float(stats["last_run_at"]), self._last_run_time)
+        return self._last_run_time
+
+    @last_run_time.setter
+    def last_run_time(self, value: float) -> None:
+        self._last_run_time = float(value)
+
+    def is_due(self, current_time: Optional[float] = None) -> bool:
+        """Return True when `interval_seconds` have passed since last_run_time at `current_time`.
+
+        `current_time` is in unix seconds (the engine's clock; default now).
+        A task that never ran is due.
+        """
+        now = time.time() if current_time is None else float(current_time)
+        return (now - self.last_run_time) >= self.interval_seconds
+
+    def _attach(self, engine: "RillEngine") -> "ScheduledSQLTask":
+        # last_run_time then reads the engine's record of the runs.
+        self._engine_ref = weakref.ref(engine)
+        return self
 
     @classmethod
     def _from_core(cls, d: Dict[str, Any]) -> "ScheduledSQLTask":
         """The task as the engine holds it (see RillEngine.sql_tasks)."""
-        return cls(d["name"], d["query"], d["output_table"], d["interval_seconds"],
-                   _arrow.key_public(list(d["primary_key"])))
+        task = cls(d["name"], d["query"], d["output_table"], d["interval_seconds"],
+                   _arrow.key_public(list(d["primary_key"])),
+                   use_prepared_statements=d.get("use_prepared_statements", True))
+        return task
 
     def _definition(self) -> tuple:
         return (self.name, self.query, self.output_table, float(self.interval_seconds),
@@ -223,18 +269,57 @@ class DuckDBBridge:
     """SQL over an engine's live tables through its embedded DuckDB.
 
     Every table is a view that scans the table's current version without
-    copying it; there is nothing to register. Available as `engine.duckdb`.
+    copying it; register() adds a pyarrow table as a table of the engine.
+    Available as `engine.duckdb`. DuckDB lives in the engine's C++ core:
+    an external DuckDB connection cannot be used (ValueError).
     """
 
-    def __init__(self, engine: "RillEngine"):
+    def __init__(self, engine: "RillEngine", connection: Any = None,
+                 use_prepared_statements: bool = True):
+        if connection is not None:
+            raise ValueError(
+                "DuckDBBridge(connection=...) is not supported: Rill's DuckDB runs inside the "
+                "engine's C++ core and scans live tables there; query them with "
+                "engine.query_sql(), or read a table into your own DuckDB connection with "
+                "con.register(name, engine.get_table(name).to_arrow())"
+            )
         self.engine = engine
+        self.use_prepared_statements = bool(use_prepared_statements)
 
     def query(self, sql: str) -> pa.Table:
-        """Run `sql` and return its result. ValueError with DuckDB's message on failure."""
+        """Run `sql` and return its result. rills.SQLError (a ValueError) with DuckDB's message on failure."""
         return self.engine.query_sql(sql)
+
+    def register(self, name: str, table: Any) -> None:
+        """Make `table` (a pyarrow Table or RecordBatch) queryable as `name`.
+
+        Registers (or replaces, as DuckDB's register does) the engine table
+        `name` holding these rows; its key and mode come from the schema's
+        metadata. ValueError for a reserved name (rill_*).
+        """
+        data = _arrow.to_table(table, what="register()")
+        if data is None:
+            raise ValueError(f"register() needs a non-empty table for {name!r}")
+        engine = self.engine
+        if engine.get_table(name) is not None:
+            engine.drop_table(name)
+        engine.register_table(name, schema=data.schema).replace_state(data)
 
     def register_tables(self) -> None:
         """No-op: live tables are always visible to SQL."""
+
+    def run_due_tasks(self, current_time: Optional[float] = None) -> None:
+        """Run the engine's scheduled SQL tasks that are due at `current_time` (unix seconds, default now).
+
+        Each due task's query result replaces its output table (created with
+        the task's primary key if needed), as the engine's tick does; a
+        failing task is logged and recorded as an engine event, and the
+        others still run.
+        """
+        now = time.time() if current_time is None else float(current_time)
+        for task in self.engine.sql_tasks:
+            if task.is_due(now):
+                _core.run_task_now(self.engine._core, task.name)
 
     def __repr__(self) -> str:
         return f"<DuckDBBridge(tables={self.engine.table_names()!r})>"

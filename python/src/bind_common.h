@@ -64,5 +64,6 @@ rill::Engine& CoreEngine(nb::handle engine);
 void BindIoConnectors(nb::module_& m);
 void BindServer(nb::module_& m);
 void BindToolkit(nb::module_& m);  // bind_toolkit.cc
+void BindSeed(nb::module_& m);  // bind_seed.cc: log queue, run_task_now, alert rules
 
 }  // namespace rills

@@ -36,6 +36,33 @@ namespace {
 using rill::Engine;
 using rill::LiveTable;
 
+/// Set the MetricsOptions named in `extra` (rills.MetricsStoreOptions fields).
+/// ValueError for an unknown name.
+void SetMetricsOptions(nb::dict extra, rill::MetricsOptions* o) {
+  for (auto [key, value] : extra) {
+    const std::string name = nb::cast<std::string>(key);
+    if (name == "telemetry_retention_seconds") {
+      o->telemetry_retention_seconds = nb::cast<double>(value);
+    } else if (name == "alert_retention_seconds") {
+      o->alert_retention_seconds = nb::cast<double>(value);
+    } else if (name == "rate_limit_window_seconds") {
+      o->rate_limit_window_seconds = nb::cast<double>(value);
+    } else if (name == "event_queue_capacity") {
+      o->event_queue_capacity = nb::cast<int64_t>(value);
+    } else if (name == "write_queue_capacity") {
+      o->write_queue_capacity = nb::cast<int64_t>(value);
+    } else if (name == "latency_window_seconds") {
+      o->latency_window_seconds = nb::cast<double>(value);
+    } else if (name == "max_kpi_history_rows") {
+      o->max_kpi_history_rows = nb::cast<int64_t>(value);
+    } else if (name == "restore_alert_rules") {
+      o->restore_alert_rules = nb::cast<bool>(value);
+    } else {
+      Raise(PyExc_ValueError, "unknown metrics store option '" + name + "'");
+    }
+  }
+}
+
 /// Owns one Engine and the Reporter its Python callbacks share.
 class PyEngine {
  public:
@@ -93,7 +120,7 @@ class PyEngine {
   }
 
   /// Open the metrics database at `path` and start its threads. Once.
-  void OpenMetrics(const std::string& path, double flush_interval_seconds) {
+  void OpenMetrics(const std::string& path, double flush_interval_seconds, nb::dict extra) {
     Engine& e = engine();
     if (store_) {
       Raise(PyExc_RuntimeError, "the metrics store is already open");
@@ -101,6 +128,7 @@ class PyEngine {
     rill::MetricsOptions options;
     options.path = path;
     options.flush_interval_seconds = flush_interval_seconds;
+    SetMetricsOptions(extra, &options);
     rill::Result<std::unique_ptr<rill::MetricsStore>> made;
     {
       nb::gil_scoped_release release;
@@ -241,6 +269,7 @@ nb::dict TaskToDict(const rill::Task& task) {
   if (auto* sql = dynamic_cast<const rill::ScheduledSqlTask*>(&task)) {
     d["kind"] = "sql";
     d["query"] = sql->query();
+    d["use_prepared_statements"] = sql->use_prepared_statements();
     return d;
   }
   const auto& o = static_cast<const rill::TableJoinTask&>(task).options();
@@ -420,14 +449,15 @@ void BindEngine(nb::module_& m) {
           "add_sql_task",
           [](PyEngine& e, const std::string& name, const std::string& query,
              const std::string& output_table, double interval_seconds,
-             const std::vector<std::string>& primary_key) {
-            auto task = std::make_shared<rill::ScheduledSqlTask>(name, query, output_table,
-                                                                 interval_seconds, primary_key);
+             const std::vector<std::string>& primary_key, bool use_prepared_statements) {
+            auto task = std::make_shared<rill::ScheduledSqlTask>(
+                name, query, output_table, interval_seconds, primary_key, use_prepared_statements);
             Engine& engine = e.engine();
             WithoutGil([&] { return engine.AddSqlTask(task); });
           },
           nb::arg("name"), nb::arg("query"), nb::arg("output_table"),
-          nb::arg("interval_seconds"), nb::arg("primary_key"))
+          nb::arg("interval_seconds"), nb::arg("primary_key"),
+          nb::arg("use_prepared_statements") = true)
       .def(
           "remove_sql_task",
           [](PyEngine& e, const std::string& name) {
@@ -620,7 +650,7 @@ void BindEngine(nb::module_& m) {
           nb::arg("full") = false)
       // Metrics store (alerts, KPI queries, metrics database) ------------------
       .def("open_metrics", &PyEngine::OpenMetrics, nb::arg("path"),
-           nb::arg("flush_interval_seconds") = 1.0)
+           nb::arg("flush_interval_seconds") = 1.0, nb::arg("options") = nb::dict())
       .def_prop_ro("metrics_open", &PyEngine::metrics_open)
       .def(
           "push_alert",

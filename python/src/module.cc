@@ -21,4 +21,5 @@ NB_MODULE(_core, m) {
   rills::BindServer(m);
   rills::BindToolkit(m);
   rills::BindAggregation(m);
+  rills::BindSeed(m);
 }

@@ -2,6 +2,10 @@
 
 #include <string>
 
+#include <nanobind/stl/string.h>
+
+#include "rill/sql/sql_engine.h"
+
 namespace rills {
 
 namespace {
@@ -38,7 +42,19 @@ void Raise(PyObject* exc_type, const std::string& message) {
   throw nb::python_error();
 }
 
+// Raise the rills.errors exception for a query DuckDB refused: a ValueError
+// subclass naming DuckDB's error class (CatalogError, ParserError, ...).
+[[noreturn]] void RaiseSqlError(const arrow::Status& status, const std::string& error_type) {
+  nb::object error = nb::module_::import_("rills.errors")
+                         .attr("_sql_error")(status.message(), error_type);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  throw nb::python_error();
+}
+
 void RaiseStatus(const arrow::Status& status) {
+  if (const std::string type = rill::SqlErrorType(status); !type.empty()) {
+    RaiseSqlError(status, type);
+  }
   std::string message = status.message();
   if (status.detail() != nullptr) {
     message += " (" + status.detail()->ToString() + ")";

@@ -17,9 +17,12 @@ def _run(name, *args):
     return proc.stdout
 
 
-def test_live_streaming_demo():
-    out = _run("live_streaming_demo.py", "--quick")
-    assert "revenue by tier" in out and "final:" in out
+def test_live_streaming_demo(tmp_path):
+    sink = tmp_path / "tier_revenue.parquet"
+    out = _run("live_streaming_demo.py", "--quick", "--sink", str(sink))
+    assert "revenue by tier" in out and "final:" in out and "sink: wrote" in out
+    import pyarrow.parquet as papq
+    assert papq.read_table(sink).column_names[:3] == ["user_tier", "revenue", "orders"]
 
 
 def test_multi_stream_join_demo():

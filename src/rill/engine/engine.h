@@ -186,6 +186,10 @@ class Engine {
   Status RemoveWindowTask(const std::string& name);
   /// A copy of each task's counters, by task name.
   std::map<std::string, TaskStats> TaskStatistics() const;
+  /// Run the task `name` now, whether due or not, as a tick would (stats,
+  /// events, output written); serialized with ticks. KeyError if unknown,
+  /// Invalid from inside a tick. Any thread (DuckDBBridge.run_due_tasks).
+  Status RunTaskNow(const std::string& name);
   /// The SQL and join tasks, ordered by name (engine_declared.cc).
   std::vector<std::shared_ptr<Task>> Tasks() const;
 
@@ -249,6 +253,7 @@ class Engine {
   void ApplyRetention(double now);
   void RunDueTasks(double now);
   Status RunTask(Task& task, double now);
+  void RunAndCountTask(Task& task, double now);  // RunTask plus stats and events
   std::vector<BusinessMetricValue> EvaluateBusinessMetrics(double now);
   void PublishMetrics(double now, double latency, int64_t records);
   /// Write `batch` to `rill_rejects` and record an error event. Callers hold tick_mu_.

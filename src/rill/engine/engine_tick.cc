@@ -157,26 +157,30 @@ void Engine::RunDueTasks(double now) {
   }
   for (const auto& task : tasks) {
     if (!task->Due(now)) continue;
-    task->MarkRun(now);
-    const double t0 = SteadySeconds();
-    const Status st = RunTask(*task, now);
-    const double duration = SteadySeconds() - t0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      task->stats.runs++;
-      task->stats.last_duration_s = duration;
-      task->stats.total_duration_s += duration;
-      task->stats.last_run_at = now;
-      if (!st.ok()) {
-        task->stats.errors++;
-        task->stats.last_error = st.message();
-      }
-    }
+    RunAndCountTask(*task, now);
+  }
+}
+
+void Engine::RunAndCountTask(Task& task, double now) {
+  task.MarkRun(now);
+  const double t0 = SteadySeconds();
+  const Status st = RunTask(task, now);
+  const double duration = SteadySeconds() - t0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    task.stats.runs++;
+    task.stats.last_duration_s = duration;
+    task.stats.total_duration_s += duration;
+    task.stats.last_run_at = now;
     if (!st.ok()) {
-      RecordEvent(EngineEvent::Engine(
-          Severity::kError, task->name(), "Task '" + task->name() + "' failed: " + st.message(),
-          "query: " + task->Describe() + "\nerror: " + st.ToString(), now));
+      task.stats.errors++;
+      task.stats.last_error = st.message();
     }
+  }
+  if (!st.ok()) {
+    RecordEvent(EngineEvent::Engine(
+        Severity::kError, task.name(), "Task '" + task.name() + "' failed: " + st.message(),
+        "query: " + task.Describe() + "\nerror: " + st.ToString(), now));
   }
 }
 

@@ -55,13 +55,15 @@ struct ColumnRef {
 
 ScheduledSqlTask::ScheduledSqlTask(std::string name, std::string query,
                                    std::string output_table, double interval_seconds,
-                                   std::vector<std::string> primary_key)
+                                   std::vector<std::string> primary_key,
+                                   bool use_prepared_statements)
     : Task(std::move(name), std::move(output_table), interval_seconds, std::move(primary_key),
            std::nullopt),
-      query_(std::move(query)) {}
+      query_(std::move(query)),
+      use_prepared_statements_(use_prepared_statements) {}
 
 Result<TaskOutput> ScheduledSqlTask::Run(SqlEngine& sql, double now) {
-  auto result = sql.Query(query_);
+  auto result = use_prepared_statements_ ? sql.QueryPrepared(query_) : sql.Query(query_);
   if (!result.ok()) {
     return PrefixError(result.status(), name());
   }

@@ -106,16 +106,22 @@ class Task {
 };
 
 /// Run `query` when due; its result replaces the output table's state.
+/// With `use_prepared_statements` the query is prepared once and the plan
+/// re-executed on every run (SqlEngine::QueryPrepared); otherwise it is parsed
+/// and planned on every run. Results are the same.
 class ScheduledSqlTask : public Task {
  public:
   ScheduledSqlTask(std::string name, std::string query, std::string output_table,
-                   double interval_seconds = 1.0, std::vector<std::string> primary_key = {});
+                   double interval_seconds = 1.0, std::vector<std::string> primary_key = {},
+                   bool use_prepared_statements = true);
   const std::string& query() const { return query_; }
+  bool use_prepared_statements() const { return use_prepared_statements_; }
   std::string Describe() const override { return query_; }
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
 
  private:
   std::string query_;
+  bool use_prepared_statements_;
 };
 
 enum class JoinType { kInner, kLeftOuter, kRightOuter, kFullOuter };

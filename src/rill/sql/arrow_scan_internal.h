@@ -77,7 +77,9 @@ class ScanSource {
 /// summaries, and hands low-cardinality string columns over dictionary-encoded
 /// (kCachedDictionaryKey) when every chunk's encoding pays; summaries and
 /// encodings come from `cache`, shared by all sources of an engine. Unpinned, it
-/// reports nothing and encodes nothing.
+/// reports nothing and encodes nothing. Without a cache (null) it never reports
+/// or encodes anything, pinned or not, so a plan bound over it holds for every
+/// later version (prepared statements).
 class LiveTableSource : public ScanSource {
  public:
   LiveTableSource(std::shared_ptr<LiveTable> table, std::shared_ptr<ChunkCache> cache);

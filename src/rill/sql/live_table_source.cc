@@ -181,7 +181,7 @@ Result<std::shared_ptr<arrow::RecordBatchReader>> LiveTableSource::Open(
 
 std::optional<int64_t> LiveTableSource::FixedNumRows() const {
   auto version = pinned();
-  if (version == nullptr) {
+  if (version == nullptr || cache_ == nullptr) {  // no cache: plans must not depend on the version
     return std::nullopt;
   }
   return version->num_rows();

@@ -37,11 +37,18 @@ using sql_internal::CreateScanView;
 using sql_internal::LiveTableSource;
 
 constexpr size_t kMaxIdleConnections = 8;
+constexpr size_t kMaxPreparedStatements = 64;
 
 std::string ErrorMessage(const std::exception& e) { return duckdb::ErrorData(e).Message(); }
 
 Status QueryError(const std::string& message, std::string_view sql) {
   return Status::Invalid(message, " [query: ", sql, "]");
+}
+
+// As QueryError, carrying DuckDB's error class.
+Status DuckError(const std::string& message, duckdb::ExceptionType type, std::string_view sql) {
+  return QueryError(message, sql).WithDetail(
+      std::make_shared<SqlErrorDetail>(duckdb::Exception::ExceptionTypeToString(type)));
 }
 
 std::string DropTempViewSql(const std::string& name) {
@@ -50,8 +57,21 @@ std::string DropTempViewSql(const std::string& name) {
 
 struct PooledConnection {
   std::unique_ptr<duckdb::Connection> conn;
+  // Views without row counts, statistics or encodings, so plans prepared on this
+  // connection stay valid for every version (prepared statements only).
+  bool plain = false;
   uint64_t generation = 0;  // registry generation `views` matches; 0 = unknown
   std::map<std::string, std::shared_ptr<LiveTableSource>> views;
+};
+
+// A statement prepared once and executed many times, on a connection of its own
+// (DuckDB prepared statements belong to the connection that prepared them).
+struct PreparedEntry {
+  std::mutex mu;  // serializes executions; guards everything below
+  std::unique_ptr<PooledConnection> pc;
+  duckdb::unique_ptr<duckdb::PreparedStatement> statement;
+  uint64_t prepared_generation = 0;  // pc->generation when `statement` was prepared
+  uint64_t last_used = 0;            // guarded by SqlEngine::Impl::mu; for eviction
 };
 
 // Unpins the sources of a connection when a query ends, however it ends.
@@ -75,6 +95,14 @@ class PinGuard {
 };
 
 }  // namespace
+
+std::string SqlErrorType(const Status& status) {
+  const auto& detail = status.detail();
+  if (detail == nullptr || std::string_view(detail->type_id()) != SqlErrorDetail::kTypeId) {
+    return "";
+  }
+  return static_cast<const SqlErrorDetail&>(*detail).error_type();
+}
 
 std::string QuoteIdentifier(std::string_view name) {
   std::string out;
@@ -102,6 +130,9 @@ struct SqlEngine::Impl {
   std::map<std::string, std::shared_ptr<LiveTable>> tables;  // guarded by mu
   uint64_t generation = 1;                                   // guarded by mu
   std::vector<std::unique_ptr<PooledConnection>> idle;       // guarded by mu
+  // Prepared statements by SQL text, guarded by mu (each entry has its own lock).
+  std::map<std::string, std::shared_ptr<PreparedEntry>> prepared;
+  uint64_t prepared_clock = 0;  // guarded by mu
 
   // Bring the views of `pc` in line with the registry. On error the connection
   // must be discarded.
@@ -133,7 +164,7 @@ struct SqlEngine::Impl {
         if (it != pc.views.end() && it->second->table() == table) {
           continue;
         }
-        auto source = std::make_shared<LiveTableSource>(table, chunk_cache);
+        auto source = std::make_shared<LiveTableSource>(table, pc.plain ? nullptr : chunk_cache);
         CreateScanView(*pc.conn, name, *source, /*temporary=*/true);
         pc.views[name] = std::move(source);
       }
@@ -206,6 +237,101 @@ struct SqlEngine::Impl {
     return result;
   }
 
+  // The prepared entry of `sql`, created (empty) on first use. Evicts the
+  // least recently used entry beyond kMaxPreparedStatements.
+  std::shared_ptr<PreparedEntry> PreparedFor(const std::string& sql) {
+    std::shared_ptr<PreparedEntry> evicted;  // destroyed outside the lock
+    std::lock_guard<std::mutex> lock(mu);
+    auto& entry = prepared[sql];
+    if (entry == nullptr) {
+      entry = std::make_shared<PreparedEntry>();
+      if (prepared.size() > kMaxPreparedStatements) {
+        auto oldest = prepared.end();
+        for (auto it = prepared.begin(); it != prepared.end(); ++it) {
+          if (it->second != entry &&
+              (oldest == prepared.end() || it->second->last_used < oldest->second->last_used)) {
+            oldest = it;
+          }
+        }
+        evicted = std::move(oldest->second);
+        prepared.erase(oldest);
+      }
+    }
+    entry->last_used = ++prepared_clock;
+    return entry;
+  }
+
+  // Prepare (or re-prepare, after the views changed) and execute. Entry locked.
+  Result<std::shared_ptr<arrow::Table>> ExecutePrepared(PreparedEntry& entry,
+                                                        const std::string& sql) {
+    if (entry.pc == nullptr) {
+      // A connection of its own, never pooled: its views are plain (see
+      // PooledConnection::plain), since the plan outlives the version it was
+      // bound on and must not rely on that version's statistics or encodings.
+      auto pc = std::make_unique<PooledConnection>();
+      pc->plain = true;
+      try {
+        pc->conn = std::make_unique<duckdb::Connection>(*db);
+      } catch (const std::exception& e) {
+        return Status::Invalid("cannot open a DuckDB connection: ", ErrorMessage(e));
+      }
+      entry.pc = std::move(pc);
+    }
+    RILL_RETURN_NOT_OK(Sync(*entry.pc));
+    PooledConnection& pc = *entry.pc;
+    try {
+      if (entry.statement == nullptr || entry.prepared_generation != pc.generation) {
+        entry.statement.reset();
+        auto statements = pc.conn->ExtractStatements(sql);
+        if (statements.size() != 1) {
+          return QueryError("expected exactly one SQL statement, got " +
+                                std::to_string(statements.size()),
+                            sql);
+        }
+        if (!IsReadStatement(*statements[0])) {
+          return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+        }
+        auto statement = pc.conn->Prepare(std::move(statements[0]));
+        if (statement->HasError()) {
+          return DuckError(statement->GetError(), statement->error.Type(), sql);
+        }
+        entry.statement = std::move(statement);
+        entry.prepared_generation = pc.generation;
+      }
+      PinGuard pins(pc);
+      duckdb::vector<duckdb::Value> no_parameters;
+      auto result = entry.statement->Execute(no_parameters, /*allow_stream_result=*/false);
+      if (result->HasError()) {
+        return DuckError(result->GetError(), result->GetErrorType(), sql);
+      }
+      auto table = ResultToArrowTable(std::move(result));
+      if (!table.ok()) {
+        return QueryError(table.status().message(), sql);
+      }
+      return table;
+    } catch (const std::exception& e) {
+      duckdb::ErrorData error(e);
+      return DuckError(error.Message(), error.Type(), sql);
+    }
+  }
+
+  // Sync the connections of the prepared statements (after a registry change),
+  // so they hold no dropped table.
+  void SyncPrepared() {
+    std::vector<std::shared_ptr<PreparedEntry>> entries;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& [sql, entry] : prepared) entries.push_back(entry);
+    }
+    for (auto& entry : entries) {
+      std::lock_guard<std::mutex> lock(entry->mu);
+      if (entry->pc != nullptr && !Sync(*entry->pc).ok()) {
+        entry->statement.reset();
+        entry->pc.reset();
+      }
+    }
+  }
+
   Result<std::shared_ptr<arrow::Table>> RunStatement(PooledConnection& pc,
                                                      std::string_view sql) {
     try {
@@ -221,7 +347,7 @@ struct SqlEngine::Impl {
       PinGuard pins(pc);
       auto result = pc.conn->Query(std::move(statements[0]));
       if (result->HasError()) {
-        return QueryError(result->GetError(), sql);
+        return DuckError(result->GetError(), result->GetErrorType(), sql);
       }
       auto table = ResultToArrowTable(std::move(result));
       if (!table.ok()) {
@@ -229,7 +355,8 @@ struct SqlEngine::Impl {
       }
       return table;
     } catch (const std::exception& e) {
-      return QueryError(ErrorMessage(e), sql);
+      duckdb::ErrorData error(e);
+      return DuckError(error.Message(), error.Type(), sql);
     }
   }
 };
@@ -241,6 +368,7 @@ SqlEngine::~SqlEngine() {
     return;
   }
   // Connections (and the sources their views point at) go before the database.
+  impl_->prepared.clear();
   impl_->idle.clear();
 }
 
@@ -311,6 +439,7 @@ Status SqlEngine::UnregisterTable(const std::string& name) {
     ++impl_->generation;
   }
   impl_->SyncIdle();
+  impl_->SyncPrepared();
   // Free what the cache holds for chunks that are gone now.
   impl_->chunk_cache->Prune();
   return Status::OK();
@@ -348,6 +477,32 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::Query(std::string_view sql,
   auto result = impl_->Run(*pc, sql, interrupt);
   impl_->Release(std::move(pc));
   return result;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryPrepared(const std::string& sql) {
+  auto entry = impl_->PreparedFor(sql);
+  std::lock_guard<std::mutex> lock(entry->mu);
+  auto result = impl_->ExecutePrepared(*entry, sql);
+  if (!result.ok()) {
+    // Prepare again next time: the failure may have left the connection unusable.
+    entry->statement.reset();
+    entry->pc.reset();
+  }
+  return result;
+}
+
+void SqlEngine::ForgetPrepared(const std::string& sql) {
+  std::shared_ptr<PreparedEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->prepared.find(sql);
+    if (it == impl_->prepared.end()) return;
+    entry = std::move(it->second);
+    impl_->prepared.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(entry->mu);  // wait for a running execution
+  entry->statement.reset();
+  entry->pc.reset();
 }
 
 Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include <arrow/status.h>
 #include <arrow/type_fwd.h>
 
 #include "rill/common/status.h"
@@ -45,6 +46,27 @@ struct SqlOptions {
   /// Forbid changing DuckDB settings after start (`SET ...` fails).
   bool lock_configuration = true;
 };
+
+/// Attached to the Status of a query DuckDB refused: DuckDB's error class, so
+/// callers can tell a missing table ("Catalog") from a syntax error ("Parser")
+/// or a type error ("Binder") without parsing the message.
+class SqlErrorDetail : public arrow::StatusDetail {
+ public:
+  explicit SqlErrorDetail(std::string error_type) : error_type_(std::move(error_type)) {}
+  static constexpr const char* kTypeId = "rill::SqlErrorDetail";
+  const char* type_id() const override { return kTypeId; }
+  std::string ToString() const override { return error_type_ + " Error"; }
+  /// DuckDB's name of the class: "Catalog", "Parser", "Binder", "Conversion",
+  /// "Invalid Input", "Out of Range", "Constraint", "Interrupt", ...
+  const std::string& error_type() const { return error_type_; }
+
+ private:
+  std::string error_type_;
+};
+
+/// Return DuckDB's error class carried by `status` (see SqlErrorDetail), or ""
+/// when it carries none.
+std::string SqlErrorType(const Status& status);
 
 /// Return `name` as a double-quoted SQL identifier (inner quotes doubled), so
 /// any table or column name can be used in generated SQL.
@@ -75,6 +97,17 @@ class SqlEngine {
   /// at once.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql,
                                               QueryInterrupt* interrupt);
+
+  /// As Query, through a prepared statement kept for this SQL text: the first
+  /// call parses, binds and plans `sql` on a connection reserved for it, later
+  /// calls only execute the plan (it is prepared again after a table was
+  /// registered or dropped, since the views it binds changed). Each execution
+  /// reads the current version of every table, like Query. Calls with the
+  /// same text are serialized. At most 64 statements are kept (the least
+  /// recently used goes first); ForgetPrepared drops one.
+  Result<std::shared_ptr<arrow::Table>> QueryPrepared(const std::string& sql);
+  /// Drop the prepared statement of `sql`, if any (and its connection).
+  void ForgetPrepared(const std::string& sql);
 
   /// Run `sql` with each (name, table) pair of `views` exposed as a temporary
   /// view called `name`, visible to this query only (it hides a registered

@@ -1,0 +1,5 @@
+"""Join/aggregate tasks over two live tables (seed path `rills.compute.join`)."""
+
+from ..tasks import TableJoinTask
+
+__all__ = ["TableJoinTask"]
