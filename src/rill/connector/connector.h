@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <arrow/type_fwd.h>
@@ -84,6 +85,23 @@ class Connector {
   /// Decoding connectors decode into this schema from then on. Any thread.
   /// Default: ignored.
   virtual void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) { (void)schema; }
+
+  // Checkpoints (engine/checkpoint.h) ---------------------------------------------
+  /// Return where the connector stands as of the last Poll: exactly the input
+  /// whose rows Poll has returned so far (or dropped by the overflow policy),
+  /// as a JSON document; a connector restored to it reads on from the next
+  /// record. Empty: the connector has no position (rows pushed by the
+  /// application, as MemoryConnector). Tick thread, between Polls.
+  virtual Result<std::string> SavePosition() const { return std::string(); }
+  /// Resume from a position written by SavePosition: rows buffered and not yet
+  /// polled are discarded (they are read again from the source), and reading
+  /// goes on after the position. Invalid for a document this connector cannot
+  /// read. Called at a tick boundary (never concurrently with Poll); a started
+  /// connector is restarted. Default: nothing to restore.
+  virtual Status RestorePosition(std::string_view position) {
+    (void)position;
+    return Status::OK();
+  }
 
  protected:
   Connector(std::string name, std::string target_table, std::shared_ptr<arrow::Schema> schema)

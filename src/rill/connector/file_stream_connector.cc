@@ -94,6 +94,7 @@ Status FileStreamConnector::LoadState() {
     }
     s.done = !options_.tail || file_internal::FormatOf(name) != FileFormat::kJson;
     files_[name] = s;
+    polled_[name] = s;
   }
   return Status::OK();
 }
@@ -220,21 +221,18 @@ Status FileStreamConnector::ScanOnce() {
                         (now - snapshot.stable_since) * 1000 >= options_.stable_ms);
     if (!ready) continue;
     FileState work = snapshot;
-    Status st_file = ProcessFile(name, &work);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      FileState& s = files_[name];
-      changed |= work.done != s.done || work.offset != s.offset;
-      s.done = work.done;
-      s.offset = work.offset;
-    }
-    if (!st_file.ok()) RejectFile(name, path, st_file);
+    auto read = ReadFile(name, &work);
+    Batches batches;
+    if (read.ok()) batches = std::move(*read);
+    if (!Deliver(name, std::move(batches), work, &changed)) break;  // stopping
+    if (!read.ok()) RejectFile(name, path, read.status());
     if (work.done && options_.delete_after_process) ::unlink(path.c_str());
   }
   return changed ? SaveState() : Status::OK();
 }
 
-Status FileStreamConnector::ProcessFile(const std::string& name, FileState* state) {
+Result<FileStreamConnector::Batches> FileStreamConnector::ReadFile(const std::string& name,
+                                                                    FileState* state) {
   std::string path = options_.watch_path + "/" + name;
   const FileFormat format = file_internal::FormatOf(name);
   if (options_.tail && format == FileFormat::kJson) return ReadTail(name, path, state);
@@ -246,8 +244,9 @@ Status FileStreamConnector::ProcessFile(const std::string& name, FileState* stat
   return ReadWhole(name, path, state->size);
 }
 
-Status FileStreamConnector::ReadWhole(const std::string& name, const std::string& path,
-                                      int64_t size) {
+Result<FileStreamConnector::Batches> FileStreamConnector::ReadWhole(const std::string& name,
+                                                                     const std::string& path,
+                                                                     int64_t size) {
   const FileFormat format = file_internal::FormatOf(name);
   if (format == FileFormat::kJson) {
     RILL_ASSIGN_OR_RAISE(std::string data, ReadRange(path, 0, size));
@@ -261,8 +260,8 @@ Status FileStreamConnector::ReadWhole(const std::string& name, const std::string
       counters_.unknown_fields += decoded.unknown_fields;
     }
     AddRejects(std::move(decoded.rejects));
-    if (decoded.batch) Deliver({decoded.batch});
-    return Status::OK();
+    if (decoded.batch) return Batches{decoded.batch};
+    return Batches{};
   }
   std::shared_ptr<arrow::Schema> schema;
   {
@@ -276,19 +275,19 @@ Status FileStreamConnector::ReadWhole(const std::string& name, const std::string
     std::lock_guard<std::mutex> lock(mu_);
     counters_.received_records += rows;
   }
-  Deliver(std::move(batches));
-  return Status::OK();
+  return batches;
 }
 
-Status FileStreamConnector::ReadTail(const std::string& name, const std::string& path,
-                                     FileState* state) {
+Result<FileStreamConnector::Batches> FileStreamConnector::ReadTail(const std::string& name,
+                                                                    const std::string& path,
+                                                                    FileState* state) {
   if (state->size < state->offset) state->offset = 0;  // truncated / replaced: start over
-  if (state->size == state->offset) return Status::OK();
+  if (state->size == state->offset) return Batches{};
   RILL_ASSIGN_OR_RAISE(std::string data,
                        ReadRange(path, state->offset, state->size - state->offset));
   // Only complete lines: a line still being written is read next time.
   size_t end = data.rfind('\n');
-  if (end == std::string::npos) return Status::OK();
+  if (end == std::string::npos) return Batches{};
   data.resize(end + 1);
   JsonInputPosition where;
   where.prefix = "file " + name + ", ";
@@ -304,21 +303,31 @@ Status FileStreamConnector::ReadTail(const std::string& name, const std::string&
   }
   state->offset += static_cast<int64_t>(data.size());
   AddRejects(std::move(decoded.rejects));
-  if (decoded.batch) Deliver({decoded.batch});
-  return Status::OK();
+  if (decoded.batch) return Batches{decoded.batch};
+  return Batches{};
 }
 
-void FileStreamConnector::Deliver(std::vector<std::shared_ptr<arrow::RecordBatch>> batches) {
+bool FileStreamConnector::Deliver(const std::string& name, Batches batches,
+                                  const FileState& read, bool* changed) {
   int64_t rows = 0;
   for (const auto& b : batches) rows += b->num_rows();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    counters_.parsed_records += rows;
-  }
   // With on_overflow = error, wait for the tick to make room: files are not lost.
-  while (!stop_) {
-    Status st = buffer_.Push(batches);
-    if (!st.IsCapacityError()) return;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> deliver(deliver_mu_);
+      Status st = batches.empty() ? Status::OK() : buffer_.Push(batches);
+      if (!st.IsCapacityError()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        counters_.parsed_records += rows;
+        FileState& s = files_[name];
+        *changed |= read.done != s.done || read.offset != s.offset;
+        s.done = read.done;
+        s.offset = read.offset;
+        unpolled_[name] = s;
+        return true;
+      }
+    }
+    if (stop_) return false;
     std::unique_lock<std::mutex> lock(mu_);
     room_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms));
   }
@@ -348,7 +357,14 @@ void FileStreamConnector::RejectFile(const std::string& name, const std::string&
 }
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> FileStreamConnector::Poll() {
-  auto out = buffer_.Drain();
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+  {
+    std::lock_guard<std::mutex> deliver(deliver_mu_);
+    out = buffer_.Drain();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, s] : unpolled_) polled_[name] = s;
+    unpolled_.clear();
+  }
   room_cv_.notify_all();
   return out;
 }

@@ -16,6 +16,13 @@
 //
 // With `tail`, NDJSON files are followed as they grow: complete lines appended
 // after the last byte read are decoded; other formats are read once.
+//
+// Checkpoints: a file's rows are buffered and the file marked read in one step
+// that Poll never splits, so SavePosition (the files read as of the last Poll)
+// names exactly the files whose rows the engine has taken. RestorePosition
+// replaces the processed set (and the state file) with a checkpoint's: files
+// read after it are read again. With delete_after_process, files deleted after
+// the checkpoint cannot be read again: use it only without checkpoints.
 #pragma once
 
 #include <atomic>
@@ -68,6 +75,11 @@ class FileStreamConnector : public Connector {
   std::vector<RejectedRecord> TakeRejects() override;
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
   ConnectorStats stats() const override;
+  /// {"files": [{"name", "size", "mtime_ns", "offset", "done"}, ...]}: the files
+  /// read as of the last Poll. Tick thread.
+  Result<std::string> SavePosition() const override;
+  /// Replace the processed set with `position` (see the file comment).
+  Status RestorePosition(std::string_view position) override;
 
   /// Scan the folder once and read what is ready (what the thread does every
   /// poll interval). For tests and for use without Start. Not concurrently
@@ -95,10 +107,13 @@ class FileStreamConnector : public Connector {
   Status SaveState();
   void Run();
   void DrainInotify();
-  Status ProcessFile(const std::string& name, FileState* state);
-  Status ReadWhole(const std::string& name, const std::string& path, int64_t size);
-  Status ReadTail(const std::string& name, const std::string& path, FileState* state);
-  void Deliver(std::vector<std::shared_ptr<arrow::RecordBatch>> batches);
+  using Batches = std::vector<std::shared_ptr<arrow::RecordBatch>>;
+  Result<Batches> ReadFile(const std::string& name, FileState* state);
+  Result<Batches> ReadWhole(const std::string& name, const std::string& path, int64_t size);
+  Result<Batches> ReadTail(const std::string& name, const std::string& path, FileState* state);
+  /// Buffer `batches` and record `read` as the file's state, in one step under
+  /// deliver_mu_ (see the file comment). False when stopped before it fit.
+  bool Deliver(const std::string& name, Batches batches, const FileState& read, bool* changed);
   void AddRejects(std::vector<RejectedRecord> rejects);
   void RejectFile(const std::string& name, const std::string& path, const Status& error);
 
@@ -107,9 +122,13 @@ class FileStreamConnector : public Connector {
   BoundedBuffer buffer_;
   int inotify_fd_ = -1;
 
+  // Lock order: deliver_mu_, then mu_.
+  mutable std::mutex deliver_mu_;  // a push and its file's state change; Poll's drain
   mutable std::mutex mu_;
   std::condition_variable room_cv_;              // the buffer was drained
   std::map<std::string, FileState> files_;       // guarded by mu_
+  std::map<std::string, FileState> unpolled_;    // guarded by mu_: changes since Poll
+  std::map<std::string, FileState> polled_;      // guarded by mu_: as of the last Poll
   std::unique_ptr<JsonDecoder> decoder_;         // guarded by mu_
   std::shared_ptr<arrow::Schema> target_schema_; // guarded by mu_
   std::vector<RejectedRecord> rejects_;          // guarded by mu_

@@ -7,10 +7,13 @@
 #include <condition_variable>
 #include <cstring>
 
+#include <simdjson.h>
+
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "rill/common/json_text.h"
 #include "rill/connector/json_stream_connector.h"
 
 namespace rill {
@@ -57,9 +60,14 @@ struct KafkaConnector::Impl {
   std::thread thread;
   std::condition_variable room_cv;
 
+  bool subscribed = false;  // Start/Stop/RestorePosition (never concurrently)
+  // Lock order: deliver_mu, then mu. deliver_mu makes "buffer a batch and
+  // advance the positions" one step that Poll's drain never splits.
+  std::mutex deliver_mu;
   mutable std::mutex mu;
   std::unique_ptr<JsonDecoder> decoder;         // guarded by mu (reader thread uses it)
   std::map<TopicPartition, int64_t> positions;  // guarded by mu
+  std::map<TopicPartition, int64_t> polled;     // guarded by mu: positions at the last Poll
   std::map<TopicPartition, int64_t> lags;       // guarded by mu
   std::vector<RejectedRecord> rejects;          // guarded by mu
   ConnectorStats counters;                      // guarded by mu
@@ -171,7 +179,8 @@ struct KafkaConnector::Impl {
   std::shared_ptr<arrow::RecordBatch> AddMetadata(
       std::shared_ptr<arrow::RecordBatch> rows, const std::vector<int64_t>& row_offsets,
       const std::vector<int64_t>& starts, const std::vector<MessagePtr>& batch);
-  void Deliver(const std::shared_ptr<arrow::RecordBatch>& rows);
+  bool Deliver(const std::shared_ptr<arrow::RecordBatch>& rows,
+               const std::vector<MessagePtr>& batch);
   void Commit(bool async = true);
   void RefreshLags();
 };
@@ -213,17 +222,12 @@ void KafkaConnector::Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
     CollectRejects(self->name(), std::move(decoded.rejects), kMaxPendingRejects, &rejects,
                    &counters.dropped_records);
   }
+  std::shared_ptr<arrow::RecordBatch> rows;
   if (decoded.batch) {
-    auto rows = decoded.batch;
+    rows = decoded.batch;
     if (options.metadata_columns) rows = AddMetadata(rows, decoded.row_offsets, starts, batch);
-    if (rows) Deliver(rows);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& m : batch) {
-      positions[{rd_kafka_topic_name(m->rkt), m->partition}] = m->offset + 1;
-    }
-  }
+  if (!Deliver(rows, batch)) return;  // stopped before it fit: positions stay
   Commit();
 }
 
@@ -273,15 +277,23 @@ std::shared_ptr<arrow::RecordBatch> KafkaConnector::Impl::AddMetadata(
   return rows;
 }
 
-void KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& rows) {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    counters.parsed_records += rows->num_rows();
-  }
+bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& rows,
+                                   const std::vector<MessagePtr>& batch) {
   // on_overflow = error: wait for room (the topic keeps the data meanwhile).
-  while (!stop) {
-    Status st = buffer.Push({rows});
-    if (!st.IsCapacityError()) return;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> deliver(deliver_mu);
+      Status st = rows ? buffer.Push({rows}) : Status::OK();
+      if (!st.IsCapacityError()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (rows) counters.parsed_records += rows->num_rows();
+        for (const auto& m : batch) {
+          positions[{rd_kafka_topic_name(m->rkt), m->partition}] = m->offset + 1;
+        }
+        return true;
+      }
+    }
+    if (stop) return false;
     std::unique_lock<std::mutex> lock(mu);
     room_cv.wait_for(lock, std::chrono::milliseconds(options.poll_timeout_ms));
   }
@@ -384,8 +396,11 @@ Status KafkaConnector::Start() {
   for (const auto& t : impl_->options.topics) {
     rd_kafka_topic_partition_list_add(topics.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
   }
-  rd_kafka_resp_err_t err = rd_kafka_subscribe(impl_->rk, topics.get());
-  if (err) return Status::IOError("KafkaConnector: subscribe: ", rd_kafka_err2str(err));
+  if (!impl_->subscribed) {
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(impl_->rk, topics.get());
+    if (err) return Status::IOError("KafkaConnector: subscribe: ", rd_kafka_err2str(err));
+    impl_->subscribed = true;
+  }
   impl_->stop = false;
   impl_->thread = std::thread([this] { impl_->Run(); });
   return Status::OK();
@@ -409,7 +424,13 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KafkaConnector::Poll() 
       return Status::IOError(error);
     }
   }
-  auto out = impl_->buffer.Drain();
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+  {
+    std::lock_guard<std::mutex> deliver(impl_->deliver_mu);
+    out = impl_->buffer.Drain();
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->polled = impl_->positions;
+  }
   impl_->room_cv.notify_all();
   return out;
 }
@@ -448,6 +469,93 @@ std::map<KafkaConnector::TopicPartition, int64_t> KafkaConnector::positions() co
 std::map<KafkaConnector::TopicPartition, int64_t> KafkaConnector::lags() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->lags;
+}
+
+// Checkpoints -----------------------------------------------------------------------
+
+Result<std::string> KafkaConnector::SavePosition() const {
+  std::string out = "{\"partitions\":[";
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  bool first = true;
+  for (const auto& [tp, offset] : impl_->polled) {
+    if (!first) out += ',';
+    first = false;
+    out += "{\"topic\":";
+    AppendJsonString(&out, tp.first);
+    out += ",\"partition\":" + std::to_string(tp.second) +
+           ",\"offset\":" + std::to_string(offset) + "}";
+  }
+  out += "]}";
+  return out;
+}
+
+Status KafkaConnector::RestorePosition(std::string_view position) {
+  std::map<TopicPartition, int64_t> restored;
+  if (!position.empty()) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(position);
+    simdjson::dom::element doc;
+    simdjson::dom::array parts;
+    if (parser.parse(padded).get(doc) || doc["partitions"].get_array().get(parts)) {
+      return Status::Invalid("KafkaConnector '", name(),
+                             "': the checkpoint position is not {\"partitions\": [...]}");
+    }
+    for (simdjson::dom::element p : parts) {
+      std::string_view topic;
+      int64_t partition = 0;
+      int64_t offset = 0;
+      if (p["topic"].get_string().get(topic) || p["partition"].get_int64().get(partition) ||
+          p["offset"].get_int64().get(offset)) {
+        return Status::Invalid("KafkaConnector '", name(),
+                               "': a partition entry of the checkpoint position lacks "
+                               "topic, partition or offset");
+      }
+      restored[{std::string(topic), static_cast<int32_t>(partition)}] = offset;
+    }
+  }
+  Impl& impl = *impl_;
+  const bool was_running = impl.thread.joinable();
+  impl.stop = true;
+  impl.room_cv.notify_all();
+  if (was_running) impl.thread.join();
+  {
+    // What is buffered came after the position: it is fetched again.
+    std::lock_guard<std::mutex> deliver(impl.deliver_mu);
+    impl.buffer.Drain();
+    std::lock_guard<std::mutex> lock(impl.mu);
+    impl.positions = restored;
+    impl.polled = restored;
+    impl.rejects.clear();
+    impl.pending_error.clear();
+  }
+  // Partitions already assigned move to the restored offsets now (the others
+  // get them from the rebalance callback); those the checkpoint does not know
+  // start over from the configured start.
+  rd_kafka_topic_partition_list_t* assigned = nullptr;
+  if (rd_kafka_assignment(impl.rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR && assigned) {
+    ListPtr owned(assigned);
+    for (int i = 0; i < assigned->cnt; ++i) {
+      auto& p = assigned->elems[i];
+      auto it = restored.find({p.topic, p.partition});
+      p.offset = it != restored.end() ? it->second
+                 : impl.options.start == KafkaStart::kLatest ? RD_KAFKA_OFFSET_END
+                                                              : RD_KAFKA_OFFSET_BEGINNING;
+    }
+    if (assigned->cnt > 0) {
+      rd_kafka_error_t* e = rd_kafka_seek_partitions(impl.rk, assigned, 10000);
+      if (e) {
+        std::string what = rd_kafka_error_string(e);
+        rd_kafka_error_destroy(e);
+        return Status::IOError("KafkaConnector '", name(), "': seek to the checkpoint: ", what);
+      }
+    }
+  }
+  if (!restored.empty()) impl.Commit(/*async=*/false);
+  if (was_running) {
+    impl.stop = false;
+    impl.thread = std::thread([this] { impl_->Run(); });
+  }
+  return Status::OK();
 }
 
 }  // namespace rill

@@ -82,6 +82,16 @@ class KafkaConnector : public Connector {
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
   ConnectorStats stats() const override;
 
+  /// {"partitions": [{"topic", "partition", "offset"}, ...]}: the next offset
+  /// per partition as of the last Poll (exactly the messages whose rows Poll
+  /// returned). Tick thread.
+  Result<std::string> SavePosition() const override;
+  /// Resume at the offsets of `position`: buffered rows are discarded (fetched
+  /// again), assigned partitions seek there, later assignments start there;
+  /// partitions the position does not name start from the configured start
+  /// (earliest unless `latest`). The offsets are committed to the group.
+  Status RestorePosition(std::string_view position) override;
+
   /// The next offset to read per partition (what was buffered so far).
   std::map<TopicPartition, int64_t> positions() const;
   /// High watermark minus position per assigned partition (last known).

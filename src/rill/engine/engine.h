@@ -243,6 +243,15 @@ class Engine {
   /// Compact every table.
   Status CompactAll(bool full = false);
 
+  // Tick boundary (for checkpoints, engine/checkpoint.h) ----------------------------
+  /// Run `fn` between two ticks: no tick runs meanwhile, so the tables and the
+  /// connectors' positions (as of their last Poll) agree. Invalid from inside a
+  /// tick (a callback on the tick thread). Any other thread.
+  Status AtTickBoundary(const std::function<Status()>& fn);
+  /// Call `hook(now)` on the tick thread at the end of every tick, still at the
+  /// tick boundary; null removes it. One hook (the Checkpointer's). Any thread.
+  void SetTickEndHook(std::function<void(double now)> hook);
+
  private:
   explicit Engine(EngineOptions options);
   Status Init();
@@ -329,6 +338,7 @@ class Engine {
   std::mutex log_mu_;
   std::unique_ptr<RepeatLimiter<EventRepeatKey, EngineEvent>> log_limiter_;
 
+  std::function<void(double)> tick_end_hook_;  // guarded by mu_
   std::mutex tick_mu_;  // serializes ticks
   std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
   double last_tick_now_ = 0;                   // guarded by tick_mu_

@@ -64,7 +64,26 @@ Result<double> Engine::RunTick() {
   PublishMetrics(now, latency, records);
   CheckMemoryBudgetAt(now, /*notify_always=*/false);
   FlushRepeatedLogs(now);
+  std::function<void(double)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = tick_end_hook_;
+  }
+  if (hook) hook(now);
   return latency;
+}
+
+Status Engine::AtTickBoundary(const std::function<Status()>& fn) {
+  if (tick_owner_ == std::this_thread::get_id()) {
+    return Status::Invalid("AtTickBoundary called from inside a tick (from a callback)");
+  }
+  std::lock_guard<std::mutex> lock(tick_mu_);
+  return fn();
+}
+
+void Engine::SetTickEndHook(std::function<void(double now)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tick_end_hook_ = std::move(hook);
 }
 
 void Engine::RejectBatch(const std::string& table, const std::string& source,
