@@ -59,13 +59,20 @@ function interactionPlugin(handle) {
       e.preventDefault();
       pan = {x: e.clientX, min: u.scales.x.min, max: u.scales.x.max};
     }, true);
-    window.addEventListener('mousemove', (e) => {
+    const onMove = (e) => {
       if (!pan) return;
       const perPx = (pan.max - pan.min) / over.clientWidth;
       const dx = (e.clientX - pan.x) * perPx;
       handle.userScale(pan.min - dx, pan.max - dx);
+    };
+    const onUp = () => { pan = null; };
+    window.addEventListener('mousemove', onMove);
+    window.addEventListener('mouseup', onUp);
+    // A destroyed chart leaves nothing behind on window.
+    handle.cleanups.push(() => {
+      window.removeEventListener('mousemove', onMove);
+      window.removeEventListener('mouseup', onUp);
     });
-    window.addEventListener('mouseup', () => { pan = null; });
     let pinch = null;
     over.addEventListener('touchstart', (e) => {
       if (e.touches.length === 2) {
@@ -125,7 +132,7 @@ function tooltipPlugin(handle) {
  */
 export function makeChart(id, container, {type = 'line', series = [], xKind = 'time'} = {}) {
   const handle = {
-    id, type, xKind, zoomed: false, pointsDrawn: 0, labels: [], points: series.map(() => []),
+    id, type, xKind, zoomed: false, pointsDrawn: 0, cleanups: [], labels: [], points: series.map(() => []),
     liveRange: {min: undefined, max: undefined}, u: null, programmatic: false,
     formatX: (x) => (xKind === 'time' ? formatTime(x) : xKind === 'category' ? (handle.labels[x] ?? '') : String(x)),
   };
@@ -230,6 +237,7 @@ export function makeChart(id, container, {type = 'line', series = [], xKind = 't
     /** Points worth drawing: about twice the plot's pixel width. */
     targetPoints() { return pointsForWidth(u.bbox && u.bbox.width ? u.bbox.width / (window.devicePixelRatio || 1) : u.width); },
     destroy() {
+      for (const f of this.cleanups.splice(0)) f();
       resize.disconnect();
       u.destroy();
       registry.delete(id);

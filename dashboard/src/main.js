@@ -271,6 +271,7 @@ class App {
   }
 
   show(view) {
+    if (this.view === 'alerts' && view !== 'alerts') this.alertsView.release();
     this.view = view;
     for (const b of this.navButtons) b.setAttribute('aria-current', b.dataset.view === view ? 'page' : 'false');
     for (const [id, el] of Object.entries(this.viewRoots)) el.hidden = id !== view;

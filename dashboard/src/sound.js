@@ -39,6 +39,7 @@ export function scheduleTone(ctx, tone, seconds, volume = 0.2) {
   let t = ctx.currentTime + 0.02;
   const end = t + Math.max(1, Math.min(30, seconds));
   let nodes = 0;
+  let last = null;
   while (t < end) {
     for (const [freq, dur, type] of pattern) {
       if (t >= end) break;
@@ -50,11 +51,15 @@ export function scheduleTone(ctx, tone, seconds, volume = 0.2) {
         osc.connect(gain);
         osc.start(t);
         osc.stop(t + d);
+        last = osc;
         nodes++;
       }
       t += d;
     }
   }
+  // Unhook the tone from the output when it ends, so finished tones do not pile up.
+  if (last) last.onended = () => gain.disconnect();
+  else gain.disconnect();
   return nodes;
 }
 

@@ -6,7 +6,7 @@ import {normalizeAlert} from './alerts.js';
 import {toUnixSeconds} from './format.js';
 
 const SERIES_CAPACITY = 3600;     // an hour at 1 Hz per series
-const ALERT_CAPACITY = 2000;
+const ALERT_CAPACITY = 1000;
 const KPI_ROWS_CAPACITY = 500;
 
 /** Pick the first defined field among names (the API and seed name some fields differently). */

@@ -5,7 +5,7 @@ import {FILTERS, SEVERITY_BADGE, visibleAlerts} from './alerts.js';
 import {formatTime} from './format.js';
 import {loadClearedAt, saveClearedAt} from './prefs.js';
 
-const MAX_SHOWN = 500;
+const MAX_SHOWN = 200;   // newest first; the DOM holds no more than this
 
 export class AlertsView {
   constructor(root, app) {
@@ -19,6 +19,16 @@ export class AlertsView {
     this.buttons = FILTERS.map((f) => h('button.filter', {text: f, dataset: {filter: f},
       'aria-pressed': f === this.filter ? 'true' : 'false', onclick: () => this.setFilter(f)}));
     this.list = h('ul.alert-list#alert-list');
+    // One listener for every entry (no per-entry closures): expand the detail.
+    const toggle = (e) => {
+      const item = e.target.closest('li.alert');
+      const detail = item && item.querySelector('pre.alert-detail');
+      if (detail) detail.hidden = !detail.hidden;
+    };
+    this.list.addEventListener('click', toggle);
+    this.list.addEventListener('keydown', (e) => {
+      if ((e.key === 'Enter' || e.key === ' ') && e.target.matches('li.alert')) { e.preventDefault(); toggle(e); }
+    });
     this.count = h('span.status#alert-count');
     this.root.append(h('section.panel', {},
       h('h2', {text: 'Alert Logs'}),
@@ -47,8 +57,9 @@ export class AlertsView {
     const key = [state.conn.baseUrl, state.alertsVersion, this.filter, loadClearedAt(state.conn.baseUrl)].join('|');
     if (key === this.renderedKey) return;
     this.renderedKey = key;
-    const shown = visibleAlerts(state.alerts.items, this.filter, loadClearedAt(state.conn.baseUrl)).slice(0, MAX_SHOWN);
-    this.count.textContent = `${shown.length} shown`;
+    const all = visibleAlerts(state.alerts.items, this.filter, loadClearedAt(state.conn.baseUrl));
+    const shown = all.slice(0, MAX_SHOWN);
+    this.count.textContent = all.length > shown.length ? `newest ${shown.length} of ${all.length} shown` : `${shown.length} shown`;
     setChildren(this.list, shown.map((a) => {
       const detail = a.detail ? h('pre.alert-detail', {text: a.detail, hidden: true}) : null;
       const item = h(`li.alert.sev-${a.severity}`, {dataset: {severity: a.severity, kind: a.kind}, tabindex: '0'},
@@ -59,12 +70,13 @@ export class AlertsView {
         h('span.alert-message', {text: a.message}),
         detail ? h('span.expand', {text: '▸ detail'}) : null,
         detail);
-      if (detail) {
-        const toggle = () => { detail.hidden = !detail.hidden; };
-        item.addEventListener('click', toggle);
-        item.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); } });
-      }
       return item;
     }));
+  }
+
+  /** The view was left: drop its entries from the DOM (redrawn on return). */
+  release() {
+    setChildren(this.list);
+    this.renderedKey = null;
   }
 }

@@ -133,7 +133,7 @@ test('sound: tone choice and scheduling', () => {
   const started = [];
   const ctx = {
     currentTime: 0, destination: {},
-    createGain: () => ({gain: {value: 0}, connect() {}}),
+    createGain: () => ({gain: {value: 0}, connect() {}, disconnect() {}}),
     createOscillator: () => ({type: '', frequency: {setValueAtTime() {}}, connect() {},
       start: (t) => started.push(t), stop() {}}),
   };
@@ -208,7 +208,7 @@ test('sound: a burst of alerts is one tone; a more severe alert replaces it', ()
   let closed = 0;
   const fakeContext = () => ({
     currentTime: 0, destination: {}, state: 'running', close: async () => { closed++; },
-    createGain: () => ({gain: {value: 0}, connect() {}}),
+    createGain: () => ({gain: {value: 0}, connect() {}, disconnect() {}}),
     createOscillator: () => { oscillators++; return {type: '', frequency: {setValueAtTime() {}}, connect() {}, start() {}, stop() {}}; },
   });
   const p = new SoundPlayer({durationSeconds: 5}, fakeContext);

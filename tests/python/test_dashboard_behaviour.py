@@ -12,8 +12,8 @@ import urllib.parse
 
 import pytest
 
-from test_dashboard import (TOKEN, api, browser, open_dashboard, page, server,  # noqa: F401
-                            shot)
+from test_dashboard import (TOKEN, api, browser, open_dashboard, page, pytestmark,  # noqa: F401
+                            server, shot)
 
 
 
@@ -334,3 +334,20 @@ def test_pause_resume_and_disconnect(page, server):
     page.get_by_role("button", name="Disconnect", exact=True).click()
     page.wait_for_selector("#connect-screen:not([hidden])")
     assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_memory_percent_rule_fires_on_the_server(server):
+    # The rule form's "Memory %" (memory_percent = host used / total x 100).
+    api(server["base"], "POST", "/api/v1/rules",
+        {"name": "Memory watch", "metric": "memory_percent", "op": ">", "threshold": 0,
+         "cooldown_seconds": 10, "severity": "info"})
+    deadline = time.time() + 10
+    fired = []
+    while not fired and time.time() < deadline:
+        time.sleep(0.2)
+        rows = api(server["base"], "GET", "/api/v1/alerts?source=rule")
+        fired = rows["rows"] if isinstance(rows, dict) else rows
+    assert fired and "memory_percent" in fired[0]["message"]
+    values = api(server["base"], "GET", "/api/v1/telemetry")["values"]
+    expected = 100 * values["used_memory"] / values["total_memory"]
+    assert abs(values["memory_percent"] - expected) < 1e-6
