@@ -31,8 +31,9 @@ def free_port():
 class Server:
     """A websockets server in its own thread; each connection gets `frames`."""
 
-    def __init__(self, port, frames, headers_seen=None):
+    def __init__(self, port, frames, headers_seen=None, ssl_context=None):
         self.port, self.frames, self.headers_seen = port, frames, headers_seen
+        self.ssl_context = ssl_context
         self.connections = 0
         self.ready = threading.Event()
         self.loop = asyncio.new_event_loop()
@@ -53,7 +54,7 @@ class Server:
 
         async def main():
             self.stop_event = asyncio.Event()
-            async with serve(self._handler, "127.0.0.1", self.port):
+            async with serve(self._handler, "127.0.0.1", self.port, ssl=self.ssl_context):
                 self.ready.set()
                 await self.stop_event.wait()
 
@@ -121,6 +122,41 @@ def test_text_and_binary_frames_reconnect_after_the_server_drops():
         assert "message 3" in json.dumps(reject, default=str)
     finally:
         eng.close()
+
+
+def test_wss_verifies_the_server_certificate(tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    port = free_port()
+    server = Server(port, [ndjson(0, 5)], ssl_context=context)
+    eng = RillEngine(trigger_interval_ms=50)
+    eng.register_table("ws", schema=schema(SCHEMA, primary_key="id", mode="snapshot"))
+    trusted = WebSocketConnector("ws", f"wss://localhost:{port}/", ca_file=str(cert), name="ok")
+    untrusted = WebSocketConnector("ws", f"wss://localhost:{port}/", name="no_ca",
+                                   reconnect_initial_seconds=0.2)
+    eng.add_connector(trusted)
+    eng.add_connector(untrusted)
+    eng.start()
+    try:
+        assert wait_for(lambda: eng.get_table("ws").num_rows == 5)
+        assert trusted.connected
+        # Without the CA the handshake fails verification and is retried, never accepted.
+        assert wait_for(lambda: untrusted.stats()["errors"] >= 2)
+        assert not untrusted.connected and "certificate" in untrusted.last_error.lower()
+        assert untrusted.stats()["parsed_records"] == 0
+    finally:
+        eng.close()
+        server.stop()
 
 
 def test_bad_uri_is_a_clear_error():
