@@ -17,7 +17,8 @@ from . import _arrow, _core
 from .connectors.base import BaseConnector, _check_limit, _register_core
 from .connectors.memory import MemoryConnector
 
-__all__ = ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster"]
+__all__ = ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster",
+           "WebSocketConnector"]
 
 
 def _option(options: Any, name: str, default: Any) -> Any:
@@ -323,6 +324,72 @@ class KafkaConnector(_ReaderConnector):
     def lags(self) -> Dict[tuple, int]:
         """{(topic, partition): high watermark - position} (last known)."""
         return self._core.lags()
+
+
+class WebSocketConnector(_ReaderConnector):
+    """Rows from a WebSocket server, read by a C++ Boost.Beast client (ws:// and wss://).
+
+    Text frames hold NDJSON rows (or a JSON array), binary frames an Arrow IPC
+    stream. After a failed connect or a drop the client reconnects with a
+    backoff starting at ``reconnect_initial_seconds`` (1 s), doubling up to
+    ``reconnect_max_seconds``; ``stats()["reconnects"]`` counts the
+    re-established connections, ``stats()["errors"]`` the failures
+    (``last_error`` says the latest). Bad lines go to ``rill_rejects`` with
+    their message number, line and byte offset.
+
+    Args:
+        target_table: the table this connector feeds.
+        uri: ``ws://HOST:PORT/PATH`` or ``wss://...``.
+        headers: extra handshake headers (e.g. ``{"Authorization": "Bearer ..."}``).
+        parse_options: as for JSONStreamConnector (explicit_schema,
+            unexpected_field_behavior).
+        tls_verify / ca_file: wss:// certificate checking (system CAs plus ca_file).
+        max_message_bytes: bigger messages close the connection (then retried).
+        max_buffer_records / max_buffer_bytes / on_overflow: backpressure as
+            MemoryConnector (with "error", rows that do not fit are refused and counted).
+        name: unique name within an engine (default: derived from target_table).
+    """
+
+    def __init__(
+        self,
+        target_table: str,
+        uri: str,
+        headers: Optional[Dict[str, str]] = None,
+        parse_options: Any = None,
+        reconnect_initial_seconds: float = 1.0,
+        reconnect_max_seconds: float = 30.0,
+        connect_timeout_seconds: float = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        tls_verify: bool = True,
+        ca_file: Optional[str] = None,
+        max_buffer_records: Optional[int] = None,
+        max_buffer_bytes: Optional[int] = None,
+        on_overflow: str = "drop_oldest",
+        name: Optional[str] = None,
+    ):
+        BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        schema, unexpected = _parse_options(parse_options)
+        self.uri = uri
+        self.headers = dict(headers or {})
+        self.schema = schema
+        self.max_buffer_bytes = max_buffer_bytes
+        self._core = _core.WebSocketConnector.make(
+            target_table, uri, {str(k): str(v) for k, v in self.headers.items()}, schema,
+            unexpected, float(reconnect_initial_seconds), float(reconnect_max_seconds),
+            float(connect_timeout_seconds), int(max_message_bytes), bool(tls_verify),
+            ca_file or "", _check_limit("max_buffer_records", max_buffer_records),
+            _check_limit("max_buffer_bytes", max_buffer_bytes), on_overflow, self.name)
+        _register_core(self._core, self)
+
+    @property
+    def connected(self) -> bool:
+        """True while the connection is open."""
+        return self._core.connected
+
+    @property
+    def last_error(self) -> str:
+        """The latest connection error ("" if none)."""
+        return self._core.last_error
 
 
 def KafkaMockCluster(brokers: int = 1) -> Any:

@@ -22,6 +22,7 @@
 #include "rill/connector/file_stream_connector.h"
 #include "rill/connector/kafka_connector.h"
 #include "rill/connector/json_stream_connector.h"
+#include "rill/connector/websocket_connector.h"
 
 namespace rills {
 
@@ -191,6 +192,48 @@ void BindKafka(nb::module_& m) {
       });
 }
 
+void BindWebSocket(nb::module_& m) {
+  nb::class_<rill::WebSocketConnector, rill::Connector>(m, "WebSocketConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::string& uri,
+             const std::map<std::string, std::string>& headers, nb::handle schema,
+             const std::string& unknown, double reconnect_initial, double reconnect_max,
+             double connect_timeout, int64_t max_message_bytes, bool tls_verify,
+             const std::string& ca_file, int64_t max_records, int64_t max_bytes,
+             const std::string& on_overflow, const std::string& name) {
+            rill::WebSocketOptions o;
+            o.headers = headers;
+            if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
+            o.decode.unknown_fields = ParseUnknownFields(unknown);
+            o.reconnect_initial_seconds = reconnect_initial;
+            o.reconnect_max_seconds = reconnect_max;
+            o.connect_timeout_seconds = connect_timeout;
+            o.max_message_bytes = max_message_bytes;
+            o.tls_verify = tls_verify;
+            o.ca_file = ca_file;
+            o.limits = MakeLimits(max_records, max_bytes, on_overflow);
+            o.name = name;
+            return ValueOrRaise(rill::WebSocketConnector::Make(target_table, uri, o));
+          },
+          nb::arg("target_table"), nb::arg("uri"), nb::arg("headers"), nb::arg("schema").none(),
+          nb::arg("unexpected_fields"), nb::arg("reconnect_initial_seconds"),
+          nb::arg("reconnect_max_seconds"), nb::arg("connect_timeout_seconds"),
+          nb::arg("max_message_bytes"), nb::arg("tls_verify"), nb::arg("ca_file"),
+          nb::arg("max_records"), nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"))
+      .def("start", [](rill::WebSocketConnector& c) { Released([&] { return c.Start(); }); })
+      .def("stop",
+           [](rill::WebSocketConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("poll", [](rill::WebSocketConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::WebSocketConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def_prop_ro("connected", &rill::WebSocketConnector::connected)
+      .def_prop_ro("last_error", &rill::WebSocketConnector::last_error);
+}
+
 }  // namespace
 
 void BindIoConnectors(nb::module_& m) {
@@ -290,6 +333,7 @@ void BindIoConnectors(nb::module_& m) {
       .def_prop_ro("using_inotify", &rill::FileStreamConnector::using_inotify);
 
   BindKafka(m);
+  BindWebSocket(m);
 }
 
 }  // namespace rills

@@ -3,7 +3,7 @@
     from rills.connectors import BaseConnector, MemoryConnector
 
 Modules: base (BaseConnector), memory (MemoryConnector), json_stream
-(JSONStreamConnector), file (FileStreamConnector), kafka (KafkaConnector).
+(JSONStreamConnector), file (FileStreamConnector), kafka (KafkaConnector), websocket (WebSocketConnector).
 """
 
 from .base import BaseConnector
@@ -11,6 +11,7 @@ from .memory import MemoryConnector
 from .file import FileStreamConnector  # noqa: E402  (needs base and memory first)
 from .json_stream import JSONStreamConnector
 from .kafka import KafkaConnector
+from .websocket import WebSocketConnector
 
 __all__ = ["BaseConnector", "MemoryConnector", "JSONStreamConnector", "FileStreamConnector",
-           "KafkaConnector"]
+           "KafkaConnector", "WebSocketConnector"]
