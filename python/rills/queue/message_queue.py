@@ -90,7 +90,22 @@ class MessageQueue:
 
     def enqueue(self, message: Any, priority: Optional[int] = None) -> bool:
         """Add `message`; return True if it was queued (False: dropped as the newest)."""
-        return self.enqueue_batch([message], priority) == 1
+        if self._objects is None:
+            body = json.dumps(message)
+        else:
+            body = str(next(self._tokens))
+            self._objects[body] = message
+        try:
+            queued, dropped = self._core.enqueue(body, None if priority is None else int(priority))
+        except BufferError as e:
+            self._release((body,))
+            raise QueueFullError(str(e)) from None
+        except BaseException:
+            self._release((body,))
+            raise
+        if dropped:
+            self._release(dropped)
+        return queued
 
     def enqueue_batch(self, messages: Iterable[Any], priority: Optional[int] = None) -> int:
         """Add several messages (one SQLite transaction when persisted); return how many were queued."""

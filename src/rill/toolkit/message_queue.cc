@@ -72,6 +72,17 @@ void MessageQueue::EvictOldestLocked(std::vector<std::string>* dropped) {
 }
 
 Result<bool> MessageQueue::Enqueue(std::string body, std::optional<int64_t> priority) {
+  if (store_ == nullptr) {
+    // Fast path: in memory with room (no batch bookkeeping).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size_ < options_.max_size) {
+      by_priority_[priority.value_or(0)].push_back(Entry{next_seq_++, std::move(body)});
+      ++size_;
+      ++total_enqueued_;
+      last_enqueue_at_ = WallNow();
+      return true;
+    }
+  }
   std::vector<std::string> one;
   one.push_back(std::move(body));
   RILL_ASSIGN_OR_RAISE(int64_t n, EnqueueBatch(std::move(one), priority));

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 namespace rill::toolkit {
 
 namespace {
@@ -45,12 +47,18 @@ Result<std::unique_ptr<QueueStore>> QueueStore::Open(const std::string& path) {
       sqlite3_prepare_v2(store->db_, "DELETE FROM queue_messages WHERE queue = ? AND id = ?",
                          -1, &store->delete_, nullptr),
       "prepare delete"));
+  RILL_RETURN_NOT_OK(store->Check(
+      sqlite3_prepare_v2(store->db_,
+                         "DELETE FROM queue_messages WHERE queue = ? AND id BETWEEN ? AND ?",
+                         -1, &store->delete_range_, nullptr),
+      "prepare delete range"));
   return store;
 }
 
 QueueStore::~QueueStore() {
   sqlite3_finalize(insert_);
   sqlite3_finalize(delete_);
+  sqlite3_finalize(delete_range_);
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
 
@@ -67,12 +75,19 @@ Status QueueStore::Exec(const char* sql) {
 }
 
 Status QueueStore::DeleteLocked(const std::string& queue, const std::vector<int64_t>& ids) {
-  for (int64_t id : ids) {
-    sqlite3_reset(delete_);
-    sqlite3_bind_text(delete_, 1, queue.data(), static_cast<int>(queue.size()),
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(delete_, 2, id);
-    RILL_RETURN_NOT_OK(Check(sqlite3_step(delete_), "delete"));
+  // A FIFO dequeue takes consecutive ids: delete each run with one statement.
+  std::vector<int64_t> sorted(ids);
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1) ++j;
+    sqlite3_stmt* stmt = j - i == 1 ? delete_ : delete_range_;
+    sqlite3_reset(stmt);
+    sqlite3_bind_text(stmt, 1, queue.data(), static_cast<int>(queue.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 2, sorted[i]);
+    if (stmt == delete_range_) sqlite3_bind_int64(stmt, 3, sorted[j - 1]);
+    RILL_RETURN_NOT_OK(Check(sqlite3_step(stmt), "delete"));
+    i = j;
   }
   return Status::OK();
 }

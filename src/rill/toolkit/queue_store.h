@@ -61,6 +61,7 @@ class QueueStore {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_ = nullptr;
   sqlite3_stmt* delete_ = nullptr;
+  sqlite3_stmt* delete_range_ = nullptr;  // ids in [lo, hi]
 };
 
 }  // namespace rill::toolkit
