@@ -1,6 +1,6 @@
 """Scheduled SQL tasks, join tasks, and the DuckDB bridge."""
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
