@@ -32,3 +32,21 @@ from .windowing import SlidingWindow as SlidingWindow, TumblingWindow as Tumblin
 
 __version__: str
 __all__: list[str]
+from . import compute as compute
+from ._logging import flush_logs as flush_logs
+from .compute import (
+    aggregate_table as aggregate_table,
+    filter_table as filter_table,
+    join_tables as join_tables,
+)
+from .errors import (
+    BinderError as BinderError,
+    CatalogError as CatalogError,
+    ConversionError as ConversionError,
+    InterruptError as InterruptError,
+    InvalidInputError as InvalidInputError,
+    OutOfRangeError as OutOfRangeError,
+    ParserError as ParserError,
+    SQLError as SQLError,
+)
+from .metrics_options import MetricsStoreOptions as MetricsStoreOptions

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from typing import Optional
 
@@ -124,3 +125,16 @@ def uninstall() -> None:
 # Stop the thread before the interpreter finalizes (a daemon thread returning
 # from C++ into a finalizing interpreter would be torn down mid-call).
 atexit.register(uninstall)
+
+
+def _after_fork_in_child() -> None:
+    # The drain thread does not survive fork(): start a new one in the child.
+    global _thread, _lock
+    _lock = threading.Lock()
+    if _thread is not None:
+        _thread = None
+        install()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

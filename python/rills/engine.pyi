@@ -7,6 +7,7 @@ import pyarrow as pa
 from ._sequence import EngineList
 from .connectors import BaseConnector
 from .metrics import MetricsRegistry
+from .metrics_options import MetricsStoreOptions
 from .retention import RetentionPolicy
 from .table import RillTable
 from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
@@ -26,6 +27,7 @@ class RillEngine:
     def __init__(
         self,
         trigger_interval_ms: float = 100.0,
+        duckdb_connection: None = None,
         memory_budget_bytes: Optional[int] = None,
         memory_budget_mb: Optional[float] = None,
         on_memory_warning: Optional[Callable[[int, int], None]] = None,
@@ -35,6 +37,7 @@ class RillEngine:
         metrics_path: str = "rill_metrics.db",
         metrics_flush_interval_seconds: float = 1.0,
         allow_private_webhooks: bool = False,
+        metrics_options: Optional[Union[MetricsStoreOptions, Dict[str, Any]]] = None,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     def register_table(
@@ -136,6 +139,8 @@ class RillEngine:
         cooldown_seconds: float = 60.0,
         severity: str = "warning",
         webhook: Optional[str] = None,
+        message: Optional[str] = None,
+        enabled: bool = True,
     ) -> None:
         """Add (or replace) a server-side alert rule, evaluated every metrics flush."""
     def remove_alert_rule(self, name: str) -> None:

@@ -2,6 +2,8 @@
 
 from typing import Any, Callable, Dict, Optional
 
+import pyarrow as pa
+
 from .engine import RillEngine
 
 Evaluator = Callable[[RillEngine], Any]
@@ -23,3 +25,7 @@ class MetricsRegistry:
         """The engine's counters."""
     def get_all_metrics(self, engine: Optional[RillEngine] = None) -> Dict[str, Any]:
         """Counters plus "business_metrics"."""
+    def record_step(self, records_in_batch: int, latency_ms: float) -> None:
+        """Count one completed micro-batch (added to the engine's counters)."""
+    def get_metrics_arrow_table(self, engine: Optional[RillEngine] = None) -> pa.Table:
+        """One row of the current figures, with the seed's columns."""

@@ -1,6 +1,7 @@
 """OutputAPI: read results out of a running engine."""
 
-from typing import Any, Callable, Dict, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Union
 
 import pyarrow as pa
 
@@ -21,3 +22,5 @@ class OutputAPI:
         """An engine counter or business metric by name."""
     def get_all_scalars(self) -> Dict[str, Any]:
         """Every counter and business metric."""
+    def sink_to_file(self, table_name: str, file_path: Union[str, Path], format: str = "parquet") -> bool:
+        """Write the table to parquet/csv/json/ndjson; False if unknown or empty."""

@@ -57,7 +57,7 @@ class RetentionPolicy:
         current_time - max_age_seconds are dropped (a float or integer column
         holds unix seconds; timestamp columns are compared in their unit and
         time zone, date columns by day), then only the last `max_rows` rows
-        are kept. Rows with a null time are dropped by the age limit. A table
+        are kept. Rows with a null time never expire. A table
         without `time_column` is not limited by age. None and empty tables are
         returned as they are. TypeError for a time column of another type.
         """
@@ -71,7 +71,8 @@ class RetentionPolicy:
         if self.max_age_seconds is not None and self.time_column in table.column_names:
             column = table.column(self.time_column)
             cutoff = _cutoff_scalar(column.type, now - self.max_age_seconds, self.time_column)
-            table = table.filter(pc.greater_equal(column, cutoff))
+            # Rows with a null time never expire (the engine's rule).
+            table = table.filter(pc.fill_null(pc.greater_equal(column, cutoff), True))
         if self.max_rows is not None and table.num_rows > self.max_rows:
             table = table.slice(table.num_rows - self.max_rows, self.max_rows)
         return table

@@ -2,6 +2,8 @@
 
 from typing import Optional
 
+import pyarrow as pa
+
 class RetentionPolicy:
     """Row limits (count and/or age on time_column) enforced on every write and tick."""
 
@@ -18,3 +20,5 @@ class RetentionPolicy:
     @property
     def enabled(self) -> bool:
         """True if the policy limits anything."""
+    def apply(self, table: Optional[pa.Table], current_time: Optional[float] = None) -> Optional[pa.Table]:
+        """The rows of `table` this policy keeps at current_time (unix seconds)."""

@@ -30,3 +30,7 @@ def estimate_schema_row_size(
 
 def normalize_mode(mode: Optional[str]) -> Optional[str]:
     """Return "snapshot" or "append" for a mode name (alias "upsert")."""
+def estimate_datatype_size(
+    data_type: pa.DataType, avg_string_length: int = 32, avg_list_length: int = 5
+) -> float:
+    """Estimated bytes of one value of data_type (the seed's rules)."""

@@ -75,6 +75,7 @@ class RillTable:
         """Stop calling callback."""
 
 def upsert_table(
-    old_table: Optional[Any], new_table: Any, primary_key: Optional[Union[str, List[str]]] = None
+    old_table: Optional[Any], new_table: Any, primary_key: Optional[Union[str, List[str]]] = None,
+    promote_options: str = "default", current_time: Optional[float] = None
 ) -> pa.Table:
     """Return new_table upserted into old_table by primary_key (append without a key)."""

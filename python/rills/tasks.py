@@ -286,6 +286,19 @@ class DuckDBBridge:
         self.engine = engine
         self.use_prepared_statements = bool(use_prepared_statements)
 
+    @property
+    def _prepared_cache(self) -> Dict[str, str]:
+        """Queries of SQL tasks that run as prepared statements and have run, to the task's name.
+
+        The seed's bridge kept its prepared statements here; the engine keeps
+        them in C++ (SqlEngine::QueryPrepared). Read-only view for seed code.
+        """
+        return {
+            task.query: task.name
+            for task in self.engine.sql_tasks
+            if task.use_prepared_statements and task.last_run_time > 0
+        }
+
     def query(self, sql: str) -> pa.Table:
         """Run `sql` and return its result. rills.SQLError (a ValueError) with DuckDB's message on failure."""
         return self.engine.query_sql(sql)

@@ -1,6 +1,6 @@
 """Scheduled SQL tasks, join tasks, and the DuckDB bridge."""
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -17,6 +17,8 @@ class ScheduledSQLTask:
     output_table: str
     interval_seconds: float
     primary_key: Optional[Keys]
+    use_prepared_statements: bool
+    last_run_time: float
     def __init__(
         self,
         name: str,
@@ -24,8 +26,11 @@ class ScheduledSQLTask:
         output_table: str,
         interval_seconds: float = 1.0,
         primary_key: Optional[Keys] = None,
+        use_prepared_statements: bool = True,
     ) -> None:
         """ValueError for empty strings or a negative interval."""
+    def is_due(self, current_time: Optional[float] = None) -> bool:
+        """True when interval_seconds passed since last_run_time (unix seconds)."""
 
 class TableJoinTask:
     """Join two live tables (optionally grouped and aggregated) into output_table."""
@@ -65,8 +70,14 @@ class DuckDBBridge:
     """SQL over an engine's live tables (engine.duckdb)."""
 
     engine: RillEngine
-    def __init__(self, engine: RillEngine) -> None: ...
+    use_prepared_statements: bool
+    def __init__(self, engine: RillEngine, connection: None = None,
+                 use_prepared_statements: bool = True) -> None: ...
     def query(self, sql: str) -> pa.Table:
-        """Run SQL over the live tables."""
+        """Run SQL over the live tables (rills.SQLError on failure)."""
+    def register(self, name: str, table: Any) -> None:
+        """Make a pyarrow table queryable as `name` (replaces a table of that name)."""
+    def run_due_tasks(self, current_time: Optional[float] = None) -> None:
+        """Run the engine's SQL tasks that are due at current_time (unix seconds)."""
     def register_tables(self) -> None:
         """No-op: live tables are always visible."""

@@ -85,3 +85,30 @@ def test_logging_from_the_tick_thread_while_python_holds_the_gil_does_not_deadlo
     rills.flush_logs()
     assert any(r.name == "rills.busy_task" for r in caplog.records)
     assert seen
+
+
+def test_a_forked_child_still_delivers_cpp_logs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = (
+        "import logging, os, sys, time\n"
+        "import rills\n"
+        "from rills import RillEngine, ScheduledSQLTask\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    got = []\n"
+        "    h = logging.Handler(); h.emit = got.append\n"
+        "    logging.getLogger('rills').addHandler(h)\n"
+        "    e = RillEngine(metrics_path=None)\n"
+        "    e.add_sql_task(ScheduledSQLTask('child_task', 'SELECT * FROM nope', 'o', 0.0))\n"
+        "    e.step()\n"
+        "    deadline = time.time() + 10\n"
+        "    while time.time() < deadline and not any(r.name == 'rills.child_task' for r in got):\n"
+        "        time.sleep(0.01)\n"
+        "    os._exit(0 if any(r.name == 'rills.child_task' for r in got) else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "sys.exit(os.waitstatus_to_exitcode(status))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

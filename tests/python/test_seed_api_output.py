@@ -79,6 +79,10 @@ def test_retention_policy_apply_matches_the_engine_rule():
     assert RetentionPolicy(max_age_seconds=5, time_column="ts").apply(ints, 1000.0).num_rows == 2
     stamps = pa.table({"ts": pa.array([990_000, 999_000], pa.timestamp("ms"))})
     assert RetentionPolicy(max_age_seconds=5, time_column="ts").apply(stamps, 1000.0).num_rows == 1
+    # Null times never expire, as in the engine.
+    nulls = pa.table({"ts": [None, 1.0, 999.0]})
+    assert RetentionPolicy(max_age_seconds=5, time_column="ts").apply(nulls, 1000.0) \
+        .column("ts").to_pylist() == [None, 999.0]
     # No time column: only max_rows applies; None and empty pass through.
     assert RetentionPolicy(max_age_seconds=1).apply(t, 1e9).num_rows == 5
     assert RetentionPolicy(max_rows=1).apply(None) is None
