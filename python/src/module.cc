@@ -15,4 +15,5 @@ NB_MODULE(_core, m) {
   rills::BindEngine(m);
   rills::BindWindow(m);
   rills::BindServer(m);
+  rills::BindCheckpoint(m);
 }
