@@ -117,6 +117,82 @@ def child(ckpt_dir: str, fmt: str) -> None:
             announced = True
 
 
+# Replay with the file connector ------------------------------------------------------
+
+REPLAY_SCHEMA_FIELDS = [("k", "int64"), ("v", "int64"), ("f", "int64")]
+
+
+def replay_child(ckpt_dir: str, input_dir: str) -> None:
+    """Tables kv (keyed by k) and ev (append) fed by two file connectors over
+    input_dir; checkpoints every 0.05 s; stops (final checkpoint) once
+    input_dir/.done names a row count that ev has reached."""
+    import pyarrow as pa
+
+    from rills import FileStreamConnector, RetentionPolicy, RillEngine
+
+    schema = pa.schema([(n, getattr(pa, t)()) for n, t in REPLAY_SCHEMA_FIELDS])
+    engine = RillEngine(trigger_interval_ms=10, metrics_path=None,
+                        checkpoint_dir=ckpt_dir, checkpoint_interval_seconds=0.05)
+    engine.register_table("kv", schema=schema, primary_key="k")
+    engine.register_table("ev", schema=schema, mode="append",
+                          retention_policy=RetentionPolicy(max_rows=10**7))
+    for table in ("kv", "ev"):
+        engine.add_connector(FileStreamConnector(
+            table, input_dir, file_pattern="*.ndjson", stable_seconds=0.05,
+            poll_interval_seconds=0.02, on_overflow="error", name=f"{table}_files"))
+    engine.start()  # restores the newest checkpoint (tables and file positions) first
+    print("started", flush=True)
+    done = os.path.join(input_dir, ".done")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if os.path.exists(done):
+            with open(done) as f:
+                total = int(f.read())
+            if engine.get_table("ev").num_rows >= total:
+                break
+        time.sleep(0.02)
+    engine.stop()  # the final checkpoint
+    print(json.dumps({"ev": engine.get_table("ev").num_rows}), flush=True)
+
+
+def run_replay(ckpt_dir: str, input_dir: str, files: int, rows: int, kills: int,
+               seed: int) -> Dict[str, Any]:
+    """Write `files` NDJSON files while killing the child `kills` times; return
+    the final child's report and the rows written (list of dicts, in order)."""
+    rng = random.Random(seed)
+    kill_at = set(rng.sample(range(1, files), kills))
+    written: List[Dict[str, int]] = []
+
+    def spawn() -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, __file__, "--replay-child", ckpt_dir, input_dir],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if proc.stdout.readline().strip() != "started":
+            raise AssertionError(f"the replay child failed: {proc.stderr.read()}")
+        return proc
+
+    proc = spawn()
+    for i in range(files):
+        batch = [{"k": rng.randrange(rows * 4), "v": i * 1000 + j, "f": i} for j in range(rows)]
+        tmp = os.path.join(input_dir, f".f{i:05d}.tmp")
+        with open(tmp, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in batch))
+        os.rename(tmp, os.path.join(input_dir, f"f{i:05d}.ndjson"))
+        written.extend(batch)
+        time.sleep(rng.uniform(0.0, 0.03))
+        if i in kill_at:
+            time.sleep(rng.uniform(0.0, 0.15))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            proc = spawn()
+    with open(os.path.join(input_dir, ".done.tmp"), "w") as f:
+        f.write(str(len(written)))
+    os.rename(os.path.join(input_dir, ".done.tmp"), os.path.join(input_dir, ".done"))
+    out, err = proc.communicate(timeout=150)
+    if proc.returncode != 0:
+        raise AssertionError(f"the replay child failed: {err}")
+    return {"report": json.loads(out.strip().splitlines()[-1]), "written": written}
+
+
 # The parent ------------------------------------------------------------------------
 
 
@@ -178,7 +254,11 @@ def main() -> None:
     p.add_argument("--dir", default=None)
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--format", default="parquet", help=argparse.SUPPRESS)
+    p.add_argument("--replay-child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.replay_child:
+        replay_child(*args.replay_child)
+        return
     if args.child:
         child(args.child, args.format)
         return
