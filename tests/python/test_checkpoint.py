@@ -150,6 +150,7 @@ def test_periodic_checkpoints_final_on_stop_and_restore_on_start(tmp_path):
     assert [r["name"] for r in json.loads(sections["metrics"])["alert_rules"]] == ["big"]
 
 
+@pytest.mark.timeout(600)
 def test_crash_trials_restore_exactly_one_complete_checkpoint(tmp_path):
     # >= 50 SIGKILLs at random moments of ingest and checkpoint writing; each
     # restart must restore the newest complete checkpoint, cell for cell.
