@@ -22,6 +22,7 @@ import pyarrow as _pyarrow  # noqa: F401  (loads libarrow before the extension)
 
 from . import _core  # noqa: F401
 from .connectors import BaseConnector, MemoryConnector
+from .checkpoint import Checkpointer
 from .engine import RillEngine
 from .metrics import MetricsRegistry
 from .output import OutputAPI
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "RillEngine",
+    "Checkpointer",
     "RillTable",
     "schema",
     "extract_primary_key",

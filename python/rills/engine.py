@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import pyarrow as pa
 
 from . import _arrow, _core, _quack
+from . import checkpoint as _checkpoint
 from ._sequence import EngineList
 from .connectors.base import BaseConnector, connector_of
 from .metrics import MetricsRegistry
@@ -64,6 +65,8 @@ class RillEngine:
         metrics_flush_interval_seconds: float = 1.0,
         allow_private_webhooks: bool = False,
         metrics_options: Optional[Union[MetricsStoreOptions, Dict[str, Any]]] = None,
+        checkpoint_dir: Optional[str] = None,
+        checkpoint_interval_seconds: float = 60.0,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -95,6 +98,10 @@ class RillEngine:
             allow_private_webhooks: let webhooks (POST /api/webhook/send and
                 alert-rule webhooks) reach loopback and private addresses; off
                 by default (the SSRF guard refuses them).
+            checkpoint_dir, checkpoint_interval_seconds: checkpoint the tables,
+                connector positions and KPI/rule definitions there every
+                interval and on stop(); start() restores the newest checkpoint
+                (see rills.checkpoint and docs/checkpoints.md).
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -135,6 +142,9 @@ class RillEngine:
         self._last_memory: Optional[Tuple[int, int]] = None
         self.metrics = MetricsRegistry(self)
         self.duckdb = DuckDBBridge(self)
+        # Checkpoints (rills/checkpoint.py)
+        self.checkpointer = _checkpoint.engine_checkpointer(
+            self, checkpoint_dir, checkpoint_interval_seconds)
 
     # Tables ----------------------------------------------------------------------
 
@@ -583,6 +593,7 @@ class RillEngine:
         if self.metrics_path is not None:
             self._metrics_store()
         _quack.start_server(self)  # first: a taken address fails before the loop runs
+        _checkpoint.on_start(self)  # restore before the first tick
         self._core.start()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -593,6 +604,16 @@ class RillEngine:
         """
         _quack.stop_server(self)
         self._core.stop()
+        _checkpoint.on_stop(self)  # a final checkpoint after the last tick
+
+    def restore_checkpoints(self) -> List[str]:
+        """Restore the newest checkpoint of checkpoint_dir; return the restored table names.
+
+        start() does this itself. ValueError without checkpoint_dir.
+        """
+        if self.checkpointer is None:
+            raise ValueError("this engine was made without checkpoint_dir")
+        return self.checkpointer.restore_snapshots(self)
 
     @property
     def running(self) -> bool:

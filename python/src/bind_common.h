@@ -50,6 +50,8 @@ struct EngineAccess {
   /// Owned by the engine object and reset first when it closes, so a server
   /// kept here stops before the engine and the store go away.
   std::shared_ptr<void>* server_slot = nullptr;
+  /// The engine's rill::Checkpointer (bind_checkpoint.cc), reset before anything else.
+  std::shared_ptr<void>* checkpointer_slot = nullptr;
 };
 EngineAccess AccessEngine(nb::handle core);
 
@@ -65,5 +67,6 @@ void BindIoConnectors(nb::module_& m);
 void BindServer(nb::module_& m);
 void BindToolkit(nb::module_& m);  // bind_toolkit.cc
 void BindSeed(nb::module_& m);  // bind_seed.cc: log queue, run_task_now, alert rules
+void BindCheckpoint(nb::module_& m);  // bind_checkpoint.cc
 
 }  // namespace rills

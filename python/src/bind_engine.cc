@@ -99,10 +99,12 @@ class PyEngine {
     if (!engine_) {
       return;
     }
+    std::shared_ptr<void> checkpointer = std::move(checkpointer_);
     std::shared_ptr<void> server = std::move(server_);
     std::unique_ptr<Engine> engine = std::move(engine_);
     std::unique_ptr<rill::MetricsStore> store = std::move(store_);
     nb::gil_scoped_release release;
+    checkpointer.reset();  // stops its writer; before the store its section reads
     server.reset();  // the network server goes before the store and the engine
     reporter_->Detach();
     if (CallbackScope::active()) {
@@ -162,12 +164,14 @@ class PyEngine {
   bool open() const { return engine_ != nullptr; }
   rill::MetricsStore* store_or_null() { return store_.get(); }
   std::shared_ptr<void>* server_slot() { return &server_; }
+  std::shared_ptr<void>* checkpointer_slot() { return &checkpointer_; }
 
  private:
   ReporterPtr reporter_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<rill::MetricsStore> store_;  // destroyed before engine_
   std::shared_ptr<void> server_;  // a rill::server::Server (bind_server.cc); closed first
+  std::shared_ptr<void> checkpointer_;  // a rill::Checkpointer (bind_checkpoint.cc); first of all
 };
 
 /// Run `fn` (returning Status or Result) without the GIL, then raise its error.
@@ -321,6 +325,7 @@ EngineAccess AccessEngine(nb::handle core) {
   access.engine = &e.engine();
   access.metrics = e.store_or_null();
   access.server_slot = e.server_slot();
+  access.checkpointer_slot = e.checkpointer_slot();
   return access;
 }
 

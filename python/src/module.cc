@@ -22,4 +22,5 @@ NB_MODULE(_core, m) {
   rills::BindToolkit(m);
   rills::BindAggregation(m);
   rills::BindSeed(m);
+  rills::BindCheckpoint(m);
 }

@@ -52,7 +52,7 @@ Status FileStreamConnector::RestorePosition(std::string_view position) {
     }
   }
   const bool was_running = thread_.joinable();
-  Stop();
+  if (was_running) Stop();
   {
     // What is buffered came after the position: it is read again from the files.
     std::lock_guard<std::mutex> deliver(deliver_mu_);

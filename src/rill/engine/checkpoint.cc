@@ -1,7 +1,9 @@
 // Checkpointer: capture at a tick boundary, the writer thread, restore.
 #include "rill/engine/checkpoint.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -33,6 +35,8 @@ const char* CheckpointFormatName(CheckpointFormat format) {
 }
 
 namespace {
+
+constexpr int kWriterNice = 10;
 
 Status MakeDirs(const std::string& dir) {
   std::string path;
@@ -187,6 +191,9 @@ void Checkpointer::OnTickEnd(double now) {
 }
 
 void Checkpointer::WriterLoop() {
+  // A background job: on a busy machine the tick thread goes first (Linux
+  // nice is per thread). Failure (no permission) changes nothing else.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWriterNice);
   for (;;) {
     std::unique_ptr<Capture> capture;
     {
