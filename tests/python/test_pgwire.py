@@ -367,6 +367,12 @@ def test_connection_limit_counts_postgres_connections(tmp_path):
         assert "too many clients" in str(err.value)
         r = psql(s, "-At", "-c", "SELECT 1")
         assert r.returncode == 2 and "too many clients" in r.stderr
+        # The slots are the server's, shared with HTTP: it gets its 503.
+        import http.client
+        web = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        web.request("GET", "/healthz")
+        assert web.getresponse().status == 503
+        web.close()
         # Both sessions still work; closing one frees its slot.
         assert first.execute("SELECT 1").fetchone() == (1,)
         second.close()
