@@ -124,14 +124,14 @@ def serve(rows):
         import numpy as np
         i = np.arange(rows, dtype=np.int64)
         names = np.array([f"customer_{k}" for k in range(7)], dtype=object)
-        conn.push(pa.table({
+        conn.push({
             "order_id": i,
             "customer": pa.array(names[i % 7], pa.string()),
             "amount": i * 1.25,
             "quantity": (i % 5 + 1).astype(np.int32),
             "paid": i % 2 == 0,
             "created_at": pa.array(1_700_000_000_000_000 + i * 1_000_000, pa.timestamp("us")),
-        }, schema=orders))
+        })
         engine.step()
         with contextlib.redirect_stdout(io.StringIO()):
             engine.start()
