@@ -12,6 +12,9 @@ oriented so that bigger is better for Rill.
                                connections (target: latency <= 1.5x PostgreSQL's)
 
 Usage: bench/pgwire_bench.py [--rows N] [--reps N] [--server PATH]
+Rill is the server users run (a RillEngine with quack_address, in a child
+process of this script) unless --server names tests/cpp/server's
+pgwire_test_server (the protocol without the network server around it).
 PostgreSQL comes from Debian's `postgresql` (initdb/pg_ctl on PATH or in
 /usr/lib/postgresql/*/bin), started with a temporary data directory.
 """
@@ -80,11 +83,14 @@ class Postgres:
 
 
 class Rill:
-    """tests/cpp/server/pgwire_test_server with `rows` orders."""
+    """A server with `rows` orders: `path` (pgwire_test_server), or None for
+    the real one (this script with --serve in a child process)."""
 
     def __init__(self, path, rows):
-        self.proc = subprocess.Popen([path, "--rows", str(rows)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        cmd = ([path, "--rows", str(rows)] if path else
+               [sys.executable, __file__, "--serve", "--rows", str(rows)])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
         port = int(self.proc.stdout.readline().split()[1])
         token = self.proc.stdout.readline().split()[1]
         self.dsn = f"host=127.0.0.1 port={port} user=bench dbname=rill password={token}"
@@ -93,6 +99,48 @@ class Rill:
         self.proc.stdin.write("quit\n")
         self.proc.stdin.flush()
         self.proc.wait(timeout=30)
+
+
+def serve(rows):
+    """--serve: a RillEngine serving `rows` orders on 127.0.0.1 (PORT/TOKEN lines,
+    then waits for "quit" on stdin)."""
+    import contextlib
+    import io
+
+    import pyarrow as pa
+    from rills import MemoryConnector, RillEngine, schema
+
+    with tempfile.TemporaryDirectory(prefix="rill-pgbench-") as tmp:
+        with contextlib.redirect_stdout(io.StringIO()):
+            engine = RillEngine(trigger_interval_ms=3_600_000, quack_address="quack:127.0.0.1:0",
+                                quack_token="bench-token", metrics_path=f"{tmp}/m.db")
+        orders = schema([("order_id", pa.int64()), ("customer", pa.string()),
+                         ("amount", pa.float64()), ("quantity", pa.int32()),
+                         ("paid", pa.bool_()), ("created_at", pa.timestamp("us"))],
+                        primary_key="order_id")
+        engine.register_table("orders", schema=orders)
+        conn = MemoryConnector(target_table="orders")
+        engine.add_connector(conn)
+        import numpy as np
+        i = np.arange(rows, dtype=np.int64)
+        names = np.array([f"customer_{k}" for k in range(7)], dtype=object)
+        conn.push({
+            "order_id": i,
+            "customer": pa.array(names[i % 7], pa.string()),
+            "amount": i * 1.25,
+            "quantity": (i % 5 + 1).astype(np.int32),
+            "paid": i % 2 == 0,
+            "created_at": pa.array(1_700_000_000_000_000 + i * 1_000_000, pa.timestamp("us")),
+        })
+        engine.step()
+        with contextlib.redirect_stdout(io.StringIO()):
+            engine.start()
+        port = engine.quack_address.rpartition(":")[2]
+        print(f"PORT {port}\nTOKEN {engine.quack_token}", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "quit":
+                break
+        engine.close()
 
 
 FETCH = "SELECT order_id, customer, amount, quantity, paid, created_at FROM orders"
@@ -153,9 +201,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--server", default=str(ROOT / "build" / "release" / "tests" / "cpp" /
-                                            "pgwire_test_server"))
+    ap.add_argument("--server", default=None,
+                    help="pgwire_test_server instead of the real server (RillEngine)")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve:
+        return serve(args.rows)
     pg = Postgres()
     rill = None
     try:

@@ -33,12 +33,18 @@ nb::dict Describe(const Server& server) {
 
 /// Start serving `engine` on `listen` (stopping a previous server first).
 nb::dict Serve(nb::handle core, const std::string& listen, std::optional<std::string> token,
-               bool allow_private_webhooks) {
+               bool allow_private_webhooks, std::optional<double> query_timeout_seconds,
+               std::optional<double> idle_timeout_seconds,
+               std::optional<int64_t> max_connections) {
   EngineAccess access = AccessEngine(core);
   rill::server::ServerOptions options;
   options.listen = listen;
   options.token = std::move(token);
   options.allow_private_webhooks = allow_private_webhooks;
+  // Limits (ServerOptions' defaults when not given).
+  if (query_timeout_seconds) options.query_timeout_seconds = *query_timeout_seconds;
+  if (idle_timeout_seconds) options.idle_timeout_seconds = *idle_timeout_seconds;
+  if (max_connections) options.max_connections = *max_connections;
   std::shared_ptr<Server> server;
   rill::Status status;
   {
@@ -77,9 +83,13 @@ std::optional<nb::dict> ServerInfo(nb::handle core) {
 
 void BindServer(nb::module_& m) {
   m.def("serve", &Serve, nb::arg("engine"), nb::arg("listen"), nb::arg("token").none(),
-        nb::arg("allow_private_webhooks") = false,
+        nb::arg("allow_private_webhooks") = false, nb::kw_only(),
+        nb::arg("query_timeout_seconds").none() = nb::none(),
+        nb::arg("idle_timeout_seconds").none() = nb::none(),
+        nb::arg("max_connections").none() = nb::none(),
         "Serve the engine on `listen` (HOST:PORT or quack:HOST:PORT); token None "
-        "generates one, \"\" disables auth (loopback only). Returns {address, token, "
+        "generates one, \"\" disables auth (loopback only); the limits default to "
+        "ServerOptions'. Returns {address, token, "
         "dashboard_url}. Raises OSError when the address is taken, ValueError for a bad "
         "address or an unauthenticated non-loopback address.");
   m.def("stop_serving", &StopServing, nb::arg("engine"),

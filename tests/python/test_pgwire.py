@@ -1,10 +1,12 @@
 """PostgreSQL wire protocol with real clients over real sockets on 127.0.0.1.
 
-The server is tests/cpp/server/pgwire_test_server (an Engine with an `orders`
-table of 100 rows: order_id i, customer 'customer_<i % 7>', amount i * 1.25,
-quantity i % 5 + 1, paid i even, created_at 2023-11-14 22:13:20 + i s).
-Clients: psql, psycopg 3, SQLAlchemy + pandas. DuckDB's Python client is the
-oracle for values.
+The server is the one users run: RillEngine(quack_address="quack:127.0.0.1:0",
+quack_token=...).start() serves HTTP and PostgreSQL on its one port. The
+engine has an `orders` table of 100 rows (order_id i, customer
+'customer_<i % 7>', amount i * 1.25, quantity i % 5 + 1, paid i even,
+created_at 2023-11-14 22:13:20 + i s) fed through a MemoryConnector.
+Clients: psql, psycopg 3, SQLAlchemy + pandas, pgjdbc. DuckDB's Python client
+is the oracle for values.
 """
 
 import datetime
@@ -19,47 +21,66 @@ import time
 
 import duckdb
 import psycopg
+import pyarrow as pa
 import pytest
 
+from rills import MemoryConnector, RillEngine, _core, schema
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SERVER = pathlib.Path(
-    os.environ.get("RILL_PGWIRE_TEST_SERVER",
-                   ROOT / "build" / "release" / "tests" / "cpp" / "pgwire_test_server"))
 ROWS = 100
+TOKEN = "pgwire-test-token"
+ORDERS = schema([("order_id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64()),
+                 ("quantity", pa.int32()), ("paid", pa.bool_()),
+                 ("created_at", pa.timestamp("us"))], primary_key="order_id")
+
+
+def orders_batch(first, n):
+    ids = list(range(first, first + n))
+    return {"order_id": ids, "customer": [f"customer_{i % 7}" for i in ids],
+            "amount": [i * 1.25 for i in ids], "quantity": [i % 5 + 1 for i in ids],
+            "paid": [i % 2 == 0 for i in ids],
+            "created_at": [datetime.datetime(2023, 11, 14, 22, 13, 20)
+                           + datetime.timedelta(seconds=i) for i in ids]}
 
 
 class Server:
-    def __init__(self, *args):
-        if not SERVER.exists():
-            pytest.skip(f"{SERVER} is not built (cmake --build ... --target pgwire_test_server)")
-        self.proc = subprocess.Popen([str(SERVER), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        self.port = int(self.proc.stdout.readline().split()[1])
-        self.token = self.proc.stdout.readline().split()[1]
+    """A started RillEngine serving on 127.0.0.1 (ticks only when asked: step())."""
+
+    def __init__(self, tmp, rows=ROWS, **server_options):
+        self.engine = RillEngine(trigger_interval_ms=3_600_000,
+                                 quack_address="quack:127.0.0.1:0", quack_token=TOKEN,
+                                 metrics_path=str(tmp / "metrics.db"),
+                                 metrics_flush_interval_seconds=0.2)
+        self.engine.register_table("orders", schema=ORDERS)
+        self.connector = MemoryConnector(target_table="orders")
+        self.engine.add_connector(self.connector)
+        self.next_id = 0
+        if rows:
+            self.push(rows)
+        self.engine.start()
+        if server_options:
+            # The same server with non-default limits (what ServerOptions offers).
+            _core.serve(self.engine._core, self.engine.quack_address, TOKEN, **server_options)
+        self.token = TOKEN
+        self.port = int(self.engine.quack_address.rpartition(":")[2])
 
     def push(self, n):
-        """Push n more orders through a connector and run one tick."""
-        self.proc.stdin.write(f"push {n}\n")
-        self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip() == "ok"
+        """Push n more orders through the connector and run one tick."""
+        self.connector.push(orders_batch(self.next_id, n))
+        self.next_id += n
+        self.engine.step()
 
     def dsn(self, dbname="rill", password=None):
         return (f"host=127.0.0.1 port={self.port} user=tester dbname={dbname} "
                 f"password={password or self.token}")
 
     def close(self):
-        try:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=10)
-        except Exception:
-            self.proc.kill()
-            self.proc.wait()
+        self.engine.close()
 
 
 @pytest.fixture(scope="module")
-def server():
-    s = Server("--rows", str(ROWS))
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("pgwire"))
     yield s
     s.close()
 
@@ -79,8 +100,10 @@ def psql(server, *args, password=None, timeout=30, **kwargs):
     if shutil.which("psql") is None:
         pytest.skip("psql (Debian postgresql-client) is not installed")
     env = dict(os.environ, PGPASSWORD=password or server.token, PGCONNECT_TIMEOUT="10")
+    if "-d" not in args:
+        args = ("-d", "rill", *args)
     return subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tester",
-                           "-d", "rill", "-X", *args], env=env, capture_output=True,
+                           "-X", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, **kwargs)
 
 
@@ -294,8 +317,8 @@ def test_catalog_functions(server):
         assert nulls == (0,)
 
 
-def test_statement_timeout_gives_57014():
-    s = Server("--rows", "10", "--timeout-ms", "300")
+def test_statement_timeout_gives_57014(tmp_path):
+    s = Server(tmp_path, rows=10, query_timeout_seconds=0.3)
     try:
         with psycopg.connect(s.dsn(), autocommit=True) as conn:
             with pytest.raises(psycopg.errors.QueryCanceled) as err:
@@ -306,17 +329,64 @@ def test_statement_timeout_gives_57014():
         s.close()
 
 
-def test_idle_connections_are_closed():
-    s = Server("--rows", "1", "--idle-timeout-ms", "300")
+def test_idle_in_transaction_sessions_are_closed_and_idle_sessions_stay(tmp_path):
+    s = Server(tmp_path, rows=1, idle_timeout_seconds=0.3)
     try:
-        with psycopg.connect(s.dsn(), autocommit=True) as conn:
+        idle = psycopg.connect(s.dsn(), autocommit=True)
+        with psycopg.connect(s.dsn()) as conn:  # not autocommit: BEGIN first
             assert conn.execute("SELECT 1").fetchone() == (1,)
             time.sleep(1.0)
-            with pytest.raises(psycopg.OperationalError):
+            with pytest.raises(psycopg.Error) as err:
                 conn.execute("SELECT 1")
-        # Other connections are unaffected.
-        with psycopg.connect(s.dsn(), autocommit=True) as conn:
-            assert conn.execute("SELECT 2").fetchone() == (2,)
+            assert err.value.sqlstate == "25P03"
+            assert "idle-in-transaction timeout" in str(err.value)
+        # Idle outside a transaction (psql, a pool): stays open, like PostgreSQL.
+        assert idle.execute("SELECT 2").fetchone() == (2,)
+        idle.close()
+        # A client that never finishes authenticating is closed too.
+        import socket
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as raw:
+            raw.sendall(b"\x00\x00\x00\x08\x04\xd2\x16\x2f")  # SSLRequest
+            assert raw.recv(1) == b"N"
+            raw.settimeout(5)
+            data = b""
+            while chunk := raw.recv(4096):  # ends when the server closes
+                data += chunk
+            assert b"authentication did not complete" in data
+    finally:
+        s.close()
+
+
+def test_connection_limit_counts_postgres_connections(tmp_path):
+    s = Server(tmp_path, rows=1, max_connections=2)
+    try:
+        first = psycopg.connect(s.dsn(), autocommit=True)
+        second = psycopg.connect(s.dsn(), autocommit=True)
+        with pytest.raises(psycopg.OperationalError) as err:
+            psycopg.connect(s.dsn(), autocommit=True, connect_timeout=10)
+        assert "too many clients" in str(err.value)
+        r = psql(s, "-At", "-c", "SELECT 1")
+        assert r.returncode == 2 and "too many clients" in r.stderr
+        # The slots are the server's, shared with HTTP: it gets its 503.
+        import http.client
+        web = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        web.request("GET", "/healthz")
+        assert web.getresponse().status == 503
+        web.close()
+        # Both sessions still work; closing one frees its slot.
+        assert first.execute("SELECT 1").fetchone() == (1,)
+        second.close()
+        deadline = time.time() + 10
+        while True:
+            try:
+                third = psycopg.connect(s.dsn(), autocommit=True, connect_timeout=10)
+                break
+            except psycopg.OperationalError:
+                assert time.time() < deadline, "the closed connection's slot was not freed"
+                time.sleep(0.05)
+        assert third.execute("SELECT 3").fetchone() == (3,)
+        third.close()
+        first.close()
     finally:
         s.close()
 
@@ -332,8 +402,28 @@ def test_cancel_request_from_psycopg(server):
 def test_metrics_database_is_selected_by_name(server):
     with psycopg.connect(server.dsn(dbname="rill_metrics"), autocommit=True) as conn:
         tables = {r[0] for r in conn.execute(
-            "SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert "rill_alerts" in tables
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+        assert "rill_alerts" in tables and "orders" not in tables
+        # The catalog layer lists the metrics tables (and not the live ones).
+        listed = {r[0] for r in conn.execute(
+            "SELECT quote_ident(table_name) FROM information_schema.tables "
+            "WHERE quote_ident(table_schema) = 'public'").fetchall()}
+        assert listed == tables
+        columns = conn.execute(
+            "SELECT quote_ident(column_name), data_type FROM information_schema.columns "
+            "WHERE quote_ident(table_name) = 'rill_alerts'").fetchall()
+        oracle = conn.execute("SELECT column_name FROM duckdb_columns() "
+                              "WHERE table_name = 'rill_alerts' ORDER BY column_index").fetchall()
+        assert [c[0] for c in columns] == [c[0] for c in oracle]
+
+
+def test_psql_lists_and_describes_the_metrics_database(server):
+    r = psql(server, "-d", "rill_metrics", "-c", r"\dt")
+    assert r.returncode == 0, r.stderr
+    assert "rill_alerts" in r.stdout and "orders" not in r.stdout
+    r = psql(server, "-d", "rill_metrics", "-c", r"\d rill_alerts")
+    assert r.returncode == 0, r.stderr
+    assert "severity" in r.stdout and "message" in r.stdout
 
 
 # ---- SQLAlchemy + pandas ------------------------------------------------------------
@@ -411,8 +501,16 @@ def test_grafana_health_check_and_query_builder_listings(server):
 # ---- pgjdbc ------------------------------------------------------------------------
 
 def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_path):
-    jars = sorted((ROOT / "build" / "pgjdbc").glob("postgresql-*.jar"))
-    if not jars or shutil.which("javac") is None:
+    if shutil.which("javac") is None:
+        pytest.skip("no JDK (javac) on this machine")
+    jar_dir = ROOT / "build" / "pgjdbc"
+    if not list(jar_dir.glob("postgresql-*.jar")) and shutil.which("mvn"):
+        # What scripts/setup does, for a checkout whose set-up ran before it did.
+        subprocess.run(["mvn", "-q", "dependency:copy",
+                        "-Dartifact=org.postgresql:postgresql:42.7.4",
+                        f"-DoutputDirectory={jar_dir}"], timeout=300, check=False)
+    jars = sorted(jar_dir.glob("postgresql-*.jar"))
+    if not jars:
         pytest.skip("pgjdbc jar (scripts/setup fetches it into build/pgjdbc) or the JDK is missing")
     source = ROOT / "tests" / "java" / "PgwireJdbc.java"
     subprocess.run(["javac", "-d", str(tmp_path), "-cp", str(jars[-1]), str(source)], check=True,

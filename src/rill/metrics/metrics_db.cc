@@ -401,6 +401,26 @@ Result<int64_t> MetricsDb::Prune(const PruneCutoffs& cutoffs) {
   return deleted;
 }
 
+Status MetricsDb::DefineHelpers(const std::vector<std::string>& statements) {
+  try {
+    duckdb::Connection con(*impl_->db);
+    for (const auto& sql : statements) {
+      auto parsed = con.ExtractStatements(sql);
+      if (parsed.size() != 1 || parsed[0]->type != duckdb::StatementType::CREATE_STATEMENT) {
+        return Status::Invalid("DefineHelpers runs one CREATE statement at a time [query: ",
+                               sql, "]");
+      }
+      auto result = con.Query(std::move(parsed[0]));
+      if (result->HasError()) {
+        return Status::Invalid("metrics database: ", result->GetError(), " [query: ", sql, "]");
+      }
+    }
+  } catch (const std::exception& e) {
+    return Status::Invalid("metrics database: ", e.what());
+  }
+  return Status::OK();
+}
+
 Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) const {
   const std::string text(sql);
   try {

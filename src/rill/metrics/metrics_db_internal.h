@@ -169,6 +169,9 @@ class MetricsDb {
   /// and with DuckDB's message for failing queries.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql) const;
 
+  /// Run CREATE statements, one per string (InvalidArgument for any other).
+  Status DefineHelpers(const std::vector<std::string>& statements);
+
   /// Bytes held by this database's buffer manager.
   int64_t MemoryUsage() const;
 

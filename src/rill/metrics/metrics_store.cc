@@ -412,6 +412,11 @@ Result<std::shared_ptr<arrow::Table>> MetricsStore::QueryMetrics(std::string_vie
   return db_->Query(sql);
 }
 
+Status MetricsStore::DefineHelpers(const std::vector<std::string>& statements) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return db_->DefineHelpers(statements);
+}
+
 // KPI queries --------------------------------------------------------------
 
 Status MetricsStore::AddKpiQuery(KpiQuery query) {

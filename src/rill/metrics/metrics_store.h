@@ -218,6 +218,9 @@ class MetricsStore {
   /// Run one read-only SQL statement on the metrics database and return the
   /// result. Invalid for statements that write and for failing queries.
   Result<std::shared_ptr<arrow::Table>> QueryMetrics(std::string_view sql) const;
+  /// Run CREATE statements (one per string: schemas, views, macros for
+  /// QueryMetrics to use, e.g. pgwire's PostgreSQL catalogs). Any thread.
+  Status DefineHelpers(const std::vector<std::string>& statements);
 
   // KPI queries ------------------------------------------------------------
   /// Add a KPI query, or replace the one with the same name (its state is

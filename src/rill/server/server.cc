@@ -190,19 +190,38 @@ void Server::Impl::DoAccept() {
                          });
 }
 
+// Over max_connections: answer in the client's protocol (its first byte
+// tells: 0 starts a PostgreSQL packet), then close.
+void Server::Impl::RefuseConnection(std::shared_ptr<tcp::socket> sock) {
+  auto first = std::make_shared<char>(0);
+  auto timer = std::make_shared<net::steady_timer>(sock->get_executor());
+  timer->expires_after(std::chrono::seconds(2));
+  timer->async_wait([sock](boost::system::error_code ec) {
+    if (!ec) sock->cancel(ec);
+  });
+  net::async_read(*sock, net::buffer(first.get(), 1),
+                  [sock, first, timer](boost::system::error_code ec, size_t n) {
+                    timer->cancel();
+                    if (!ec && n == 1 && LooksLikePostgres(std::string(1, *first))) {
+                      RefusePgConnection(sock, *first);
+                      return;
+                    }
+                    net::async_write(*sock, net::buffer(kBusyReply.data(), kBusyReply.size()),
+                                     [sock](boost::system::error_code, size_t) {
+                      boost::system::error_code ignored;
+                      sock->shutdown(tcp::socket::shutdown_both, ignored);
+                      sock->close(ignored);
+                    });
+                  });
+}
+
 void Server::Impl::OnAccept(tcp::socket socket) {
   boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   if (open_connections.fetch_add(1) >= options.max_connections) {
     open_connections.fetch_sub(1);
     ctx->counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
-    auto sock = std::make_shared<tcp::socket>(std::move(socket));
-    net::async_write(*sock, net::buffer(kBusyReply.data(), kBusyReply.size()),
-                     [sock](boost::system::error_code, size_t) {
-                       boost::system::error_code ec;
-                       sock->shutdown(tcp::socket::shutdown_both, ec);
-                       sock->close(ec);
-                     });
+    RefuseConnection(std::make_shared<tcp::socket>(std::move(socket)));
     return;
   }
   ctx->counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);

@@ -72,6 +72,7 @@ struct Server::Impl {
 
   void DoAccept();
   void OnAccept(boost::asio::ip::tcp::socket socket);
+  void RefuseConnection(std::shared_ptr<boost::asio::ip::tcp::socket> socket);
 };
 
 /// Convert a Beast request (its body is moved out) into an HttpRequest.

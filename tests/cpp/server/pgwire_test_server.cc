@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   config.auth = auth == "cleartext" ? rill::pgwire::PgAuthMethod::kCleartext
                                     : rill::pgwire::PgAuthMethod::kScramSha256;
   rill::pgwire::PgServiceOptions service_options;
-  service_options.idle_timeout_ms = idle_timeout_ms;
+  service_options.idle_in_transaction_timeout_ms = idle_timeout_ms;
+  service_options.idle_session_timeout_ms = idle_timeout_ms;
   auto service = rill::pgwire::PgService::Make(config, service_options).ValueOrDie();
 
   boost::asio::io_context io;

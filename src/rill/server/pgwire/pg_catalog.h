@@ -25,8 +25,14 @@ namespace rill::pgwire {
 /// The schema holding the compatibility objects.
 constexpr const char* kCatalogSchema = "rill_pg";
 
+/// Which relations the catalogs list as the tables of schema `public`.
+enum class CatalogTables {
+  kLiveViews,   ///< the engine's DuckDB: each connection's temporary views (live tables)
+  kMainTables,  ///< the metrics database: the base tables of schema main
+};
+
 /// The CREATE SCHEMA / VIEW / MACRO statements of the compatibility layer.
-std::vector<std::string> CatalogDefinitionSql();
+std::vector<std::string> CatalogDefinitionSql(CatalogTables tables = CatalogTables::kLiveViews);
 
 /// What the rewrite inlines for the session.
 struct CatalogSessionInfo {

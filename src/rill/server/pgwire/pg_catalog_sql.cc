@@ -146,12 +146,19 @@ void DefineFunctions(std::vector<std::string>* sql) {
 }
 
 // Catalog relations with rows: live tables, databases, roles, ...
-void DefineRelations(std::vector<std::string>* sql) {
+void DefineRelations(CatalogTables tables, std::vector<std::string>* sql) {
   auto add = [sql](std::string s) { sql->push_back(std::move(s)); };
   // ---- relations ----------------------------------------------------------
-  add("CREATE OR REPLACE VIEW rill_pg.live_tables AS SELECT view_name AS name, "
-      "rill_pg.rel_oid(view_name) AS oid, column_count FROM duckdb_views() "
-      "WHERE temporary AND NOT internal");
+  if (tables == CatalogTables::kLiveViews) {
+    add("CREATE OR REPLACE VIEW rill_pg.live_tables AS SELECT view_name AS name, "
+        "rill_pg.rel_oid(view_name) AS oid, column_count FROM duckdb_views() "
+        "WHERE temporary AND NOT internal");
+  } else {
+    add("CREATE OR REPLACE VIEW rill_pg.live_tables AS SELECT table_name AS name, "
+        "rill_pg.rel_oid(table_name) AS oid, column_count FROM duckdb_tables() "
+        "WHERE NOT internal AND NOT temporary AND schema_name = 'main' "
+        "AND database_name = current_database()");
+  }
   add("CREATE OR REPLACE VIEW rill_pg.pg_namespace AS SELECT * FROM (VALUES "
       "(CAST(11 AS BIGINT), 'pg_catalog', CAST(10 AS BIGINT), CAST(NULL AS VARCHAR[])), "
       "(2200, 'public', 10, NULL), (13000, 'information_schema', 10, NULL)) "
@@ -341,13 +348,24 @@ void DefineInformationSchema(std::vector<std::string>* sql) {
 
 }  // namespace
 
-std::vector<std::string> CatalogDefinitionSql() {
+std::vector<std::string> CatalogDefinitionSql(CatalogTables tables) {
   std::vector<std::string> sql;
   DefineSchemaAndTypes(&sql);
   DefineFunctions(&sql);
-  DefineRelations(&sql);
+  DefineRelations(tables, &sql);
   DefineEmptyCatalogs(&sql);
   DefineInformationSchema(&sql);
+  if (tables == CatalogTables::kMainTables) {
+    // Columns of the main schema's tables instead of the connection's temporary views.
+    const std::string live = "c.database_name = 'temp'";
+    for (auto& statement : sql) {
+      for (size_t at = statement.find(live); at != std::string::npos;
+           at = statement.find(live, at)) {
+        statement.replace(at, live.size(),
+                          "c.database_name = current_database() AND c.schema_name = 'main'");
+      }
+    }
+  }
   return sql;
 }
 

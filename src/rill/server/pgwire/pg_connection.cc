@@ -2,8 +2,10 @@
 
 #include <chrono>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 namespace rill::pgwire {
@@ -17,7 +19,8 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
   PgConnection(PgService* service, boost::asio::ip::tcp::socket socket)
       : service_(service),
         socket_(std::move(socket)),
-        idle_timer_(socket_.get_executor()),
+        strand_(boost::asio::make_strand(socket_.get_executor())),
+        idle_timer_(strand_),
         session_(&service->config_) {
     session_.set_flush([this](std::string& out) { return WriteAll(out); });
     // Answers are small and sent whole: do not let Nagle hold them back.
@@ -62,30 +65,56 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
     ReadMore();
   }
 
+  // The idle timeout for what the session waits for, and its FATAL message.
+  int64_t IdleTimeoutMs(std::string_view* sqlstate, std::string_view* message) const {
+    const PgServiceOptions& o = service_->options_;
+    switch (session_.waiting()) {
+      case PgSession::Waiting::kAuthentication:
+        *sqlstate = "08006";
+        *message = "terminating connection: authentication did not complete in time";
+        return o.idle_in_transaction_timeout_ms;
+      case PgSession::Waiting::kIdleInTransaction:
+        *sqlstate = "25P03";
+        *message = "terminating connection due to idle-in-transaction timeout";
+        return o.idle_in_transaction_timeout_ms;
+      case PgSession::Waiting::kIdle:
+        break;
+    }
+    *sqlstate = "57P05";
+    *message = "terminating connection due to idle-session timeout";
+    return o.idle_session_timeout_ms;
+  }
+
+  // The read and the timer complete on the strand, so the timer's handler
+  // never runs while a read's handler does (nor while Process runs: it
+  // starts only after a read completed and arms the timer again at its end).
   void ReadMore() {
     auto self = shared_from_this();
-    if (service_->options_.idle_timeout_ms > 0) {
-      // Closing the socket ends the pending read, which finishes the connection.
-      idle_timer_.expires_after(std::chrono::milliseconds(service_->options_.idle_timeout_ms));
-      idle_timer_.async_wait([self](const boost::system::error_code& ec) {
+    std::string_view sqlstate, message;
+    if (int64_t timeout = IdleTimeoutMs(&sqlstate, &message); timeout > 0) {
+      idle_timer_.expires_after(std::chrono::milliseconds(timeout));
+      idle_timer_.async_wait([self, sqlstate, message](const boost::system::error_code& ec) {
         if (!ec) {
+          // Say why, then close: the pending read fails and finishes the connection.
+          self->session_.Terminate(sqlstate, message);
+          (void)self->WriteAll(self->session_.output());
           self->Close();
         }
       });
     }
-    socket_.async_read_some(boost::asio::buffer(buffer_),
-                            [self](const boost::system::error_code& ec, size_t n) {
-                              self->idle_timer_.cancel();
-                              if (ec) {
-                                self->Finish();
-                                return;
-                              }
-                              std::string data(self->buffer_.data(), n);
-                              boost::asio::post(self->service_->pool_,
-                                                [self, data = std::move(data)] {
-                                                  self->Process(data);
-                                                });
-                            });
+    socket_.async_read_some(
+        boost::asio::buffer(buffer_),
+        boost::asio::bind_executor(strand_, [self](const boost::system::error_code& ec,
+                                                   size_t n) {
+          self->idle_timer_.cancel();
+          if (ec || self->session_.closed()) {
+            self->Finish();
+            return;
+          }
+          std::string data(self->buffer_.data(), n);
+          boost::asio::post(self->service_->pool_,
+                            [self, data = std::move(data)] { self->Process(data); });
+        }));
   }
 
   void Finish() {
@@ -95,6 +124,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
 
   PgService* service_;
   boost::asio::ip::tcp::socket socket_;
+  boost::asio::strand<boost::asio::ip::tcp::socket::executor_type> strand_;
   boost::asio::steady_timer idle_timer_;
   PgSession session_;
   std::array<char, 64 * 1024> buffer_{};

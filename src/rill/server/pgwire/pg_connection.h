@@ -32,8 +32,15 @@ namespace rill::pgwire {
 struct PgServiceOptions {
   /// Threads that run sessions' queries (one per concurrently running query).
   int query_threads = 16;
-  /// Close a connection idle (no bytes received) for this long; 0 = never.
-  int64_t idle_timeout_ms = 0;
+  /// Close a connection that has not finished authenticating, or that sits
+  /// idle inside a transaction block (BEGIN without COMMIT/ROLLBACK), after
+  /// this long without a message (FATAL 25P03 for the latter, as PostgreSQL's
+  /// idle_in_transaction_session_timeout); 0 = never.
+  int64_t idle_in_transaction_timeout_ms = 0;
+  /// Close a connection idle outside a transaction after this long (FATAL
+  /// 57P05, as PostgreSQL's idle_session_timeout); 0 = never (PostgreSQL's
+  /// default: psql and connection pools keep sessions open).
+  int64_t idle_session_timeout_ms = 0;
 };
 
 class PgConnection;

@@ -1,8 +1,6 @@
 #include "rill/server/pgwire/pg_executor.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <thread>
 
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
@@ -12,11 +10,67 @@
 
 namespace rill::pgwire {
 
+PgDeadlines::~PgDeadlines() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t PgDeadlines::Add(Clock::time_point due, std::function<void()> fire) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  const uint64_t id = next_id_++;
+  const bool first = due_.empty() || due < due_.begin()->first;
+  due_.emplace(due, std::make_pair(id, std::move(fire)));
+  if (first) cv_.notify_all();
+  return id;
+}
+
+bool PgDeadlines::Remove(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = due_.begin(); it != due_.end(); ++it) {
+    if (it->second.first == id) {
+      due_.erase(it);
+      return false;
+    }
+  }
+  return true;  // fired (Loop erases an entry when it fires it)
+}
+
+void PgDeadlines::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (due_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto first = due_.begin();
+    if (first->first > Clock::now()) {
+      cv_.wait_until(lock, first->first);
+      continue;
+    }
+    first->second.second();
+    due_.erase(first);
+  }
+}
+
 EnginePgExecutor::EnginePgExecutor(Engine* engine, MetricsStore* metrics,
                                    int64_t query_timeout_ms)
     : engine_(engine), metrics_(metrics), query_timeout_ms_(query_timeout_ms) {}
 
-Status EnginePgExecutor::Init() { return engine_->sql().DefineHelpers(CatalogDefinitionSql()); }
+Status EnginePgExecutor::Init() {
+  RILL_RETURN_NOT_OK(engine_->sql().DefineHelpers(CatalogDefinitionSql()));
+  if (metrics_ != nullptr) {
+    // The same catalogs in the metrics database (psql -d rill_metrics: \dt, \d).
+    RILL_RETURN_NOT_OK(metrics_->DefineHelpers(CatalogDefinitionSql(CatalogTables::kMainTables)));
+  }
+  return Status::OK();
+}
 
 Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& database,
                                                             std::string_view sql,
@@ -34,30 +88,15 @@ Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& d
       interrupt.Interrupt();
     }
   }
-  // The statement timeout: a watchdog that interrupts the query when it is due.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool timed_out = false;
-  std::thread watchdog;
+  // The statement timeout: the shared watchdog interrupts the query when due.
+  uint64_t deadline = 0;
   if (query_timeout_ms_ > 0) {
-    watchdog = std::thread([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!cv.wait_for(lock, std::chrono::milliseconds(query_timeout_ms_), [&] { return done; })) {
-        timed_out = true;
-        interrupt.Interrupt();
-      }
-    });
+    deadline = deadlines_.Add(
+        PgDeadlines::Clock::now() + std::chrono::milliseconds(query_timeout_ms_),
+        [&interrupt] { interrupt.Interrupt(); });
   }
   auto result = engine_->sql().Query(sql, &interrupt);
-  if (watchdog.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    cv.notify_all();
-    watchdog.join();
-  }
+  const bool timed_out = deadline != 0 && deadlines_.Remove(deadline);
   if (control != nullptr) {
     control->SetInterrupt(nullptr);
   }

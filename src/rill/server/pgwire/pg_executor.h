@@ -7,12 +7,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <arrow/type_fwd.h>
 
@@ -60,6 +64,29 @@ class PgExecutor {
                                                     PgQueryControl* control) = 0;
 };
 
+/// Statement timeouts of all sessions: one thread that interrupts the
+/// queries whose deadline passed (no thread per query).
+class PgDeadlines {
+ public:
+  using Clock = std::chrono::steady_clock;
+  ~PgDeadlines();
+  /// Call `fire` (under this object's lock: it must only set flags) at `due`
+  /// unless Remove(id) comes first. Returns the id.
+  uint64_t Add(Clock::time_point due, std::function<void()> fire);
+  /// Forget `id`; true when it had fired already. After this returns, its
+  /// `fire` is not running and will not run.
+  bool Remove(uint64_t id);
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::multimap<Clock::time_point, std::pair<uint64_t, std::function<void()>>> due_;  // mu_
+  uint64_t next_id_ = 1;  // guarded by mu_
+  bool stop_ = false;     // guarded by mu_
+  std::thread thread_;    // started by the first Add
+};
+
 /// Executor over an Engine (live tables) and optionally a MetricsStore (the
 /// `rill_metrics` database). Both must outlive it.
 class EnginePgExecutor : public PgExecutor {
@@ -78,6 +105,7 @@ class EnginePgExecutor : public PgExecutor {
   Engine* engine_;
   MetricsStore* metrics_;
   int64_t query_timeout_ms_;
+  PgDeadlines deadlines_;
 };
 
 }  // namespace rill::pgwire

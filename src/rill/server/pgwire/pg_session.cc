@@ -56,6 +56,20 @@ Status PgSession::Fatal(std::string_view sqlstate, const Status& status) {
   return status;
 }
 
+PgSession::Waiting PgSession::waiting() const {
+  if (phase_ != Phase::kReady) {
+    return Waiting::kAuthentication;
+  }
+  return in_transaction_ ? Waiting::kIdleInTransaction : Waiting::kIdle;
+}
+
+void PgSession::Terminate(std::string_view sqlstate, std::string_view message) {
+  if (phase_ != Phase::kClosed) {
+    writer_.Error("FATAL", sqlstate, message);
+    phase_ = Phase::kClosed;
+  }
+}
+
 Status PgSession::HandleFrame(const PgFrame& frame) {
   switch (phase_) {
     case Phase::kStartup:

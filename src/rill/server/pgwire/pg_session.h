@@ -86,6 +86,14 @@ class PgSession {
   /// True once the connection should close (Terminate, a CancelRequest,
   /// failed authentication, protocol violation) after output() is sent.
   bool closed() const { return phase_ == Phase::kClosed; }
+  /// What the session is waiting for between messages (the connection picks
+  /// its idle timeout from it).
+  enum class Waiting { kAuthentication, kIdle, kIdleInTransaction };
+  Waiting waiting() const;
+  /// End the session from outside (a timeout): append a FATAL ErrorResponse
+  /// with `sqlstate` and `message` to output() and mark the session closed.
+  void Terminate(std::string_view sqlstate, std::string_view message);
+
   /// The startup's database and user ("" before startup).
   const std::string& database() const { return database_; }
   const std::string& user() const { return user_; }
