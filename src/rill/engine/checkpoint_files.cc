@@ -207,8 +207,13 @@ Status Prune(const std::string& dir, int keep) {
   RILL_ASSIGN_OR_RAISE(auto ids, ListIds(dir));
   // Incomplete ckpt- directories cannot exist (rename is the last step), so
   // everything but the newest `keep` complete ones goes.
+  // A checkpoint is first renamed out of the ckpt- namespace (atomic), then
+  // deleted: a crash mid-delete must not leave a manifest without its files.
   for (size_t i = 0; i + static_cast<size_t>(keep) < ids.size(); ++i) {
-    RILL_RETURN_NOT_OK(RemoveTree(dir + "/" + CheckpointDirName(ids[i])));
+    const std::string from = dir + "/" + CheckpointDirName(ids[i]);
+    const std::string doomed = dir + "/" + kTmpPrefix + "old-" + CheckpointDirName(ids[i]);
+    if (::rename(from.c_str(), doomed.c_str()) != 0) return Errno("cannot rename", from);
+    RILL_RETURN_NOT_OK(RemoveTree(doomed));
   }
   return Status::OK();
 }
