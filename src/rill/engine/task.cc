@@ -55,9 +55,10 @@ struct ColumnRef {
 
 ScheduledSqlTask::ScheduledSqlTask(std::string name, std::string query,
                                    std::string output_table, double interval_seconds,
-                                   std::vector<std::string> primary_key)
+                                   std::vector<std::string> primary_key,
+                                   std::optional<RetentionPolicy> retention)
     : Task(std::move(name), std::move(output_table), interval_seconds, std::move(primary_key),
-           std::nullopt),
+           std::move(retention)),
       query_(std::move(query)) {}
 
 Result<TaskOutput> ScheduledSqlTask::Run(SqlEngine& sql, double now) {

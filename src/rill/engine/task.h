@@ -108,8 +108,10 @@ class Task {
 /// Run `query` when due; its result replaces the output table's state.
 class ScheduledSqlTask : public Task {
  public:
+  /// `retention`: for the output table (StreamSqlTask appends and needs one).
   ScheduledSqlTask(std::string name, std::string query, std::string output_table,
-                   double interval_seconds = 1.0, std::vector<std::string> primary_key = {});
+                   double interval_seconds = 1.0, std::vector<std::string> primary_key = {},
+                   std::optional<RetentionPolicy> retention = std::nullopt);
   const std::string& query() const { return query_; }
   std::string Describe() const override { return query_; }
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
