@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include <arrow/io/file.h>
@@ -168,12 +169,17 @@ arrow::Status AddBid(Builders& b, const GeneratorConfig& c, int64_t id, int64_t 
   ARROW_RETURN_NOT_OK(b.b_bidder.Append(bidder + kFirstPersonId));
   ARROW_RETURN_NOT_OK(b.b_price.Append(NextPrice(r)));
   const int64_t ch = r.Int(10);
+  char buf[64];
   if (ch < 4) {
     ARROW_RETURN_NOT_OK(b.b_channel.Append(kChannels[ch]));
   } else {
-    ARROW_RETURN_NOT_OK(b.b_channel.Append("channel-" + std::to_string(r.Int(10000))));
+    const int len = std::snprintf(buf, sizeof(buf), "channel-%d", static_cast<int>(r.Int(10000)));
+    ARROW_RETURN_NOT_OK(b.b_channel.Append(buf, len));
   }
-  ARROW_RETURN_NOT_OK(b.b_url.Append("https://www.nexmark.com/" + r.String(5) + "/item.htm"));
+  std::memcpy(buf, "https://www.nexmark.com/", 24);
+  for (int i = 0; i < 5; ++i) buf[24 + i] = static_cast<char>('a' + r.Int(26));
+  std::memcpy(buf + 29, "/item.htm", 9);
+  ARROW_RETURN_NOT_OK(b.b_url.Append(buf, 38));
   ARROW_RETURN_NOT_OK(b.b_time.Append(t));
   return b.b_extra.Append("");
 }

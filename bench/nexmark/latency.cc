@@ -238,6 +238,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   run.Start();
   const auto m0 = run.engine().GetMetrics();
   const double t0 = bench::NowSeconds();
+  const int64_t produced0 = run.produced();
   int64_t peak_rss = 0;
   while (bench::NowSeconds() - t0 < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -247,6 +248,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   const auto m1 = run.engine().GetMetrics();
   const double overload_s = bench::NowSeconds() - t0;
   const int64_t dropped = run.connector().stats().dropped_records;
+  const double achieved = (run.produced() - produced0) / overload_s;
   // Back to half the sustainable rate: when is latency normal again?
   run.set_rate(sustainable * 0.5);
   const double drop_ms = WallMs();
@@ -279,6 +281,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   m.targets = {{"value", "<=", 10}};
   m.extra_numbers = {{"overload_seconds", overload_s},
                      {"overload_bids_per_s", 3 * sustainable},
+                     {"achieved_bids_per_s", achieved},
                      {"dropped_records", static_cast<double>(dropped)},
                      {"ticks_during_overload", static_cast<double>(m1.ticks - m0.ticks)},
                      {"ticks_expected", overload_s * 1000 / tick_ms},

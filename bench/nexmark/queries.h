@@ -46,7 +46,7 @@ struct PipelineOptions {
   /// Event-time disorder to wait for in windows (the generator's max_delay).
   double allowed_lateness_seconds = 0;
   /// q4's re-run interval (engine-clock seconds).
-  double q4_interval_seconds = 1.0;
+  double q4_interval_seconds = 0.1;
   /// Ingest buffer limit per connector, records (0: the default).
   int64_t buffer_records = 0;
 };
