@@ -142,6 +142,7 @@ Result<Pipeline> MakePipeline(int q, const PipelineOptions& options) {
   auto clock = p.clock;
   eo.clock = [clock] { return clock->load(); };
   eo.log_repeat_window_seconds = 0;
+  eo.sql_threads = 1;  // one core: the tick thread runs DuckDB's work too
   RILL_ASSIGN_OR_RAISE(p.engine, Engine::Make(std::move(eo)));
   BufferLimits limits;
   if (options.buffer_records > 0) limits.max_records = options.buffer_records;
