@@ -169,6 +169,7 @@ struct Measurement {
   int reps = 0;
   std::vector<std::pair<std::string, std::string>> extra;  ///< string fields
   std::vector<std::pair<std::string, double>> extra_numbers;
+  std::vector<std::pair<std::string, bool>> extra_bools;  ///< e.g. "correct"
 };
 
 inline std::string JsonString(std::string_view s) {
@@ -241,6 +242,9 @@ inline void Emit(const Measurement& m) {
   }
   for (const auto& [k, v] : m.extra) {
     o << ", " << JsonString(k) << ": " << JsonString(v);
+  }
+  for (const auto& [k, v] : m.extra_bools) {
+    o << ", " << JsonString(k) << ": " << (v ? "true" : "false");
   }
   o << "}";
   std::printf("%s\n", o.str().c_str());

@@ -56,9 +56,10 @@ struct ColumnRef {
 ScheduledSqlTask::ScheduledSqlTask(std::string name, std::string query,
                                    std::string output_table, double interval_seconds,
                                    std::vector<std::string> primary_key,
-                                   bool use_prepared_statements)
+                                   bool use_prepared_statements,
+                                   std::optional<RetentionPolicy> retention)
     : Task(std::move(name), std::move(output_table), interval_seconds, std::move(primary_key),
-           std::nullopt),
+           std::move(retention)),
       query_(std::move(query)),
       use_prepared_statements_(use_prepared_statements) {}
 

@@ -111,9 +111,11 @@ class Task {
 /// and planned on every run. Results are the same.
 class ScheduledSqlTask : public Task {
  public:
+  /// `retention`: for the output table (StreamSqlTask appends and needs one).
   ScheduledSqlTask(std::string name, std::string query, std::string output_table,
                    double interval_seconds = 1.0, std::vector<std::string> primary_key = {},
-                   bool use_prepared_statements = true);
+                   bool use_prepared_statements = true,
+                   std::optional<RetentionPolicy> retention = std::nullopt);
   const std::string& query() const { return query_; }
   bool use_prepared_statements() const { return use_prepared_statements_; }
   std::string Describe() const override { return query_; }

@@ -1,0 +1,136 @@
+// Fast checks of the Nexmark generator and of a few queries against DuckDB
+// (the full runs are bench/nexmark_bench). Registered with ctest by bench/CMakeLists.txt.
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "nexmark/generator.h"
+#include "nexmark/queries.h"
+#include "rill/common/arrow_init.h"
+
+namespace rill::nexmark {
+namespace {
+
+std::vector<EventBatch> Generate(GeneratorConfig config, int64_t events, int64_t batch) {
+  Generator gen(config);
+  std::vector<EventBatch> out;
+  for (int64_t done = 0; done < events; done += batch) {
+    auto b = gen.Next(std::min(batch, events - done));
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    out.push_back(*b);
+  }
+  return out;
+}
+
+std::shared_ptr<arrow::Table> Concat(const std::vector<EventBatch>& batches, char kind) {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> parts;
+  for (const auto& b : batches) {
+    parts.push_back(kind == 'p' ? b.person : kind == 'a' ? b.auction : b.bid);
+  }
+  return *arrow::Table::FromRecordBatches(parts[0]->schema(), parts);
+}
+
+TEST(NexmarkGenerator, FollowsTheProportionsAndIdSpaces) {
+  auto events = Generate({}, 50'000, 7'000);
+  auto persons = Concat(events, 'p'), auctions = Concat(events, 'a'), bids = Concat(events, 'b');
+  EXPECT_EQ(persons->num_rows(), 1000);
+  EXPECT_EQ(auctions->num_rows(), 3000);
+  EXPECT_EQ(bids->num_rows(), 46000);
+  // Persons and auctions take consecutive ids from 1000.
+  auto table_pid = persons->column(0);
+  int64_t expect = kFirstPersonId;
+  for (const auto& chunk : table_pid->chunks()) {
+    auto ids = std::static_pointer_cast<arrow::Int64Array>(chunk);
+    for (int64_t i = 0; i < ids->length(); ++i) EXPECT_EQ(ids->Value(i), expect++);
+  }
+  // Bids name auctions and bidders that exist or are at most 10 ids ahead; about
+  // half of the bids go to hot auctions (hot_auction_ratio 2).
+  std::map<int64_t, int64_t> per_auction;
+  int64_t max_time = 0, prev_time = 0;
+  for (const auto& chunk : bids->column(0)->chunks()) {
+    auto a = std::static_pointer_cast<arrow::Int64Array>(chunk);
+    for (int64_t i = 0; i < a->length(); ++i) {
+      EXPECT_GE(a->Value(i), kFirstAuctionId);
+      EXPECT_LT(a->Value(i), kFirstAuctionId + 3000 + 11);
+      per_auction[a->Value(i)]++;
+    }
+  }
+  for (const auto& chunk : bids->column(5)->chunks()) {
+    auto t = std::static_pointer_cast<arrow::TimestampArray>(chunk);
+    for (int64_t i = 0; i < t->length(); ++i) {
+      EXPECT_GE(t->Value(i), prev_time);  // in order without max_delay_ms
+      prev_time = t->Value(i);
+      max_time = t->Value(i);
+    }
+  }
+  int64_t hot = 0;
+  for (const auto& [id, n] : per_auction) {
+    if ((id - kFirstAuctionId) % 100 == 0) hot += n;
+  }
+  EXPECT_GT(hot, 46000 * 0.45);
+  // 50,000 events at 10,000 per second span 5 s of event time.
+  EXPECT_EQ(max_time - GeneratorConfig{}.first_event_time_ms, 4999);
+}
+
+TEST(NexmarkGenerator, IsDeterministicWhateverTheBatchSize) {
+  GeneratorConfig c;
+  c.seed = 7;
+  c.out_of_order_group_size = 16;
+  auto a = Generate(c, 20'000, 20'000), b = Generate(c, 20'000, 333);
+  for (char kind : {'p', 'a', 'b'}) {
+    EXPECT_TRUE(Concat(a, kind)->Equals(*Concat(b, kind))) << kind;
+  }
+  c.seed = 8;
+  auto other = Generate(c, 20'000, 20'000);
+  EXPECT_FALSE(Concat(a, 'b')->Equals(*Concat(other, 'b')));
+}
+
+// Run query `q` over `events` tick by tick and compare with DuckDB.
+CheckResult RunQuery(int q, const std::vector<EventBatch>& events, double lateness = 0) {
+  PipelineOptions o;
+  o.allowed_lateness_seconds = lateness;
+  o.buffer_records = 1'000'000;
+  auto p = MakePipeline(q, o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  for (const auto& e : events) {
+    EXPECT_TRUE(p->Push(e).ok());
+    auto st = p->Tick();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  EXPECT_TRUE(p->Finish().ok());
+  auto r = CheckAgainstDuckDb(*p, events);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : CheckResult{};
+}
+
+class NexmarkQuery : public ::testing::TestWithParam<int> {};
+
+TEST_P(NexmarkQuery, MatchesDuckDbOverAllEvents) {
+  ASSERT_TRUE(InitializeArrowCompute().ok());
+  GeneratorConfig c;
+  c.rate = 2000;  // 60k events: 30 s of event time, a few windows
+  auto events = Generate(c, 60'000, 2'000);
+  CheckResult r = RunQuery(GetParam(), events);
+  EXPECT_GT(r.reference_rows, 0);
+  EXPECT_EQ(r.rill_rows, r.reference_rows);
+  EXPECT_EQ(r.missing, 0);
+  EXPECT_EQ(r.extra, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Queries, NexmarkQuery, ::testing::Values(0, 2, 3, 5, 7, 8),
+                         [](const auto& info) { return "q" + std::to_string(info.param); });
+
+TEST(NexmarkQueries, WindowsWaitForDisorderedEvents) {
+  GeneratorConfig c;
+  c.rate = 2000;
+  c.max_delay_ms = 500;
+  c.out_of_order_group_size = 50;
+  auto events = Generate(c, 40'000, 2'000);
+  CheckResult r = RunQuery(7, events, /*lateness=*/0.5);
+  EXPECT_GT(r.reference_rows, 0);
+  EXPECT_TRUE(r.correct()) << "missing " << r.missing << ", extra " << r.extra;
+}
+
+}  // namespace
+}  // namespace rill::nexmark
