@@ -160,9 +160,16 @@ void BindConnector(nb::module_& m) {
       .def(
           "push",
           [](rill::MemoryConnector& c, nb::handle data) {
-            auto table = ValueOrRaise(ImportTable(data));
+            // One imported batch (a pushed RecordBatch) goes straight to the
+            // buffer: no Table around it, no reader over that Table (issue 16).
+            auto imported = ValueOrRaise(ImportBatches(data));
             arrow::Status status;
-            {
+            if (imported.batches.size() == 1) {
+              nb::gil_scoped_release release;
+              status = c.Push(imported.batches.front());
+            } else {
+              auto table = ValueOrRaise(
+                  arrow::Table::FromRecordBatches(imported.schema, imported.batches));
               nb::gil_scoped_release release;
               status = c.Push(table);
             }

@@ -54,15 +54,7 @@ int64_t ImportedBatches::num_rows() const {
 
 rill::Result<ImportedBatches> ImportBatches(nb::handle obj) {
   ImportedBatches out;
-  if (nb::hasattr(obj, "__arrow_c_stream__")) {
-    nb::object capsule = obj.attr("__arrow_c_stream__")();
-    auto* stream = CapsulePointer<ArrowArrayStream>(capsule, "arrow_array_stream");
-    // Import moves the stream out of the capsule (its release becomes null).
-    ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ImportRecordBatchReader(stream));
-    out.schema = reader->schema();
-    ARROW_ASSIGN_OR_RAISE(out.batches, reader->ToRecordBatches());
-    return out;
-  }
+  // A RecordBatch offers both; its array export is the cheaper one (no reader).
   if (nb::hasattr(obj, "__arrow_c_array__")) {
     nb::object pair = obj.attr("__arrow_c_array__")();
     nb::handle schema_capsule = pair[0];
@@ -72,6 +64,15 @@ rill::Result<ImportedBatches> ImportBatches(nb::handle obj) {
     ARROW_ASSIGN_OR_RAISE(auto batch, arrow::ImportRecordBatch(c_array, c_schema));
     out.schema = batch->schema();
     out.batches.push_back(std::move(batch));
+    return out;
+  }
+  if (nb::hasattr(obj, "__arrow_c_stream__")) {
+    nb::object capsule = obj.attr("__arrow_c_stream__")();
+    auto* stream = CapsulePointer<ArrowArrayStream>(capsule, "arrow_array_stream");
+    // Import moves the stream out of the capsule (its release becomes null).
+    ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ImportRecordBatchReader(stream));
+    out.schema = reader->schema();
+    ARROW_ASSIGN_OR_RAISE(out.batches, reader->ToRecordBatches());
     return out;
   }
   return arrow::Status::TypeError(

@@ -86,6 +86,10 @@ class MemoryConnector(BaseConnector):
         on_overflow="error" and the push does not fit (nothing is buffered
         then); TypeError for other inputs.
         """
+        if type(data) is pa.RecordBatch:  # the fast path: no Table around one batch
+            if data.num_rows:
+                self._core.push(data)
+            return
         table = _arrow.to_table(data, self.schema, what="MemoryConnector.push()")
         if table is None or table.num_rows == 0:
             return

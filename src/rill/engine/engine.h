@@ -325,6 +325,7 @@ class Engine {
   std::deque<EngineEvent> recent_events_;
   EngineMetrics metrics_;
   std::deque<std::pair<double, int64_t>> rate_window_;  // (tick time, records)
+  int64_t rate_window_records_ = 0;  // sum of the records in rate_window_
   double total_latency_s_ = 0;
   bool over_budget_ = false;
 

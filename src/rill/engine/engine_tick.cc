@@ -268,12 +268,14 @@ void Engine::PublishMetrics(double now, double latency, int64_t records) {
     total_latency_s_ += latency;
     metrics_.avg_batch_latency_s = total_latency_s_ / metrics_.ticks;
     metrics_.max_batch_latency_s = std::max(metrics_.max_batch_latency_s, latency);
+    // A running sum over the last second: O(1) per tick however fast ticks run.
     rate_window_.emplace_back(wall, records);
+    rate_window_records_ += records;
     while (rate_window_.size() > 1 && wall - rate_window_.front().first > 1.0) {
+      rate_window_records_ -= rate_window_.front().second;
       rate_window_.pop_front();
     }
-    int64_t window_records = 0;
-    for (const auto& [t, r] : rate_window_) window_records += r;
+    const int64_t window_records = rate_window_records_;
     const double span = std::max(wall - rate_window_.front().first,
                                  options_.trigger_interval_ms / 1000.0);
     metrics_.records_per_second = window_records / span;

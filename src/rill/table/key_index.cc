@@ -1,5 +1,6 @@
 #include "rill/table/key_index_internal.h"
 
+#include "rill/table/bytes_location_map_internal.h"
 #include "rill/table/int_location_map_internal.h"
 
 #include <cstring>
@@ -13,20 +14,10 @@
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
 #include <arrow/util/bit_util.h>
-#include <boost/unordered/unordered_flat_map.hpp>
 
 namespace rill {
 
 namespace {
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-struct StringEq {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
-};
 
 bool IsIntegerLike(const arrow::DataType& type) {
   switch (type.id()) {
@@ -159,12 +150,34 @@ class IntKeyIndex final : public KeyIndex {
   bool has_nulls_ = false;
 };
 
+/// Views and hashes of the keys of one bound batch, computed once per batch
+/// in a tight loop, then probed in BytesLocationMap with prefetching.
+struct KeyBatch {
+  std::vector<std::string_view> views;
+  std::vector<uint64_t> hashes;
+  std::vector<uint8_t> nulls;  // 1 = null key (single-column string keys only)
+
+  void Resize(int64_t n) {
+    views.resize(n);
+    hashes.resize(n);
+  }
+  void HashAll() {
+    const size_t n = views.size();
+    for (size_t i = 0; i < n; ++i) hashes[i] = BytesLocationMap::Hash(views[i]);
+  }
+};
+
 class StringKeyIndex final : public KeyIndex {
  public:
   explicit StringKeyIndex(int column) : column_(column) {}
 
   Status Bind(const arrow::RecordBatch& batch) override {
-    return reader_.Bind(batch.column(column_));
+    array_ = batch.column(column_);
+    plain_ = nullptr;
+    if (array_->type_id() == arrow::Type::STRING || array_->type_id() == arrow::Type::BINARY) {
+      plain_ = static_cast<const arrow::BinaryArray*>(array_.get());
+    }
+    return reader_.Bind(array_);
   }
 
   uint64_t Upsert(int64_t row, uint64_t location) override {
@@ -174,14 +187,43 @@ class StringKeyIndex final : public KeyIndex {
       null_location_ = location;
       return prev;
     }
-    auto it = map_.find(*key);
-    if (it == map_.end()) {
-      map_.emplace(std::string(*key), location);
-      return kNone;
+    return map_.Upsert(*key, BytesLocationMap::Hash(*key), location);
+  }
+
+  void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) override {
+    keys_.Resize(n);
+    keys_.nulls.assign(n, 0);
+    bool any_null = false;
+    if (plain_ != nullptr && plain_->null_count() == 0) {
+      // The common case: offsets and bytes read directly, no per-row dispatch.
+      const int32_t* offsets = plain_->raw_value_offsets();
+      const char* data = reinterpret_cast<const char*>(plain_->raw_data());
+      for (int64_t i = 0; i < n; ++i) {
+        keys_.views[i] = std::string_view(data + offsets[i], offsets[i + 1] - offsets[i]);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        auto key = reader_.Get(i);
+        if (key) {
+          keys_.views[i] = *key;
+        } else {
+          keys_.views[i] = std::string_view();
+          keys_.nulls[i] = 1;
+          any_null = true;
+        }
+      }
     }
-    uint64_t prev = it->second;
-    it->second = location;
-    return prev;
+    keys_.HashAll();
+    map_.UpsertBatch(keys_.views.data(), keys_.hashes.data(), n, base, prev,
+                     any_null ? keys_.nulls.data() : nullptr);
+    if (!any_null) return;
+    // Null keys form one key of their own, upserted in row order.
+    for (int64_t i = 0; i < n; ++i) {
+      if (keys_.nulls[i]) {
+        prev[i] = null_location_;
+        null_location_ = base + static_cast<uint64_t>(i);
+      }
+    }
   }
 
   void Erase(int64_t row, uint64_t location) override {
@@ -190,25 +232,28 @@ class StringKeyIndex final : public KeyIndex {
       if (null_location_ == location) null_location_ = kNone;
       return;
     }
-    auto it = map_.find(*key);
-    if (it != map_.end() && it->second == location) map_.erase(it);
+    map_.Erase(*key, BytesLocationMap::Hash(*key), location);
   }
 
   void Clear() override {
-    map_.clear();
+    map_.Clear();
     null_location_ = kNone;
   }
   size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
 
  private:
   const int column_;
-  boost::unordered_flat_map<std::string, uint64_t, StringHash, StringEq> map_;
+  BytesLocationMap map_;
   uint64_t null_location_ = kNone;
+  std::shared_ptr<arrow::Array> array_;
+  const arrow::BinaryArray* plain_ = nullptr;
   StringReader reader_;
+  KeyBatch keys_;
 };
 
 /// Composite keys and other fixed-width types: each column is encoded as a tag
 /// byte (0 null, 1 value) followed by its bytes (length-prefixed for strings).
+/// A batch is encoded into one buffer, hashed once, then probed as string keys.
 class EncodedKeyIndex final : public KeyIndex {
  public:
   explicit EncodedKeyIndex(std::vector<int> columns) : columns_(std::move(columns)) {}
@@ -235,24 +280,36 @@ class EncodedKeyIndex final : public KeyIndex {
   }
 
   uint64_t Upsert(int64_t row, uint64_t location) override {
-    Encode(row);
-    auto it = map_.find(std::string_view(scratch_));
-    if (it == map_.end()) {
-      map_.emplace(scratch_, location);
-      return kNone;
+    scratch_.clear();
+    Encode(row, &scratch_);
+    return map_.Upsert(scratch_, BytesLocationMap::Hash(scratch_), location);
+  }
+
+  void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) override {
+    scratch_.clear();
+    ends_.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      Encode(i, &scratch_);
+      ends_[i] = scratch_.size();
     }
-    uint64_t prev = it->second;
-    it->second = location;
-    return prev;
+    // Views only once the buffer has stopped growing.
+    keys_.Resize(n);
+    size_t begin = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      keys_.views[i] = std::string_view(scratch_.data() + begin, ends_[i] - begin);
+      begin = ends_[i];
+    }
+    keys_.HashAll();
+    map_.UpsertBatch(keys_.views.data(), keys_.hashes.data(), n, base, prev);
   }
 
   void Erase(int64_t row, uint64_t location) override {
-    Encode(row);
-    auto it = map_.find(std::string_view(scratch_));
-    if (it != map_.end() && it->second == location) map_.erase(it);
+    scratch_.clear();
+    Encode(row, &scratch_);
+    map_.Erase(scratch_, BytesLocationMap::Hash(scratch_), location);
   }
 
-  void Clear() override { map_.clear(); }
+  void Clear() override { map_.Clear(); }
   size_t size() const override { return map_.size(); }
 
  private:
@@ -266,28 +323,27 @@ class EncodedKeyIndex final : public KeyIndex {
     StringReader strings;
   };
 
-  void Encode(int64_t row) {
-    scratch_.clear();
+  void Encode(int64_t row, std::string* out) const {
     for (const auto& part : parts_) {
       if (part.is_string) {
         auto v = part.strings.Get(row);
         if (!v) {
-          scratch_.push_back('\0');
+          out->push_back('\0');
           continue;
         }
-        scratch_.push_back('\1');
+        out->push_back('\1');
         uint32_t len = static_cast<uint32_t>(v->size());
-        scratch_.append(reinterpret_cast<const char*>(&len), sizeof(len));
-        scratch_.append(v->data(), v->size());
+        out->append(reinterpret_cast<const char*>(&len), sizeof(len));
+        out->append(v->data(), v->size());
       } else if (part.array->IsNull(row)) {
-        scratch_.push_back('\0');
+        out->push_back('\0');
       } else if (part.is_bool) {
-        scratch_.push_back('\1');
-        scratch_.push_back(static_cast<const arrow::BooleanArray&>(*part.array).Value(row) ? 1 : 0);
+        out->push_back('\1');
+        out->push_back(static_cast<const arrow::BooleanArray&>(*part.array).Value(row) ? 1 : 0);
       } else {
-        scratch_.push_back('\1');
-        scratch_.append(reinterpret_cast<const char*>(part.data + (part.offset + row) * part.width),
-                        part.width);
+        out->push_back('\1');
+        out->append(reinterpret_cast<const char*>(part.data + (part.offset + row) * part.width),
+                    part.width);
       }
     }
   }
@@ -295,7 +351,9 @@ class EncodedKeyIndex final : public KeyIndex {
   std::vector<int> columns_;
   std::vector<Part> parts_;
   std::string scratch_;
-  boost::unordered_flat_map<std::string, uint64_t, StringHash, StringEq> map_;
+  std::vector<size_t> ends_;
+  KeyBatch keys_;
+  BytesLocationMap map_;
 };
 
 }  // namespace
