@@ -384,10 +384,35 @@ KafkaConnector::KafkaConnector(std::string target_table, KafkaOptions options)
 
 KafkaConnector::~KafkaConnector() {
   Stop();
-  if (impl_->rk) {
-    rd_kafka_consumer_close(impl_->rk);
-    rd_kafka_destroy(impl_->rk);
+  if (!impl_->rk) return;
+  // Leave the group, but never hang: rd_kafka_consumer_close() waits for the
+  // group coordinator forever when the broker is down or gone. Close through a
+  // queue for at most kCloseSeconds, then destroy without a consumer close.
+  constexpr auto kCloseSeconds = std::chrono::seconds(5);
+  rd_kafka_t* rk = impl_->rk;
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  if (rd_kafka_error_t* error = rd_kafka_consumer_close_queue(rk, queue)) {
+    rd_kafka_error_destroy(error);
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + kCloseSeconds;
+    while (!rd_kafka_consumer_closed(rk) && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
+      if (event == nullptr) continue;
+      if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE) {
+        // Closing revokes everything: give the partitions up.
+        if (std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0) {
+          rd_kafka_error_t* e =
+              rd_kafka_incremental_unassign(rk, rd_kafka_event_topic_partition_list(event));
+          if (e) rd_kafka_error_destroy(e);
+        } else {
+          rd_kafka_assign(rk, nullptr);
+        }
+      }
+      rd_kafka_event_destroy(event);
+    }
   }
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
 Status KafkaConnector::Start() {
