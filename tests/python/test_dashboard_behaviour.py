@@ -95,6 +95,9 @@ def test_keyboard_reaches_navigation_and_zooms_charts(page, server):
 def test_live_updates_stop_while_the_tab_is_hidden(page, server):
     open_dashboard(page, server)
     page.wait_for_function("window.__rill.app.servers[0].conn.status === 'online'", timeout=10_000)
+    # The history request made on connect must have landed first: it fills the
+    # series once, whatever the visibility (only live frames stop when hidden).
+    page.wait_for_function("window.__rill.app.active().series.cpu.length > 0", timeout=15_000)
     set_hidden = """h => {
       Object.defineProperty(document, 'hidden', {configurable: true, get: () => h});
       Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => h ? 'hidden' : 'visible'});

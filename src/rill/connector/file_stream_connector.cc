@@ -219,7 +219,10 @@ Status FileStreamConnector::ScanOnce() {
     const bool ready = tailing || snapshot.closed ||
                        (snapshot.stable_since > 0 &&
                         (now - snapshot.stable_since) * 1000 >= options_.stable_ms);
-    if (!ready) continue;
+    // Files are applied in name order, also after a restart (when files written
+    // meanwhile are found by the scan, not by inotify): a file not yet complete
+    // holds back the names after it, so a later file never overtakes it.
+    if (!ready) break;
     FileState work = snapshot;
     auto read = ReadFile(name, &work);
     Batches batches;

@@ -47,7 +47,9 @@ struct FileStreamOptions {
   bool delete_after_process = false;
   bool tail = false;               ///< follow appended lines of NDJSON files
   int64_t poll_interval_ms = 200;  ///< rescan period (and inotify wait)
-  int64_t stable_ms = 1000;        ///< unchanged this long = complete (no inotify event)
+  int64_t stable_ms = 1000;        ///< unchanged this long = complete (no inotify event);
+                                   ///< files are applied in name order, so a file not yet
+                                   ///< complete holds back the names after it
   bool use_inotify = true;         ///< false: polling only
   /// The state file; empty: `<watch_path>/.rill-<connector name>.state`.
   std::string state_path;
