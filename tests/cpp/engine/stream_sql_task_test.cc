@@ -73,7 +73,7 @@ TEST(StreamSqlTask, SeesEachNewRowOnceAndJoinsTheFullOtherTables) {
   ASSERT_TRUE(f.in->Push(Batch({2, 1}, {5, 7})).ok());
   f.Tick();
   EXPECT_EQ(f.Count("SELECT count(*) FROM out"), 3);
-  EXPECT_EQ(f.Count("SELECT sum(w) FROM out"), 11 + 25 + 17);
+  EXPECT_EQ(f.Count("SELECT sum(w)::BIGINT FROM out"), 11 + 25 + 17);
 }
 
 TEST(StreamSqlTask, WaitsForAMissingSourceAndRetriesAfterAFailure) {
