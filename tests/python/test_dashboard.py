@@ -3,6 +3,7 @@ against real engines serving on 127.0.0.1 (issue 11).
 
 Screenshots of every view are saved under build/test-artifacts/dashboard/.
 """
+import contextlib
 import http.server
 import json
 import os
@@ -239,7 +240,19 @@ def test_zoom_changes_the_visible_range(page, server):
     assert after["max"] - after["min"] < before["max"] - before["min"]
 
 
+@contextlib.contextmanager
+def local_http_server(handler):
+    """Serve `handler` on 127.0.0.1 from a thread; yields the port."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+
+
 class Receiver(http.server.BaseHTTPRequestHandler):
+    """Records the JSON body of every POST (a webhook's receiving end)."""
     bodies = []
 
     def do_POST(self):
@@ -255,12 +268,10 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 
 def test_rule_created_in_the_page_fires_on_the_server(page, server):
     Receiver.bodies = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with local_http_server(Receiver) as port:
         open_dashboard(page, server)
         page.click('button.nav[data-view="rules"]')
-        page.fill("#webhook-url", f"http://127.0.0.1:{httpd.server_address[1]}/hook")
+        page.fill("#webhook-url", f"http://127.0.0.1:{port}/hook")
         page.select_option("#webhook-format", "custom")
         page.check("#webhook-enabled")
         page.fill("#rule-name", "Big order")
@@ -281,8 +292,6 @@ def test_rule_created_in_the_page_fires_on_the_server(page, server):
             time.sleep(0.1)
         assert Receiver.bodies, "the rule's webhook was not delivered"
         shot(page, "rule_fired")
-    finally:
-        httpd.shutdown()
 
 
 def test_offline_tab_turns_grey_and_recovers_and_a_second_server_is_independent(page, server, tmp_path):

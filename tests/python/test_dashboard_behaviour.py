@@ -6,13 +6,12 @@ form defaults, memory-bar colours. Same set-up as test_dashboard.py.
 import base64
 import http.server
 import json
-import threading
 import time
 import urllib.parse
 
 import pytest
 
-from test_dashboard import (TOKEN, api, browser, open_dashboard, page, pytestmark,  # noqa: F401
+from test_dashboard import (TOKEN, Receiver, api, browser, local_http_server, open_dashboard, page, pytestmark,  # noqa: F401
                             server, shot)
 
 
@@ -143,23 +142,19 @@ class TokenSpy(http.server.BaseHTTPRequestHandler):
 
 def test_tokens_never_go_to_another_server(page, server):
     TokenSpy.seen = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TokenSpy)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with local_http_server(TokenSpy) as port:
         open_dashboard(page, server)
         page.click("#add-tab")
-        page.fill("#add-address", f"127.0.0.1:{httpd.server_address[1]}")
+        page.fill("#add-address", f"127.0.0.1:{port}")
         page.fill("#add-token", "spy-token")
         page.click("#add-connect")
-        page.locator(f'.tab[data-server="http://127.0.0.1:{httpd.server_address[1]}"]').wait_for(timeout=5_000)
+        page.locator(f'.tab[data-server="http://127.0.0.1:{port}"]').wait_for(timeout=5_000)
         page.reload()  # the saved tabs reconnect, each with its own token
         page.wait_for_selector("#shell:not([hidden])", timeout=10_000)
         page.wait_for_timeout(1500)
         own = base64.urlsafe_b64encode(TOKEN.encode()).decode().rstrip("=")
         assert any("Bearer spy-token" in h for h in TokenSpy.seen)
         assert all(TOKEN not in h and own not in h for h in TokenSpy.seen)
-    finally:
-        httpd.shutdown()
 
 
 def test_toast_goes_after_six_seconds_and_sound_and_rule_form_defaults(page, server):
@@ -241,33 +236,18 @@ def test_query_scheduled_as_kpi_appears_on_the_console(page, server):
     page.wait_for_function("window.__rill.charts.get('kpi:Orders so far')?.pointsDrawn > 0", timeout=10_000)
 
 
-class Hook(http.server.BaseHTTPRequestHandler):
-    bodies = []
-
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length", 0))
-        Hook.bodies.append(json.loads(self.rfile.read(n) or b"null"))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def test_webhook_test_delivery_and_sound_toggle(page, server):
-    Hook.bodies = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    Receiver.bodies = []
+    with local_http_server(Receiver) as port:
         open_dashboard(page, server)
         page.click('button.nav[data-view="rules"]')
-        page.fill("#webhook-url", f"http://127.0.0.1:{httpd.server_address[1]}/hook")
+        page.fill("#webhook-url", f"http://127.0.0.1:{port}/hook")
         page.select_option("#webhook-format", "slack")
         page.check("#webhook-enabled")
         page.click("#webhook-test")
         page.wait_for_function("document.querySelector('#webhook-status').textContent.startsWith('Delivered')",
                                timeout=10_000)
-        assert Hook.bodies and "Rill test delivery" in json.dumps(Hook.bodies[0])
+        assert Receiver.bodies and "Rill test delivery" in json.dumps(Receiver.bodies[0])
         # Preferences persist in localStorage.
         prefs = json.loads(page.evaluate("localStorage.getItem('rill.dashboard.prefs.v1')"))
         assert prefs["webhook"]["enabled"] and prefs["webhook"]["url"].endswith("/hook")
@@ -277,8 +257,6 @@ def test_webhook_test_delivery_and_sound_toggle(page, server):
         server["engine"].error("quiet please")
         page.locator(".toast", has_text="quiet please").wait_for(timeout=5_000)
         assert page.evaluate("window.__audio.oscillators") == before
-    finally:
-        httpd.shutdown()
 
 
 def test_business_metric_gets_a_card_formatted_by_kind(page, server):

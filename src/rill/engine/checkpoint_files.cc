@@ -60,6 +60,22 @@ Result<std::shared_ptr<arrow::io::FileOutputStream>> OpenOutput(const std::strin
   return stream;
 }
 
+// Write the live rows of every chunk of `version` through a freshly opened
+// writer (Parquet or Arrow IPC), then close it; the first error wins.
+template <typename WriterPtr, typename Version>
+Status WriteLiveChunks(arrow::Result<WriterPtr> writer, const Version& version) {
+  if (!writer.ok()) return writer.status();
+  Status st;
+  for (const auto& chunk : version.chunks()) {
+    if (chunk.live_rows == 0) continue;
+    auto batch = TableVersion::LiveBatch(chunk);
+    st = batch.ok() ? (*writer)->WriteRecordBatch(**batch) : batch.status();
+    if (!st.ok()) break;
+  }
+  st &= (*writer)->Close();
+  return st;
+}
+
 Status WriteTableFile(const TableEntry& t, const std::string& path, bool sync,
                       int64_t* bytes) {
   int fd = -1;
@@ -69,26 +85,11 @@ Status WriteTableFile(const TableEntry& t, const std::string& path, bool sync,
   if (t.format == CheckpointFormat::kParquet) {
     auto props = parquet::WriterProperties::Builder().build();
     auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-    auto writer = parquet::arrow::FileWriter::Open(*schema, arrow::default_memory_pool(), out,
-                                                   props, arrow_props);
-    st = writer.status();
-    for (const auto& chunk : t.pinned->chunks()) {
-      if (!st.ok()) break;
-      if (chunk.live_rows == 0) continue;
-      auto batch = TableVersion::LiveBatch(chunk);
-      st = batch.ok() ? (*writer)->WriteRecordBatch(**batch) : batch.status();
-    }
-    if (writer.ok()) st &= (*writer)->Close();
+    st = WriteLiveChunks(parquet::arrow::FileWriter::Open(*schema, arrow::default_memory_pool(),
+                                                          out, props, arrow_props),
+                         *t.pinned);
   } else {
-    auto writer = arrow::ipc::MakeFileWriter(out, schema);
-    st = writer.status();
-    for (const auto& chunk : t.pinned->chunks()) {
-      if (!st.ok()) break;
-      if (chunk.live_rows == 0) continue;
-      auto batch = TableVersion::LiveBatch(chunk);
-      st = batch.ok() ? (*writer)->WriteRecordBatch(**batch) : batch.status();
-    }
-    if (writer.ok()) st &= (*writer)->Close();
+    st = WriteLiveChunks(arrow::ipc::MakeFileWriter(out, schema), *t.pinned);
   }
   if (st.ok()) {
     auto pos = out->Tell();

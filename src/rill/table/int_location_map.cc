@@ -1,5 +1,7 @@
 #include "rill/table/int_location_map_internal.h"
 
+#include "rill/table/linear_probe_internal.h"
+
 #include <arrow/util/bit_util.h>
 
 namespace rill {
@@ -48,21 +50,9 @@ void IntLocationMap::Erase(int64_t key, uint64_t location) {
     }
     i = (i + 1) & mask_;
   }
-  // Backward-shift deletion: move later entries of the probe run into the hole.
-  size_t hole = i;
-  size_t j = i;
-  while (true) {
-    j = (j + 1) & mask_;
-    Slot& s = slots_[j];
-    if (s.location == kNone) break;
-    size_t home = Home(s.key);
-    // Move s into the hole if its home is not in (hole, j] (cyclically).
-    bool between = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
-    if (!between) {
-      slots_[hole] = s;
-      hole = j;
-    }
-  }
+  const size_t hole = BackwardShiftErase(
+      slots_, mask_, i, [this](const Slot& s) { return Home(s.key); },
+      [](const Slot& s) { return s.location == kNone; });
   slots_[hole].location = kNone;
   --size_;
 }
