@@ -136,21 +136,33 @@ def replay_child(ckpt_dir: str, input_dir: str) -> None:
     engine.register_table("kv", schema=schema, primary_key="k")
     engine.register_table("ev", schema=schema, mode="append",
                           retention_policy=RetentionPolicy(max_rows=10**7))
-    for table in ("kv", "ev"):
-        engine.add_connector(FileStreamConnector(
-            table, input_dir, file_pattern="*.ndjson", stable_seconds=0.05,
-            poll_interval_seconds=0.02, on_overflow="error", name=f"{table}_files"))
+    connectors = [FileStreamConnector(
+        table, input_dir, file_pattern="*.ndjson", stable_seconds=0.05,
+        poll_interval_seconds=0.02, on_overflow="error", name=f"{table}_files")
+        for table in ("kv", "ev")]
+    for connector in connectors:
+        engine.add_connector(connector)
     engine.start()  # restores the newest checkpoint (tables and file positions) first
     print("started", flush=True)
     done = os.path.join(input_dir, ".done")
+
+    def all_applied() -> bool:
+        # Both tables have every file: each connector read all of them and its
+        # buffer is drained (kv's connector may lag ev's under load), and ev
+        # holds every row the parent wrote.
+        if not os.path.exists(done):
+            return False
+        with open(done) as f:
+            total = int(f.read())
+        names = {n for n in os.listdir(input_dir) if n.endswith(".ndjson")}
+        return (engine.get_table("ev").num_rows >= total
+                and all(names <= set(c.processed_files()) and c.buffered_records == 0
+                        for c in connectors))
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if os.path.exists(done):
-            with open(done) as f:
-                total = int(f.read())
-            if engine.get_table("ev").num_rows >= total:
-                break
+    while time.monotonic() < deadline and not all_applied():
         time.sleep(0.02)
+    time.sleep(0.1)  # the tick that drained the last buffer has applied it
     engine.stop()  # the final checkpoint
     print(json.dumps({"ev": engine.get_table("ev").num_rows}), flush=True)
 

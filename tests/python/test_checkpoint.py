@@ -177,9 +177,6 @@ def test_file_connector_replay_equals_uninterrupted_run(tmp_path):
     kv = fresh.get_table("kv").to_arrow()
     got_kv = dict(zip(kv.column("k").to_pylist(), zip(kv.column("v").to_pylist(),
                                                       kv.column("f").to_pylist())))
-    if got_kv != last:
-        # Known open bug (issue 14's note): under heavy load a key sometimes keeps
-        # an earlier file's value after a restart. Reported, not hidden: xfail.
-        wrong = {k: (got_kv.get(k), v) for k, v in last.items() if got_kv.get(k) != v}
-        pytest.xfail(f"keyed table after replay differs for {len(wrong)} keys, e.g. "
-                     f"{list(wrong.items())[:3]} (got, expected)")
+    wrong = {k: (got_kv.get(k), v) for k, v in last.items() if got_kv.get(k) != v}
+    assert got_kv == last, (f"keyed table after replay differs for {len(wrong)} keys, e.g. "
+                            f"{list(wrong.items())[:3]} (got, expected)")
