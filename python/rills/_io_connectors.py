@@ -235,6 +235,17 @@ class FileStreamConnector(_ReaderConnector):
         """Read what is ready now, without the thread (for use without an engine)."""
         self._core.scan_once()
 
+    def read_batch(self) -> Optional[pa.Table]:
+        """Read every matching file not read yet and return its rows as one
+        pyarrow Table, or None when there is none (as in the seed).
+
+        For a connector that is not attached to an engine (an attached one is
+        read by its thread and drained by the engine on every tick). Files
+        present now count as complete: call it once their writers are done.
+        """
+        self._core.scan_once(True)
+        return super().read_batch()
+
     def processed_files(self) -> List[str]:
         """Names of the files read so far (kept across restarts)."""
         return self._core.processed_files()

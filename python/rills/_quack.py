@@ -6,6 +6,7 @@ The server itself is C++ (rill::server::Server, owned by the engine core).
 
 import logging
 import os
+import threading
 from typing import Any, Optional
 
 from . import _core
@@ -69,10 +70,34 @@ def start_server(engine: Any) -> None:
         print(f"Rill server on quack:{info['address']}  {auth}  dashboard: "
               f"{info['dashboard_url']}", flush=True)
     _log.info("serving on %s", info["address"])
+    _start_watch(engine)
+
+
+def _start_watch(engine: Any) -> None:
+    """Start engine._quack_thread: a Python thread that lives as long as the
+    server (the seed's attribute) and logs once if the server stops on its own
+    (the C++ server runs on its own threads)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(1.0):
+            if engine._core.closed or _core.server_info(engine._core) is None:
+                _log.warning("the server on %s is no longer running", engine._quack_bound)
+                return
+
+    engine._quack_stop = stop
+    engine._quack_thread = threading.Thread(target=watch, name="rill-quack-watch", daemon=True)
+    engine._quack_thread.start()
 
 
 def stop_server(engine: Any) -> None:
     """Stop the engine's server, closing its connections (no-op if none)."""
+    thread = engine._quack_thread
+    if thread is not None:
+        engine._quack_stop.set()
+        if thread is not threading.current_thread():
+            thread.join()
+        engine._quack_thread = None
     if not engine._core.closed:
         _core.stop_serving(engine._core)
 
@@ -89,6 +114,8 @@ def init(engine: Any, quack_address: Optional[str], quack_token: Optional[str]) 
     engine._quack_token_arg = quack_token
     engine._quack_announced = False
     engine._quack_bound = None
+    engine._quack_thread = None  # while serving: see _start_watch
+    engine._quack_stop = None
 
 
 def on_start(engine: Any, quack_port: Optional[int], quack_token: Optional[str]) -> None:

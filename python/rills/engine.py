@@ -326,6 +326,7 @@ class RillEngine:
             if task in self.join_tasks:
                 return
             self._core.add_join_task(**task._core_args())
+            task._attach(self)
 
     def remove_join_task(self, task: Union[TableJoinTask, str]) -> None:
         """Unschedule a join task (or the task of that name); unknown tasks are ignored."""
@@ -370,7 +371,7 @@ class RillEngine:
         """
         return EngineList(
             "join tasks",
-            lambda: [TableJoinTask._from_core(d) for d in self._core.join_tasks()],
+            lambda: [TableJoinTask._from_core(d)._attach(self) for d in self._core.join_tasks()],
             self.add_join_task,
             self.remove_join_task,
         )

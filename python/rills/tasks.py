@@ -7,6 +7,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _arrow, _core
 from .retention import RetentionPolicy
@@ -188,6 +189,32 @@ class TableJoinTask:
         self.incremental = bool(incremental)
         self.retention_policy = retention_policy
         self.interval_seconds = float(interval_seconds)
+        self._engine_ref: Optional[weakref.ReferenceType] = None
+
+    @property
+    def _last_processed_rows(self) -> int:
+        """Rows of the left table the last incremental run had covered (the
+        seed's counter; 0 before the first run and for a non-incremental task).
+
+        The engine keeps the run times, not a counter: these are the left rows
+        written at or before the last run (for an append table, all of them).
+        """
+        engine = self._engine_ref() if self._engine_ref is not None else None
+        if not self.incremental or engine is None or engine._core.closed:
+            return 0
+        stats = engine._core.task_stats().get(self.name)
+        if stats is None or stats["runs"] == 0:
+            return 0
+        table = engine.get_table(self.left_table)
+        if table is None:
+            return 0
+        column = table.to_arrow().column("z_update_ts")
+        return int(pc.sum(pc.less_equal(column, stats["last_run_at"])).as_py() or 0)
+
+    def _attach(self, engine: "RillEngine") -> "TableJoinTask":
+        # _last_processed_rows then reads the engine's record of the runs.
+        self._engine_ref = weakref.ref(engine)
+        return self
 
     def _core_args(self) -> dict:
         retention = self.retention_policy._core_args() if self.retention_policy else {}

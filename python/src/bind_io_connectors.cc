@@ -317,15 +317,17 @@ void BindIoConnectors(nb::module_& m) {
              nb::gil_scoped_release release;
              c.Stop();
            })
-      .def("scan_once",
-           [](rill::FileStreamConnector& c) {
-             arrow::Status st;
-             {
-               nb::gil_scoped_release release;
-               st = c.ScanOnce();
-             }
-             ThrowIfError(st);
-           })
+      .def(
+          "scan_once",
+          [](rill::FileStreamConnector& c, bool present_are_complete) {
+            arrow::Status st;
+            {
+              nb::gil_scoped_release release;
+              st = c.ScanOnce(present_are_complete);
+            }
+            ThrowIfError(st);
+          },
+          nb::arg("present_are_complete") = false)
       .def("poll", [](rill::FileStreamConnector& c) { return PollToStream(c); })
       .def("take_rejects",
            [](rill::FileStreamConnector& c) { return RejectsToList(c.TakeRejects()); })

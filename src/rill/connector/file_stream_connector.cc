@@ -181,7 +181,7 @@ void FileStreamConnector::DrainInotify() {
   }
 }
 
-Status FileStreamConnector::ScanOnce() {
+Status FileStreamConnector::ScanOnce(bool present_are_complete) {
   std::lock_guard<std::mutex> scan(scan_mu_);
   DIR* dir = ::opendir(options_.watch_path.c_str());
   if (!dir) return Status::IOError("cannot list '", options_.watch_path, "'");
@@ -216,7 +216,7 @@ Status FileStreamConnector::ScanOnce() {
       snapshot = s;
     }
     const bool tailing = options_.tail && file_internal::FormatOf(name) == FileFormat::kJson;
-    const bool ready = tailing || snapshot.closed ||
+    const bool ready = present_are_complete || tailing || snapshot.closed ||
                        (snapshot.stable_since > 0 &&
                         (now - snapshot.stable_since) * 1000 >= options_.stable_ms);
     // Files are applied in name order, also after a restart (when files written

@@ -85,8 +85,10 @@ class FileStreamConnector : public Connector {
 
   /// Scan the folder once and read what is ready (what the thread does every
   /// poll interval). For tests and for use without Start. Not concurrently
-  /// with a started connector.
-  Status ScanOnce();
+  /// with a started connector. With `present_are_complete`, every matching
+  /// file present now counts as complete (the caller knows its writers are
+  /// done; Python's read_batch() on a connector without an engine).
+  Status ScanOnce(bool present_are_complete = false);
 
   /// Names of the files read so far (from the state). Any thread.
   std::vector<std::string> processed_files() const;

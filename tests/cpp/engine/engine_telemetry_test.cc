@@ -78,6 +78,7 @@ TEST(RillMetrics, HasTheDocumentedColumnsInOrder) {
       "records_per_second", "ticks",                   "cpu_usage",
       "used_memory",        "total_memory",            "process_cpu_percent",
       "process_rss_bytes",  "arrow_allocated_bytes",   "arrow_peak_allocated_bytes",
+      "pyarrow_allocated_bytes", "pyarrow_max_memory",
       "duckdb_memory_bytes", "rejected_batches",       "rejected_records",
       "engine_errors",      "memory_warnings",         "business_metrics",
       "z_insert_ts",        "z_update_ts"};  // every live table's system columns
