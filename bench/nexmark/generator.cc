@@ -275,7 +275,9 @@ void JsonEscape(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void AppendRows(std::string& out, const char* kind, const arrow::RecordBatch& batch) {
+}  // namespace
+
+void AppendNdjsonRows(std::string& out, const char* kind, const arrow::RecordBatch& batch) {
   for (int64_t row = 0; row < batch.num_rows(); ++row) {
     out += "{\"kind\":\"";
     out += kind;
@@ -295,13 +297,11 @@ void AppendRows(std::string& out, const char* kind, const arrow::RecordBatch& ba
   }
 }
 
-}  // namespace
-
 arrow::Status AppendNdjson(const EventBatch& batch, const std::string& path) {
   std::string out;
-  AppendRows(out, "person", *batch.person);
-  AppendRows(out, "auction", *batch.auction);
-  AppendRows(out, "bid", *batch.bid);
+  AppendNdjsonRows(out, "person", *batch.person);
+  AppendNdjsonRows(out, "auction", *batch.auction);
+  AppendNdjsonRows(out, "bid", *batch.bid);
   std::ofstream f(path, std::ios::app | std::ios::binary);
   f.write(out.data(), static_cast<std::streamsize>(out.size()));
   if (!f) return arrow::Status::IOError("cannot write ", path);

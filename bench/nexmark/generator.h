@@ -89,8 +89,11 @@ class Generator {
   int64_t next_ = 0;
 };
 
-/// Write `batch` as NDJSON lines {"kind": "person"|"auction"|"bid", ...fields}
-/// appended to `path` (times as unix ms integers).
+/// Append the rows of `batch` (events of `kind`: "person", "auction" or "bid")
+/// to `out` as NDJSON lines {"kind": kind, ...fields} (times as unix ms).
+void AppendNdjsonRows(std::string& out, const char* kind, const arrow::RecordBatch& batch);
+/// Write `batch` as NDJSON lines (AppendNdjsonRows, persons, auctions, bids)
+/// appended to `path`.
 arrow::Status AppendNdjson(const EventBatch& batch, const std::string& path);
 /// Write all events of `batches` as three Parquet files <prefix>_{person,auction,bid}.parquet.
 arrow::Status WriteParquet(const std::vector<EventBatch>& batches, const std::string& prefix);

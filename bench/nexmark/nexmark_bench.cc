@@ -17,9 +17,11 @@
 //
 // Usage: nexmark_bench [--queries 0,1,2,3,4,5,7,8] [--events 1m] [--batch 10k]
 //                      [--reps 1] [--latency] [--overload-seconds 60] [--rate R]
+//                      [--kafka mock|HOST:PORT] (the events through Kafka: kafka_run.h)
 #include <sstream>
 
 #include "bench_util.h"
+#include "nexmark/kafka_run.h"
 #include "nexmark/latency.h"
 #include "nexmark/queries.h"
 #include "rill/common/arrow_init.h"
@@ -183,6 +185,7 @@ int main(int argc, char** argv) {
     for (const auto& b : all) rill::bench::Check(AppendNdjson(b, args.Str("ndjson", "")), "ndjson");
   }
   if (args.Flag("parquet")) rill::bench::Check(WriteParquet(all, args.Str("parquet", "")), "parquet");
+  if (args.Flag("kafka")) KafkaRun(all, args.Str("kafka", "mock"));
   if (!args.Flag("latency-only")) {
     for (int q : queries) Throughput(q, all, reps, gen_rate, batch);
   }

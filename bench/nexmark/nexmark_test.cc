@@ -1,13 +1,17 @@
 // Fast checks of the Nexmark generator and of a few queries against DuckDB
 // (the full runs are bench/nexmark_bench). Registered with ctest by bench/CMakeLists.txt.
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "nexmark/generator.h"
+#include "nexmark/kafka_sink.h"
 #include "nexmark/queries.h"
 #include "rill/common/arrow_init.h"
+#include "rill/connector/kafka_connector.h"
 
 namespace rill::nexmark {
 namespace {
@@ -130,6 +134,65 @@ TEST(NexmarkQueries, WindowsWaitForDisorderedEvents) {
   CheckResult r = RunQuery(7, events, /*lateness=*/0.5);
   EXPECT_GT(r.reference_rows, 0);
   EXPECT_TRUE(r.correct()) << "missing " << r.missing << ", extra " << r.extra;
+}
+
+// The generator's Kafka output read back by the Kafka connector: every bid,
+// in event order per partition, equal to the generator's Arrow batches.
+TEST(NexmarkKafka, EveryEventReachesItsTopicAndReadsBackAsTheGeneratorsRows) {
+  auto cluster = KafkaMockCluster::Make(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  for (const char* kind : {"person", "auction", "bid"}) {
+    ASSERT_TRUE((*cluster)->CreateTopic(std::string("nx-") + kind, 2).ok());
+  }
+  auto sink = KafkaSink::Make((*cluster)->bootstrap_servers(), "nx-");
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  auto events = Generate({}, 5'000, 1'000);
+  for (const auto& b : events) ASSERT_TRUE((*sink)->Produce(b).ok());
+  ASSERT_TRUE((*sink)->Flush().ok());
+  EXPECT_EQ((*sink)->delivered(), 5'000);
+
+  auto bids = Concat(events, 'b');
+  KafkaOptions o;
+  o.topics = {(*sink)->topic("bid")};
+  o.config = {{"bootstrap.servers", (*cluster)->bootstrap_servers()},
+              {"group.id", "nexmark-test"},
+              {"session.timeout.ms", "6000"},
+              {"heartbeat.interval.ms", "500"}};
+  o.start = KafkaStart::kEarliest;
+  o.decode.schema = BidSchema();
+  o.poll_timeout_ms = 20;
+  auto conn = KafkaConnector::Make("bid", o);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  ASSERT_TRUE((*conn)->Start().ok());
+  // (bidder, auction, price, date_time) of every bid: generated and read back.
+  using Bid = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  auto collect = [](const arrow::RecordBatch& b, std::multiset<Bid>* into) {
+    auto col = [&](const char* name) {
+      return std::static_pointer_cast<arrow::Int64Array>(
+          b.GetColumnByName(name)->View(arrow::int64()).ValueOrDie());
+    };
+    auto bidder = col("bidder"), auction = col("auction"), price = col("price"),
+         time = col("date_time");
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      into->insert({bidder->Value(r), auction->Value(r), price->Value(r), time->Value(r)});
+    }
+  };
+  std::multiset<Bid> got, want;
+  for (const auto& e : events) collect(*e.bid, &want);
+  ASSERT_EQ(want.size(), static_cast<size_t>(bids->num_rows()));
+  for (int i = 0; i < 1000 && got.size() < want.size(); ++i) {
+    auto polled = (*conn)->Poll();
+    if (polled.ok()) {
+      for (const auto& b : *polled) {
+        ASSERT_TRUE(b->schema()->Equals(*BidSchema())) << b->schema()->ToString();
+        collect(*b, &got);
+      }
+    }
+    if (got.size() < want.size()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE((*conn)->TakeRejects().empty());
+  (*conn)->Stop();
 }
 
 }  // namespace
