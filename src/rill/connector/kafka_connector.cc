@@ -73,6 +73,10 @@ struct KafkaConnector::Impl {
   ConnectorStats counters;                      // guarded by mu
   std::string pending_error;                    // guarded by mu: next Poll reports it
   bool in_outage = false;                       // guarded by mu
+  // Set by RestorePosition: the tables come from a checkpoint, so partitions
+  // it does not name are read from their start under KafkaStart::kCommitted
+  // (the group's committed offsets may be ahead of the checkpoint).
+  bool restored = false;  // guarded by mu
   double last_lag_refresh = 0;                  // reader thread only
 
   explicit Impl(KafkaOptions o) : options(std::move(o)), buffer(options.limits) {}
@@ -115,7 +119,8 @@ struct KafkaConnector::Impl {
     }
   }
 
-  /// Positions we hold win; otherwise the configured start.
+  /// Positions we hold win; otherwise the configured start (after a restore,
+  /// kCommitted starts at the beginning).
   void SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {
     bool by_time = false;
     {
@@ -134,7 +139,9 @@ struct KafkaConnector::Impl {
             p.offset = options.start_timestamp_ms;
             by_time = true;
             break;
-          case KafkaStart::kCommitted: p.offset = RD_KAFKA_OFFSET_INVALID; break;
+          case KafkaStart::kCommitted:
+            p.offset = restored ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_INVALID;
+            break;
         }
       }
     }
@@ -550,22 +557,17 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
     std::lock_guard<std::mutex> lock(impl.mu);
     impl.positions = restored;
     impl.polled = restored;
+    impl.restored = true;
     impl.rejects.clear();
     impl.pending_error.clear();
   }
   // Partitions already assigned move to the restored offsets now (the others
   // get them from the rebalance callback); those the checkpoint does not know
-  // start over from the configured start.
+  // start over from the configured start (kCommitted: the beginning).
   rd_kafka_topic_partition_list_t* assigned = nullptr;
   if (rd_kafka_assignment(impl.rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR && assigned) {
     ListPtr owned(assigned);
-    for (int i = 0; i < assigned->cnt; ++i) {
-      auto& p = assigned->elems[i];
-      auto it = restored.find({p.topic, p.partition});
-      p.offset = it != restored.end() ? it->second
-                 : impl.options.start == KafkaStart::kLatest ? RD_KAFKA_OFFSET_END
-                                                              : RD_KAFKA_OFFSET_BEGINNING;
-    }
+    impl.SetStartOffsets(assigned);  // restored: never RD_KAFKA_OFFSET_INVALID
     if (assigned->cnt > 0) {
       rd_kafka_error_t* e = rd_kafka_seek_partitions(impl.rk, assigned, 10000);
       if (e) {
@@ -575,7 +577,9 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
       }
     }
   }
-  if (!restored.empty()) impl.Commit(/*async=*/false);
+  // For monitoring only: asynchronous, so a restore never waits for the group
+  // coordinator (a synchronous commit before the group is joined takes seconds).
+  if (!restored.empty()) impl.Commit(/*async=*/true);
   if (was_running) {
     impl.stop = false;
     impl.thread = std::thread([this] { impl_->Run(); });
