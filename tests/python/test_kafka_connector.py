@@ -91,3 +91,23 @@ def test_bad_options():
         KafkaConnector("t", "x", {"bootstrap.servers": "127.0.0.1:1"}, start="middle")
     with pytest.raises(ValueError, match="no.such.property"):
         KafkaConnector("t", "x", {"no.such.property": "1"})
+
+
+def test_error_overflow_with_a_backlog_larger_than_the_buffer_reads_everything(engine):
+    # on_overflow="error" with a small row limit and a backlog of many messages,
+    # some holding more rows than the limit: the consumer waits for room and
+    # every row arrives (a batch that can never fit must not stall it forever).
+    cluster = KafkaMockCluster()
+    cluster.create_topic("big", 2)
+    values = [json.dumps({"id": i}) for i in range(600)]
+    values += ["\n".join(json.dumps({"id": 1000 + m * 100 + j}) for j in range(80)) for m in range(5)]
+    cluster.produce_many("big", values)
+    engine.register_table("big", schema=pa.schema([("id", pa.int64())]))
+    conn = KafkaConnector("big", "big", config(cluster, "py-backlog"), start="earliest",
+                          max_buffer_records=50, on_overflow="error")
+    engine.add_connector(conn)
+    assert wait_count(engine, "big", 1000) == 1000
+    got = engine.query_sql("SELECT count(DISTINCT id) AS d, sum(id) AS s FROM big").to_pylist()[0]
+    want = sum(range(600)) + sum(1000 + m * 100 + j for m in range(5) for j in range(80))
+    assert got["d"] == 1000 and int(got["s"]) == want
+    assert conn.stats()["dropped_records"] == 0

@@ -164,9 +164,15 @@ struct KafkaConnector::Impl {
 
   void Run() {
     std::vector<MessagePtr> batch;
+    // With on_overflow=error and a row limit, a batch stays within the limit
+    // when messages hold one row each (the usual case).
+    int64_t max_messages = options.max_batch_messages;
+    if (options.limits.on_overflow == OverflowPolicy::kError && options.limits.max_records > 0) {
+      max_messages = std::min(max_messages, options.limits.max_records);
+    }
     while (!stop) {
       batch.clear();
-      for (int64_t i = 0; i < options.max_batch_messages && !stop; ++i) {
+      for (int64_t i = 0; i < max_messages && !stop; ++i) {
         MessagePtr m(rd_kafka_consumer_poll(rk, i == 0 ? static_cast<int>(options.poll_timeout_ms)
                                                        : 0));
         if (!m) break;
@@ -290,7 +296,9 @@ bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& ro
   for (;;) {
     {
       std::lock_guard<std::mutex> deliver(deliver_mu);
-      Status st = rows ? buffer.Push({rows}) : Status::OK();
+      // A batch larger than the limits goes into an empty buffer whole: its
+      // messages' positions advance together, so it cannot be split.
+      Status st = rows ? buffer.Push({rows}, /*oversize_when_empty=*/true) : Status::OK();
       if (!st.IsCapacityError()) {
         std::lock_guard<std::mutex> lock(mu);
         if (rows) counters.parsed_records += rows->num_rows();
