@@ -289,3 +289,73 @@ def test_start_at_timestamp_and_latest(kafka_broker, make_engine):
         list(range(25, 50))
     assert sorted(engine.get_table("from_end").to_arrow().column("id").to_pylist()) == \
         list(range(40, 50))
+
+
+def test_partition_lag_in_telemetry_prometheus_and_the_metrics_store(kafka_broker, make_engine, tmp_path):
+    import http.client
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    topic = unique("lag")
+    kafka_broker.create_topic(topic, 2)
+    kafka_broker.produce(topic, [json.dumps({"id": i}) for i in range(2000)],
+                         keys=[str(i % 5) for i in range(2000)])
+    ends = kafka_broker.end_offsets(topic)
+    token = "lag-token"
+    engine = make_engine(trigger_interval_ms=250, quack_address="quack:127.0.0.1:0", quack_token=token,
+                         metrics_path=str(tmp_path / "m.db"))
+    engine.register_table("t", schema=pa.schema([("id", pa.int64())]))
+    # A small buffer that refuses (the consumer waits): each tick takes <= 100 rows,
+    # so the backlog drains over several seconds and the lag is seen shrinking.
+    conn = KafkaConnector("t", topic, consumer_config(kafka_broker, unique("g")), start="earliest",
+                          max_buffer_records=100, on_overflow="error", name="lagging")
+    engine.add_connector(conn)
+    engine.start()
+    host, _, port = engine.quack_address[len("quack:"):].rpartition(":")
+
+    def get(path):
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        c.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        assert r.status == 200, body
+        return body
+
+    def prometheus_lags():
+        out = {}
+        for family in text_string_to_metric_families(get("/metrics").decode()):
+            for s in family.samples:
+                if s.name == "rill_kafka_partition_lag" and s.labels.get("connector") == "lagging":
+                    assert s.labels["topic"] == topic
+                    out[int(s.labels["partition"])] = s.value
+        return out
+
+    seen_backlog = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        lags = prometheus_lags()
+        telemetry = {c["connector"]: c for c in json.loads(get("/api/v1/telemetry/connectors"))["connectors"]}
+        if len(lags) == 2 and sum(lags.values()) > 0 and seen_backlog is None:
+            # Lag = high watermark - position, per partition.
+            positions = conn.positions()
+            seen_backlog = lags
+            assert all(0 < lag + positions.get((topic, p), 0) <= ends[p] for p, lag in lags.items()
+                       if lag > 0), (lags, positions, ends)
+            parts = {p["partition"]: p["lag"] for p in telemetry["lagging"]["partitions"]}
+            assert set(parts) == {0, 1} and sum(parts.values()) > 0
+        if seen_backlog is not None and len(lags) == 2 and sum(lags.values()) == 0 \
+                and engine.get_table("t").num_rows == 2000:
+            break
+        time.sleep(0.1)
+    assert seen_backlog is not None, "no lag was ever reported while 2000 records waited"
+    assert prometheus_lags() == {0: 0, 1: 0} and engine.get_table("t").num_rows == 2000
+    # The metrics store recorded the lag (its connector stats rows).
+    deadline = time.monotonic() + 20
+    peak = 0
+    while time.monotonic() < deadline and not peak:
+        peak = engine.query_metrics(
+            "SELECT coalesce(max(lag), 0) AS m FROM rill_connector_stats WHERE connector = 'lagging'"
+        ).column("m")[0].as_py()
+        time.sleep(0.2)
+    assert 0 < peak <= 2000
