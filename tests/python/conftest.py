@@ -84,8 +84,26 @@ def kafka_broker(tmp_path_factory):
     except Exception as error:
         broker.stop()
         pytest.fail(f"the Kafka broker did not start: {error}", pytrace=False)
+    _kafka_users["broker"] = broker
     yield broker
     broker.stop(timeout=10)
+
+
+_kafka_users = {}  # "last": the last collected test using the broker; "broker": it
+
+
+def pytest_collection_modifyitems(session, config, items):
+    users = [item for item in items if "kafka_broker" in getattr(item, "fixturenames", ())]
+    if users:
+        _kafka_users["last"] = users[-1]
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the broker right after the last test that uses it (not at session
+    end): the later tests do not share the machine with an idle JVM."""
+    broker = _kafka_users.get("broker")
+    if broker is not None and item is _kafka_users.get("last"):
+        broker.stop(timeout=10)
 
 
 @pytest.hookimpl(hookwrapper=True)

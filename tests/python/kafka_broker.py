@@ -20,6 +20,7 @@ gives up after `start_timeout` seconds with the log's tail in the error.
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
 import re
@@ -34,6 +35,19 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LIBS = ROOT / "build" / "kafka" / "libs"
 MIN_JAVA = 17
+
+
+try:  # resolved here: the child of fork() only calls it
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _die_with_parent() -> None:
+    """In the broker's process: SIGKILL when the test process dies (PR_SET_PDEATHSIG),
+    so a killed pytest never leaves a JVM behind."""
+    if _prctl is not None:
+        _prctl(1, signal.SIGKILL)
 
 
 class BrokerUnavailable(RuntimeError):
@@ -132,7 +146,7 @@ class KafkaBroker:
     def _classpath(self) -> str:
         return str(libs_dir() / "*")
 
-    def _java(self, main: str, *args: str, timeout: float = 60.0) -> str:
+    def _java(self, main: str, *args: str, timeout: float = 30.0) -> str:
         cmd = [self.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
                "-cp", self._classpath(), main, *args]
@@ -188,7 +202,7 @@ class KafkaBroker:
                  f"-Dkafka.logs.dir={self.workdir}",
                  "-cp", self._classpath(), "kafka.Kafka", str(self.props_path)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_die_with_parent)
 
     def _wait_ready(self, deadline: float) -> None:
         from confluent_kafka.admin import AdminClient
