@@ -196,7 +196,7 @@ class KafkaBroker:
             out.write(f"\n==== start {self.starts} on port {self.port} ====\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
-                [self.java, f"-Xms128m", f"-Xmx{self.heap}", "-XX:+UseSerialGC",
+                [self.java, "-Xms128m", f"-Xmx{self.heap}", "-XX:+UseSerialGC",
                  "-Djava.awt.headless=true",
                  f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
                  f"-Dkafka.logs.dir={self.workdir}",
