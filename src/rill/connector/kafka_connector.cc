@@ -77,6 +77,7 @@ struct KafkaConnector::Impl {
   // it does not name are read from their start under KafkaStart::kCommitted
   // (the group's committed offsets may be ahead of the checkpoint).
   bool restored = false;  // guarded by mu
+  int64_t retried_records = 0;                  // guarded by mu: refused pushes retried
   double last_lag_refresh = 0;                  // reader thread only
 
   explicit Impl(KafkaOptions o) : options(std::move(o)), buffer(options.limits) {}
@@ -307,6 +308,9 @@ bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& ro
         }
         return true;
       }
+      // Not refused for good: the same rows are pushed again once there is room.
+      std::lock_guard<std::mutex> lock(mu);
+      retried_records += rows->num_rows();
     }
     if (stop) return false;
     std::unique_lock<std::mutex> lock(mu);
@@ -497,6 +501,9 @@ ConnectorStats KafkaConnector::stats() const {
   s.unknown_fields = c.unknown_fields;
   s.errors += c.errors;
   s.dropped_records += c.dropped_records;
+  // on_overflow=error makes the reader wait, never lose rows: its retried
+  // pushes are not refusals.
+  s.refused_records = std::max<int64_t>(0, s.refused_records - impl_->retried_records);
   for (const auto& [tp, lag] : impl_->lags) s.lag += lag;
   return s;
 }
