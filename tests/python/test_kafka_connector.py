@@ -14,6 +14,13 @@ def config(cluster, group):
             "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
 
 
+@pytest.fixture
+def cluster():
+    """A mock cluster that outlives the test's engine (requested before `engine`,
+    so torn down after it): closing a consumer whose cluster is gone waits 5 s."""
+    return KafkaMockCluster()
+
+
 def wait_count(engine, table, n, timeout=30.0):
     deadline = time.time() + timeout
     got = 0
@@ -29,8 +36,7 @@ def wait_count(engine, table, n, timeout=30.0):
     return got
 
 
-def test_topic_to_table_to_sql_with_rejects_and_metadata(engine):
-    cluster = KafkaMockCluster()
+def test_topic_to_table_to_sql_with_rejects_and_metadata(cluster, engine):
     cluster.create_topic("orders", 2)
     values = ["\n".join(json.dumps({"id": i * 2 + j, "amount": (i * 2 + j) * 1.5}) for j in range(2))
               for i in range(100)]
@@ -60,8 +66,7 @@ def test_topic_to_table_to_sql_with_rejects_and_metadata(engine):
     assert stats["parsed_records"] == 200 and stats["rejected_records"] == 1
 
 
-def test_broker_outage_is_an_alert_not_a_crash(engine):
-    cluster = KafkaMockCluster()
+def test_broker_outage_is_an_alert_not_a_crash(cluster, engine):
     cluster.create_topic("t", 1)
     cluster.produce("t", '{"v": 1}')
     conn = KafkaConnector("kt", ["t"], {**config(cluster, "py-outage"), "reconnect.backoff.max.ms": 200},
@@ -91,3 +96,23 @@ def test_bad_options():
         KafkaConnector("t", "x", {"bootstrap.servers": "127.0.0.1:1"}, start="middle")
     with pytest.raises(ValueError, match="no.such.property"):
         KafkaConnector("t", "x", {"no.such.property": "1"})
+
+
+def test_error_overflow_with_a_backlog_larger_than_the_buffer_reads_everything(cluster, engine):
+    # on_overflow="error" with a small row limit and a backlog of many messages,
+    # some holding more rows than the limit: the consumer waits for room and
+    # every row arrives (a batch that can never fit must not stall it forever).
+    cluster.create_topic("big", 2)
+    values = [json.dumps({"id": i}) for i in range(600)]
+    values += ["\n".join(json.dumps({"id": 1000 + m * 100 + j}) for j in range(80)) for m in range(5)]
+    cluster.produce_many("big", values)
+    engine.register_table("big", schema=pa.schema([("id", pa.int64())]))
+    conn = KafkaConnector("big", "big", config(cluster, "py-backlog"), start="earliest",
+                          max_buffer_records=50, on_overflow="error")
+    engine.add_connector(conn)
+    assert wait_count(engine, "big", 1000) == 1000
+    got = engine.query_sql("SELECT count(DISTINCT id) AS d, sum(id) AS s FROM big").to_pylist()[0]
+    want = sum(range(600)) + sum(1000 + m * 100 + j for m in range(5) for j in range(80))
+    assert got["d"] == 1000 and int(got["s"]) == want
+    # The reader waited for room: nothing dropped, nothing refused for good.
+    assert conn.stats()["dropped_records"] == 0 and conn.stats()["refused_records"] == 0

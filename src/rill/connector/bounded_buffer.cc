@@ -41,7 +41,8 @@ int64_t ProRate(int64_t bytes, int64_t rows, int64_t total) {
 
 }  // namespace
 
-Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                           bool oversize_when_empty) {
   std::vector<Entry> incoming;
   int64_t rows = 0;
   int64_t bytes = 0;
@@ -70,7 +71,7 @@ Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>
 
   switch (limits_.on_overflow) {
     case OverflowPolicy::kError: {
-      if (!fits(rows, bytes)) {
+      if (!fits(rows, bytes) && !(oversize_when_empty && queue_.empty())) {
         stats_.refused_records += rows;
         return Status::CapacityError(
             "Buffer full: push of ", rows, " rows (", bytes, " bytes) refused; buffered ",

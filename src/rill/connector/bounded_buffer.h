@@ -44,8 +44,12 @@ class BoundedBuffer {
 
   /// Add `batches` as one push (empty batches are ignored). With kError,
   /// CapacityError when the push would not fit, saying how many rows were
-  /// offered and how many fit; nothing is added then.
-  Status Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
+  /// offered and how many fit; nothing is added then. With
+  /// `oversize_when_empty`, kError takes a push larger than the limits when
+  /// the buffer is empty (a reader that cannot split its input, e.g. Kafka
+  /// messages whose positions advance as a whole, would otherwise wait forever).
+  Status Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+              bool oversize_when_empty = false);
 
   /// Remove and return everything buffered, oldest first.
   std::vector<std::shared_ptr<arrow::RecordBatch>> Drain();

@@ -73,6 +73,11 @@ struct KafkaConnector::Impl {
   ConnectorStats counters;                      // guarded by mu
   std::string pending_error;                    // guarded by mu: next Poll reports it
   bool in_outage = false;                       // guarded by mu
+  // Set by RestorePosition: the tables come from a checkpoint, so partitions
+  // it does not name are read from their start under KafkaStart::kCommitted
+  // (the group's committed offsets may be ahead of the checkpoint).
+  bool restored = false;  // guarded by mu
+  int64_t retried_records = 0;                  // guarded by mu: refused pushes retried
   double last_lag_refresh = 0;                  // reader thread only
 
   explicit Impl(KafkaOptions o) : options(std::move(o)), buffer(options.limits) {}
@@ -115,7 +120,8 @@ struct KafkaConnector::Impl {
     }
   }
 
-  /// Positions we hold win; otherwise the configured start.
+  /// Positions we hold win; otherwise the configured start (after a restore,
+  /// kCommitted starts at the beginning).
   void SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {
     bool by_time = false;
     {
@@ -134,7 +140,9 @@ struct KafkaConnector::Impl {
             p.offset = options.start_timestamp_ms;
             by_time = true;
             break;
-          case KafkaStart::kCommitted: p.offset = RD_KAFKA_OFFSET_INVALID; break;
+          case KafkaStart::kCommitted:
+            p.offset = restored ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_INVALID;
+            break;
         }
       }
     }
@@ -157,9 +165,15 @@ struct KafkaConnector::Impl {
 
   void Run() {
     std::vector<MessagePtr> batch;
+    // With on_overflow=error and a row limit, a batch stays within the limit
+    // when messages hold one row each (the usual case).
+    int64_t max_messages = options.max_batch_messages;
+    if (options.limits.on_overflow == OverflowPolicy::kError && options.limits.max_records > 0) {
+      max_messages = std::min(max_messages, options.limits.max_records);
+    }
     while (!stop) {
       batch.clear();
-      for (int64_t i = 0; i < options.max_batch_messages && !stop; ++i) {
+      for (int64_t i = 0; i < max_messages && !stop; ++i) {
         MessagePtr m(rd_kafka_consumer_poll(rk, i == 0 ? static_cast<int>(options.poll_timeout_ms)
                                                        : 0));
         if (!m) break;
@@ -283,7 +297,9 @@ bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& ro
   for (;;) {
     {
       std::lock_guard<std::mutex> deliver(deliver_mu);
-      Status st = rows ? buffer.Push({rows}) : Status::OK();
+      // A batch larger than the limits goes into an empty buffer whole: its
+      // messages' positions advance together, so it cannot be split.
+      Status st = rows ? buffer.Push({rows}, /*oversize_when_empty=*/true) : Status::OK();
       if (!st.IsCapacityError()) {
         std::lock_guard<std::mutex> lock(mu);
         if (rows) counters.parsed_records += rows->num_rows();
@@ -292,6 +308,9 @@ bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& ro
         }
         return true;
       }
+      // Not refused for good: the same rows are pushed again once there is room.
+      std::lock_guard<std::mutex> lock(mu);
+      retried_records += rows->num_rows();
     }
     if (stop) return false;
     std::unique_lock<std::mutex> lock(mu);
@@ -482,6 +501,9 @@ ConnectorStats KafkaConnector::stats() const {
   s.unknown_fields = c.unknown_fields;
   s.errors += c.errors;
   s.dropped_records += c.dropped_records;
+  // on_overflow=error makes the reader wait, never lose rows: its retried
+  // pushes are not refusals.
+  s.refused_records = std::max<int64_t>(0, s.refused_records - impl_->retried_records);
   for (const auto& [tp, lag] : impl_->lags) s.lag += lag;
   return s;
 }
@@ -550,22 +572,17 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
     std::lock_guard<std::mutex> lock(impl.mu);
     impl.positions = restored;
     impl.polled = restored;
+    impl.restored = true;
     impl.rejects.clear();
     impl.pending_error.clear();
   }
   // Partitions already assigned move to the restored offsets now (the others
   // get them from the rebalance callback); those the checkpoint does not know
-  // start over from the configured start.
+  // start over from the configured start (kCommitted: the beginning).
   rd_kafka_topic_partition_list_t* assigned = nullptr;
   if (rd_kafka_assignment(impl.rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR && assigned) {
     ListPtr owned(assigned);
-    for (int i = 0; i < assigned->cnt; ++i) {
-      auto& p = assigned->elems[i];
-      auto it = restored.find({p.topic, p.partition});
-      p.offset = it != restored.end() ? it->second
-                 : impl.options.start == KafkaStart::kLatest ? RD_KAFKA_OFFSET_END
-                                                              : RD_KAFKA_OFFSET_BEGINNING;
-    }
+    impl.SetStartOffsets(assigned);  // restored: never RD_KAFKA_OFFSET_INVALID
     if (assigned->cnt > 0) {
       rd_kafka_error_t* e = rd_kafka_seek_partitions(impl.rk, assigned, 10000);
       if (e) {
@@ -575,7 +592,9 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
       }
     }
   }
-  if (!restored.empty()) impl.Commit(/*async=*/false);
+  // For monitoring only: asynchronous, so a restore never waits for the group
+  // coordinator (a synchronous commit before the group is joined takes seconds).
+  if (!restored.empty()) impl.Commit(/*async=*/true);
   if (was_running) {
     impl.stop = false;
     impl.thread = std::thread([this] { impl_->Run(); });

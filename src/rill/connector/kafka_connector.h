@@ -88,8 +88,10 @@ class KafkaConnector : public Connector {
   Result<std::string> SavePosition() const override;
   /// Resume at the offsets of `position`: buffered rows are discarded (fetched
   /// again), assigned partitions seek there, later assignments start there;
-  /// partitions the position does not name start from the configured start
-  /// (earliest unless `latest`). The offsets are committed to the group.
+  /// partitions the position does not name start from the configured start,
+  /// where kCommitted means earliest (the group's committed offsets can be
+  /// ahead of the checkpoint: rows read after it would be lost). The offsets
+  /// are committed to the group.
   Status RestorePosition(std::string_view position) override;
 
   /// The next offset to read per partition (what was buffered so far).

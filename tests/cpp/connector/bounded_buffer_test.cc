@@ -153,6 +153,18 @@ TEST(ErrorOverflow, RefusesAMultiBatchPushAsAWhole) {
   EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 5));
 }
 
+TEST(ErrorOverflow, OversizeWhenEmptyTakesAPushLargerThanTheLimitOnlyIntoAnEmptyBuffer) {
+  BoundedBuffer buffer(Records(5, OverflowPolicy::kError));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 8)}, /*oversize_when_empty=*/true));
+  EXPECT_EQ(buffer.stats().buffered_records, 8);
+  // Not empty: refused as usual, with or without the flag.
+  EXPECT_TRUE(buffer.Push({IdBatch(8, 9)}, /*oversize_when_empty=*/true).IsCapacityError());
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(0, 8));
+  EXPECT_TRUE(buffer.Push({IdBatch(8, 16)}).IsCapacityError());  // no flag: the limit holds
+  RILL_ASSERT_OK(buffer.Push({IdBatch(8, 16)}, /*oversize_when_empty=*/true));
+  EXPECT_EQ(IdValues(buffer.Drain()), IdRange(8, 16));
+}
+
 TEST(BoundedBuffer, HasRoomAgainAfterADrain) {
   for (auto policy : {OverflowPolicy::kDropOldest, OverflowPolicy::kDropNewest, OverflowPolicy::kError}) {
     SCOPED_TRACE(OverflowPolicyName(policy));

@@ -134,7 +134,8 @@ TEST(KafkaConnector, AddsMetadataColumns) {
 }
 
 // Disabled: librdkafka 2.0.2's mock cluster answers ListOffsets by timestamp
-// with no offset, so the consumer starts at the end; needs the real broker.
+// with no offset, so the consumer starts at the end; needs the real broker
+// (covered there: tests/python/test_kafka_broker.py, test_start_at_timestamp_and_latest).
 TEST(KafkaConnector, DISABLED_StartsFromATimestamp) {
   RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
   RILL_ASSERT_OK(cluster->CreateTopic("s", 1));
