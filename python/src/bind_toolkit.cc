@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,18 +49,13 @@ nb::object Optional(const std::optional<double>& v) {
 
 nb::dict QueueStatsToDict(const tk::QueueStats& s) {
   nb::dict d;
-  d["name"] = s.name;
-  d["current_size"] = s.current_size;
-  d["max_size"] = s.max_size;
-  d["total_enqueued"] = s.total_enqueued;
-  d["total_dequeued"] = s.total_dequeued;
-  d["dropped"] = s.dropped;
-  d["utilization"] = static_cast<double>(s.current_size) / static_cast<double>(s.max_size);
-  d["persistent"] = s.persistent;
-  d["on_overflow"] = s.on_overflow;
-  d["created_at"] = s.created_at;
-  d["last_enqueue_at"] = Optional(s.last_enqueue_at);
-  d["last_dequeue_at"] = Optional(s.last_dequeue_at);
+  s.ForEachField([&](const char* name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
+      d[name] = Optional(value);
+    } else {
+      d[name] = value;
+    }
+  });
   return d;
 }
 
