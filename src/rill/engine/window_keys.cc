@@ -106,7 +106,7 @@ void WindowOperator::Impl::ComputeCodes(int64_t n) {
     }
     case KeyCodes::Mode::kEncoded:
       for (int64_t r = 0; r < n; ++r) {
-        if (!in.time_valid[r] || in.times[r] < watermark_us) continue;  // late: no key
+        if (row_late[r]) continue;  // late: no key
         key_buf.clear();
         window_internal::EncodeKey(in.keys, r, &key_buf);
         row_codes[r] = codes.Intern(key_buf);

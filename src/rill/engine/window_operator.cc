@@ -413,6 +413,34 @@ void WindowOperator::Impl::AddToSession(uint64_t code, bool null, int64_t t, int
 
 // Consume ------------------------------------------------------------------------
 
+void WindowOperator::Impl::MarkLate(int64_t n) {
+  row_late.resize(n);
+  const bool by_window = spec.late_by_window && spec.kind != WindowKind::kSession;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t t = in.times[r];
+    bool is_late = !in.time_valid[r] || t < watermark_us;
+    if (is_late && by_window && in.time_valid[r]) {
+      // Late only when its newest window (the last to close) has closed.
+      is_late = FloorDiv(t, slide_us) * slide_us + size_us <= watermark_us;
+    }
+    row_late[r] = is_late ? 1 : 0;
+  }
+}
+
+std::vector<std::pair<double, double>> WindowOperator::OpenWindowsOf(double t) const {
+  const Impl& s = *impl_;
+  std::vector<std::pair<double, double>> out;
+  if (s.spec.kind == WindowKind::kSession || !std::isfinite(t)) return out;
+  const int64_t t_us = ToMicros(t);
+  if (t_us < s.watermark_us && !s.spec.late_by_window) return out;
+  for (int64_t start = FloorDiv(t_us, s.slide_us) * s.slide_us;
+       start > t_us - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
+    out.emplace_back(ToSeconds(start), ToSeconds(start + s.size_us));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                                LateRows* late) {
   Impl& s = *impl_;
@@ -459,11 +487,12 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
   }
 
   if (late) late->watermark = ToSeconds(s.watermark_us);
+  s.MarkLate(n);
   s.ComputeCodes(n);
   int64_t late_rows = 0, null_rows = 0, on_time = 0;
   for (int64_t r = 0; r < n; ++r) {
     const int64_t t = s.in.times[r];
-    if (!s.in.time_valid[r] || t < s.watermark_us) {
+    if (s.row_late[r]) {
       const bool null_time = !s.in.time_valid[r];
       (null_time ? null_rows : late_rows)++;
       if (late) {
@@ -485,8 +514,8 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
         break;
       }
       case WindowKind::kHopping:
-        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us; start > t - s.size_us;
-             start -= s.slide_us) {
+        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
+             start > t - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
           s.AddToWindow(s.FindWindow(start), start, code, null, r);
         }
         break;
@@ -627,6 +656,11 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Peek() {
     return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
   });
   return s.Build(all, all.size());
+}
+
+void WindowOperator::AdvanceWatermark(double seconds) {
+  if (!std::isfinite(seconds)) return;
+  impl_->watermark_us = std::max(impl_->watermark_us, ToMicros(seconds));
 }
 
 double WindowOperator::watermark() const { return ToSeconds(impl_->watermark_us); }

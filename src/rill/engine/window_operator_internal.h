@@ -202,6 +202,7 @@ struct WindowOperator::Impl {
   std::vector<uint32_t> pend_gids;
   std::vector<int64_t> pend_rows;
   std::string key_buf;
+  std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
   std::vector<uint64_t> row_codes;
   std::vector<uint8_t> row_nulls;
 
@@ -213,6 +214,8 @@ struct WindowOperator::Impl {
   void FreeGroup(uint32_t gid);
   void Touch(uint32_t gid, int64_t row);
   void FlushPending();
+  /// Compute row_late of the batch in `in`.
+  void MarkLate(int64_t n);
   /// Compute row_codes / row_nulls of the batch in `in`.
   void ComputeCodes(int64_t n);
   window_internal::Window& FindWindow(int64_t start);
