@@ -6,33 +6,14 @@ REST is a Python queue (over real HTTP on 127.0.0.1). `rill serve
 --queue-db` keeps queues and messages across restarts of the process."""
 
 import json
-import os
-import pathlib
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 import rills
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
-TOKEN = "shared-queues-token"
-
-
-def call(address, method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://{address}{path}", data=data, method=method,
-                                 headers={"Authorization": f"Bearer {TOKEN}",
-                                          "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+from test_toolkit_serve import RILL, TOKEN, call
 
 
 @pytest.fixture

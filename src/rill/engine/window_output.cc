@@ -48,6 +48,15 @@ std::shared_ptr<arrow::DataType> KindType(ValueKind kind) {
   return arrow::int64();
 }
 
+// Append the 8-byte value at *p (see EncodeKey) to `builder` and move past it.
+template <typename Builder>
+Status AppendEncoded(arrow::ArrayBuilder* builder, const char** p) {
+  typename Builder::value_type v;
+  std::memcpy(&v, *p, sizeof(v));
+  *p += sizeof(v);
+  return static_cast<Builder*>(builder)->Append(v);
+}
+
 }  // namespace
 
 // Appends the keys of `gids`, decoded from their encoding (see EncodeKey).
@@ -64,20 +73,12 @@ Status WindowOperator::Impl::DecodeKeys(
         continue;
       }
       switch (key_kinds[k]) {
-        case ValueKind::kInt: {
-          int64_t v;
-          std::memcpy(&v, p, 8);
-          p += 8;
-          RILL_RETURN_NOT_OK(static_cast<arrow::Int64Builder&>(builder).Append(v));
+        case ValueKind::kInt:
+          RILL_RETURN_NOT_OK(AppendEncoded<arrow::Int64Builder>(&builder, &p));
           break;
-        }
-        case ValueKind::kDouble: {
-          double v;
-          std::memcpy(&v, p, 8);
-          p += 8;
-          RILL_RETURN_NOT_OK(static_cast<arrow::DoubleBuilder&>(builder).Append(v));
+        case ValueKind::kDouble:
+          RILL_RETURN_NOT_OK(AppendEncoded<arrow::DoubleBuilder>(&builder, &p));
           break;
-        }
         case ValueKind::kString: {
           uint32_t len;
           std::memcpy(&len, p, 4);
