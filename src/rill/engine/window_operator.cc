@@ -161,6 +161,9 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
                        ? ToMicros(spec.slide_seconds)
                        : impl->size_us;
   impl->gap_us = ToMicros(spec.gap_seconds);
+  impl->use_recent = spec.kind != WindowKind::kSession &&
+                     (impl->size_us + impl->slide_us - 1) / impl->slide_us <=
+                         window_internal::kRecent - 2;
   if (spec.kind == WindowKind::kHopping) {
     impl->max_spares = static_cast<size_t>(
         std::clamp<int64_t>(impl->size_us / std::max<int64_t>(impl->slide_us, 1) + 2, 4, 64));
@@ -321,13 +324,60 @@ window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
       spare_maps.pop_back();
     } else {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      it->second.groups.reserve(expected_groups);
+      if (!use_recent) it->second.groups.reserve(expected_groups);
       it->second.gids.reserve(expected_groups);
     }
   }
   cached_start = start;
   cached_window = &it->second;  // std::map nodes are stable until erased
   return it->second;
+}
+
+void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start,
+                                       window_internal::RecentGroups& rec, uint64_t code,
+                                       int64_t row) {
+  const int64_t ordinal = start / slide_us;  // starts are multiples of slide_us
+  const int slot = static_cast<int>(ordinal & (window_internal::kRecent - 1));
+  if (rec.ordinal[slot] == ordinal) {
+    Touch(rec.gid[slot], row);
+    return;
+  }
+  const int64_t held = rec.ordinal[slot];
+  const bool conflict =
+      held != window_internal::kNoOrdinal && held * slide_us + size_us > watermark_us;
+  // The window's map holds the groups made while their slot was taken.
+  if (conflict || !w.groups.empty()) {
+    auto found = w.groups.find(code);
+    if (found != w.groups.end()) {
+      Touch(found->second, row);
+      return;
+    }
+  }
+  const uint32_t gid = NewGroup(start, start + size_us, code, false);
+  w.gids.push_back(gid);
+  if (conflict) {
+    w.groups.emplace(code, gid);
+  } else {
+    rec.ordinal[slot] = ordinal;
+    rec.gid[slot] = gid;
+  }
+  Touch(gid, row);
+}
+
+void WindowOperator::Impl::SweepRecent() {
+  if (!use_recent || recent.size() <= 2 * static_cast<size_t>(live_groups) + 4096) return;
+  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> kept;
+  kept.reserve(static_cast<size_t>(live_groups));
+  for (const auto& [code, rec] : recent) {
+    for (int i = 0; i < window_internal::kRecent; ++i) {
+      const int64_t o = rec.ordinal[i];
+      if (o != window_internal::kNoOrdinal && o * slide_us + size_us > watermark_us) {
+        kept.emplace(code, rec);
+        break;
+      }
+    }
+  }
+  recent = std::move(kept);
 }
 
 void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start,
@@ -508,12 +558,17 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
     const bool null = s.row_nulls[r] != 0;
     s.max_t_us = std::max(s.max_t_us, t);
     switch (spec.kind) {
-      case WindowKind::kTumbling: {
-        const int64_t start = FloorDiv(t, s.size_us) * s.size_us;
-        s.AddToWindow(s.FindWindow(start), start, code, null, r);
-        break;
-      }
+      case WindowKind::kTumbling:
       case WindowKind::kHopping:
+        if (s.use_recent && !null) {
+          auto& rec = s.recent[code];
+          for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
+               start > t - s.size_us && start + s.size_us > s.watermark_us;
+               start -= s.slide_us) {
+            s.AddToRecent(s.FindWindow(start), start, rec, code, r);
+          }
+          break;
+        }
         for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
              start > t - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
           s.AddToWindow(s.FindWindow(start), start, code, null, r);
@@ -609,6 +664,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
     s.FreeGroup(gid);
   }
   s.codes.MaybeSweep();
+  s.SweepRecent();
   {
     std::lock_guard<std::mutex> lock(s.stats_mu);
     s.stats.groups_emitted += static_cast<int64_t>(closing.size());
@@ -635,6 +691,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Flush() {
   s.cached_window = nullptr;
   s.sessions.clear();
   s.null_sessions.clear();
+  s.recent.clear();
   s.open_sessions = 0;
   s.close_queue = Impl::CloseQueue();
   s.dirty.clear();
@@ -682,6 +739,7 @@ int64_t WindowOperator::Impl::StateBytes() const {
     variable += static_cast<int64_t>(spare.groups.bucket_count() * (sizeof(uint64_t) + 5) +
                                      spare.gids.capacity() * sizeof(uint32_t));
   }
+  variable += static_cast<int64_t>(recent.size() * (sizeof(window_internal::RecentGroups) + 9));
   return live_groups * per_group + variable +
          static_cast<int64_t>(windows.size() + sessions.size()) * 64;
 }

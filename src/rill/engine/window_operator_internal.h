@@ -82,6 +82,21 @@ struct Window {
   std::vector<uint32_t> gids;
 };
 
+/// The groups of one key in its most recent windows, by window ordinal
+/// (start / slide) modulo kRecent: one hash probe per row finds the groups of
+/// every window the row falls in. A slot whose window is still open and is
+/// not the one looked for is a conflict; that group goes to the window's map.
+/// Slots of closed windows are stale (a closed window never takes rows again).
+constexpr int kRecent = 8;
+constexpr int64_t kNoOrdinal = INT64_MIN;
+struct RecentGroups {
+  int64_t ordinal[kRecent];
+  uint32_t gid[kRecent];
+  RecentGroups() {
+    for (int i = 0; i < kRecent; ++i) ordinal[i] = kNoOrdinal;
+  }
+};
+
 /// Turns a row's group key into a 64-bit code. With no key the code is 0;
 /// with a single integer key it is the value itself (null flagged apart), so
 /// no row builds a string; otherwise the row's encoded key (EncodeKey) is
@@ -183,6 +198,11 @@ struct WindowOperator::Impl {
   // rows mostly fall in it). Reset whenever windows are erased.
   int64_t cached_start = INT64_MIN;
   window_internal::Window* cached_window = nullptr;
+  // Tumbling / hopping with at most kRecent - 2 windows per row: recent
+  // groups by key code (see RecentGroups); swept of keys whose windows all
+  // closed once it outgrows the live groups.
+  bool use_recent = false;
+  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> recent;
   boost::unordered_flat_map<uint64_t, std::vector<window_internal::Session>> sessions;
   std::vector<window_internal::Session> null_sessions;  // of the null integer key
   int64_t open_sessions = 0;
@@ -221,6 +241,10 @@ struct WindowOperator::Impl {
   window_internal::Window& FindWindow(int64_t start);
   void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
                    int64_t row);
+  /// AddToWindow through `recent` (non-null keys with use_recent).
+  void AddToRecent(window_internal::Window& w, int64_t start,
+                   window_internal::RecentGroups& rec, uint64_t code, int64_t row);
+  void SweepRecent();
   std::vector<window_internal::Session>& SessionsOf(uint64_t code, bool null);
   void AddToSession(uint64_t code, bool null, int64_t t, int64_t row);
   void MergeGroups(uint32_t into, uint32_t from);
