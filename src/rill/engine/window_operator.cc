@@ -161,9 +161,11 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
                        ? ToMicros(spec.slide_seconds)
                        : impl->size_us;
   impl->gap_us = ToMicros(spec.gap_seconds);
-  impl->use_recent = spec.kind != WindowKind::kSession &&
-                     (impl->size_us + impl->slide_us - 1) / impl->slide_us <=
-                         window_internal::kRecent - 2;
+  // One probe of a wide entry replaces one probe per window a row falls in:
+  // worth it from three windows per row on (tumbling keeps the window maps).
+  const int64_t per_row = (impl->size_us + impl->slide_us - 1) / impl->slide_us;
+  impl->use_recent = spec.kind == WindowKind::kHopping && per_row >= 3 &&
+                     per_row <= window_internal::kRecent - 2;
   if (spec.kind == WindowKind::kHopping) {
     impl->max_spares = static_cast<size_t>(
         std::clamp<int64_t>(impl->size_us / std::max<int64_t>(impl->slide_us, 1) + 2, 4, 64));
@@ -316,8 +318,9 @@ window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
   if (start == cached_start) return *cached_window;
   auto it = windows.find(start);
   if (it == windows.end()) {
-    it = windows.emplace(start, window_internal::Window{start + size_us, {}, window_internal::kNoGroup, {}})
-             .first;
+    window_internal::Window fresh;
+    fresh.end = start + size_us;
+    it = windows.emplace(start, std::move(fresh)).first;
     if (!spare_maps.empty()) {
       it->second.groups = std::move(spare_maps.back().groups);
       it->second.gids = std::move(spare_maps.back().gids);

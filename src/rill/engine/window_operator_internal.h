@@ -1,6 +1,6 @@
-// The state of a WindowOperator (window_operator.h), shared by its two source
-// files: window_operator.cc (consuming rows, closing windows) and
-// window_output.cc (building output tables).
+// The state of a WindowOperator (window_operator.h), shared by its source
+// files: window_operator.cc (consuming rows, closing windows),
+// window_keys.cc (group keys as codes) and window_output.cc (output tables).
 #pragma once
 
 #include <cstdint>
@@ -72,9 +72,10 @@ using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
-/// An open tumbling or hopping window: its groups by key code, the group of
-/// the null key (single integer key only) and its gids in creation order (the
-/// order they are emitted and freed in, without walking the map).
+/// An open tumbling or hopping window: its groups by key code (with
+/// use_recent only those made while their RecentGroups slot was taken), the
+/// group of the null key (single integer key only) and all its gids (what is
+/// emitted and freed when it closes, without walking the map).
 struct Window {
   int64_t end = 0;
   GroupMap groups;
@@ -198,7 +199,7 @@ struct WindowOperator::Impl {
   // rows mostly fall in it). Reset whenever windows are erased.
   int64_t cached_start = INT64_MIN;
   window_internal::Window* cached_window = nullptr;
-  // Tumbling / hopping with at most kRecent - 2 windows per row: recent
+  // Hopping with 3 to kRecent - 2 windows per row: recent
   // groups by key code (see RecentGroups); swept of keys whose windows all
   // closed once it outgrows the live groups.
   bool use_recent = false;
