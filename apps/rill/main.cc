@@ -1,7 +1,8 @@
 // The `rill` binary: command-line wiring only; the work happens in librill.
 //
 //   rill demo [--duration S] [--rate N] [--interval-ms MS]   console demo
-//   rill serve [--listen ADDR] [--token T] [--metrics PATH] [PIPELINE.yaml]
+//   rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
+//              [PIPELINE.yaml]
 //   rill query [--server ADDR] [--token T] [--format table|csv|json] SQL
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,11 @@ int main(int argc, char** argv) {
                         "disables auth, allowed on loopback only)");
   CLI::Option* metrics_opt = serve->add_option(
       "--metrics", metrics_path, "Metrics database file (default rill_metrics.db; :memory:)");
+  std::string queue_db;
+  CLI::Option* queue_db_opt = serve->add_option(
+      "--queue-db", queue_db,
+      "SQLite file the queues of /api/v1/queues persist in, across restarts (default: the "
+      "file's server.queue_db, else in memory)");
   serve->add_flag("--allow-private-webhooks", serve_options.allow_private_webhooks,
                   "Let webhooks reach loopback and private addresses (local receivers)");
   serve->add_option("--duration", serve_options.duration_s,
@@ -100,6 +106,7 @@ int main(int argc, char** argv) {
     if (listen_opt->count() > 0) serve_options.listen = listen;
     if (token_opt->count() > 0) serve_options.token = token;
     if (metrics_opt->count() > 0) serve_options.metrics_path = metrics_path;
+    if (queue_db_opt->count() > 0) serve_options.queue_db = queue_db;
     return rill::app::RunServe(serve_options);
   }
   if (query->parsed()) {

@@ -102,7 +102,10 @@ Status Parser::ParseMetrics(const At& at, Pipeline* p) const {
 }
 
 Status Parser::ParseServer(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"listen", "token", "allow_private_webhooks"}));
+  RILL_RETURN_NOT_OK(Keys(at, {"listen", "token", "allow_private_webhooks", "queue_db"}));
+  if (Has(at, "queue_db")) {
+    RILL_ASSIGN_OR_RAISE(p->server.queue_db, Str(Child(at, "queue_db")));
+  }
   if (Has(at, "listen")) {
     RILL_ASSIGN_OR_RAISE(p->server.listen, Str(Child(at, "listen")));
   }

@@ -5,7 +5,8 @@
 //   engine:      trigger_interval_ms, memory_budget_mb, max_reject_rows
 //   metrics:     path, flush_interval_seconds, telemetry_retention_seconds,
 //                alert_retention_seconds
-//   server:      listen, token, allow_private_webhooks   (flags override)
+//   server:      listen, token, allow_private_webhooks, queue_db (flags
+//                override)
 //   tables:      - name, columns (a list of {name, type, nullable} or a map
 //                  name: type), primary_key ("a" / "a,b" / [a, b]),
 //                  mode (snapshot | append), retention {max_rows,
@@ -122,6 +123,8 @@ struct PipelineServerSettings {
   std::optional<std::string> listen;
   std::optional<std::string> token;
   std::optional<bool> allow_private_webhooks;
+  /// SQLite file persisting the toolkit's queues (/api/v1/queues).
+  std::optional<std::string> queue_db;
 };
 
 /// A parsed pipeline file.

@@ -138,6 +138,33 @@ class Parser {
     return Status::OK();
   }
 
+  /// Walk an aggregation list: a map {key: value} (on_entry(where, key, value)
+  /// per entry) or a list of {column, function} (on_item(item, column,
+  /// function) per item); anything else is an error naming `map_form`.
+  template <typename OnEntry, typename OnItem>
+  Status ForEachAggregation(const At& aggs, const char* map_form, OnEntry&& on_entry,
+                            OnItem&& on_item) const {
+    if (aggs.node.IsMap()) {
+      for (const auto& kv : aggs.node) {
+        At where{kv.second, aggs.path + "." + kv.first.Scalar()};
+        RILL_ASSIGN_OR_RAISE(std::string value, Str(where));
+        RILL_RETURN_NOT_OK(on_entry(where, kv.first.Scalar(), value));
+      }
+      return Status::OK();
+    }
+    if (aggs.node.IsSequence()) {
+      for (size_t i = 0; i < aggs.node.size(); ++i) {
+        At item = Item(aggs, i);
+        RILL_RETURN_NOT_OK(Keys(item, {"column", "function"}));
+        RILL_ASSIGN_OR_RAISE(std::string column, RequiredStr(item, "column"));
+        RILL_ASSIGN_OR_RAISE(std::string fn, RequiredStr(item, "function"));
+        RILL_RETURN_NOT_OK(on_item(item, column, fn));
+      }
+      return Status::OK();
+    }
+    return Error(aggs, "expected ", map_form, " or a list of {column, function}");
+  }
+
   Status ParseEngine(const At& at, Pipeline* p) const;
   Status ParseMetrics(const At& at, Pipeline* p) const;
   Status ParseServer(const At& at, Pipeline* p) const;

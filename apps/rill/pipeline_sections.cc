@@ -197,23 +197,14 @@ Status Parser::ParseJoin(const At& at, JoinTaskSpec* spec) const {
       o.aggregations.emplace_back(column, *parsed);
       return Status::OK();
     };
-    if (aggs.node.IsMap()) {
-      for (const auto& kv : aggs.node) {
-        At where{kv.second, aggs.path + "." + kv.first.Scalar()};
-        RILL_ASSIGN_OR_RAISE(std::string fn, Str(where));
-        RILL_RETURN_NOT_OK(add(where, kv.first.Scalar(), fn));
-      }
-    } else if (aggs.node.IsSequence()) {
-      for (size_t i = 0; i < aggs.node.size(); ++i) {
-        At item = Item(aggs, i);
-        RILL_RETURN_NOT_OK(Keys(item, {"column", "function"}));
-        RILL_ASSIGN_OR_RAISE(std::string column, RequiredStr(item, "column"));
-        RILL_ASSIGN_OR_RAISE(std::string fn, RequiredStr(item, "function"));
-        RILL_RETURN_NOT_OK(add(Child(item, "function"), column, fn));
-      }
-    } else {
-      return Error(aggs, "expected {column: function} or a list of {column, function}");
-    }
+    RILL_RETURN_NOT_OK(ForEachAggregation(
+        aggs, "{column: function}",
+        [&](const At& where, const std::string& column, const std::string& fn) {
+          return add(where, column, fn);
+        },
+        [&](const At& item, const std::string& column, const std::string& fn) {
+          return add(Child(item, "function"), column, fn);
+        }));
   }
   if (Has(at, "incremental")) {
     RILL_ASSIGN_OR_RAISE(o.incremental, Bool(Child(at, "incremental")));

@@ -50,28 +50,16 @@ Status Parser::ParseWindowAggregations(const At& aggs, WindowSpec* spec) const {
     spec->aggregations.push_back(std::move(*parsed));
     return Status::OK();
   };
-  if (aggs.node.IsMap()) {
-    for (const auto& kv : aggs.node) {
-      At where{kv.second, aggs.path + "." + kv.first.Scalar()};
-      RILL_ASSIGN_OR_RAISE(std::string expression, Str(where));
-      RILL_RETURN_NOT_OK(add(where, kv.first.Scalar(), expression));
-    }
-  } else if (aggs.node.IsSequence()) {
-    // [{column, function}] as rills.WindowTask's (column, function) pairs.
-    for (size_t i = 0; i < aggs.node.size(); ++i) {
-      At item = Item(aggs, i);
-      RILL_RETURN_NOT_OK(Keys(item, {"column", "function"}));
-      RILL_ASSIGN_OR_RAISE(std::string column, RequiredStr(item, "column"));
-      RILL_ASSIGN_OR_RAISE(std::string fn, RequiredStr(item, "function"));
-      if (column == "*") {
-        RILL_RETURN_NOT_OK(add(item, fn, fn + "(*)"));
-      } else {
-        RILL_RETURN_NOT_OK(add(item, column + "_" + fn, fn + "(" + Quoted(column) + ")"));
-      }
-    }
-  } else {
-    return Error(aggs, "expected {output: expression} or a list of {column, function}");
-  }
+  // [{column, function}] as rills.WindowTask's (column, function) pairs.
+  RILL_RETURN_NOT_OK(ForEachAggregation(
+      aggs, "{output: expression}",
+      [&](const At& where, const std::string& output, const std::string& expression) {
+        return add(where, output, expression);
+      },
+      [&](const At& item, const std::string& column, const std::string& fn) {
+        if (column == "*") return add(item, fn, fn + "(*)");
+        return add(item, column + "_" + fn, fn + "(" + Quoted(column) + ")");
+      }));
   if (spec->aggregations.empty()) return Error(aggs, "a window needs at least one aggregation");
   return Status::OK();
 }

@@ -13,6 +13,7 @@
 
 #if __has_include("rill/server/server.h")
 #include "rill/server/server.h"
+#include "rill/toolkit/toolkit.h"
 #define RILL_HAVE_SERVER 1
 #else
 #define RILL_HAVE_SERVER 0
@@ -66,12 +67,16 @@ struct Running {
 /// Start the network server (the one call that needs server.h) and print
 /// the address, token and dashboard URL.
 Status StartServer(Running* run, const std::string& listen,
-                   const std::optional<std::string>& token, bool allow_private_webhooks) {
+                   const std::optional<std::string>& token, bool allow_private_webhooks,
+                   const std::string& queue_db) {
 #if RILL_HAVE_SERVER
   server::ServerOptions options;
   options.listen = listen;
   options.token = token;
   options.allow_private_webhooks = allow_private_webhooks;
+  toolkit::ToolkitOptions toolkit_options;
+  toolkit_options.queue_db = queue_db;
+  RILL_ASSIGN_OR_RAISE(options.toolkit, toolkit::Toolkit::Make(std::move(toolkit_options)));
   RILL_ASSIGN_OR_RAISE(run->server,
                        server::Server::Make(run->engine.get(), run->metrics.get(), options));
   RILL_RETURN_NOT_OK(run->server->Start());
@@ -80,12 +85,14 @@ Status StartServer(Running* run, const std::string& listen,
               run->server->token().empty() ? "(none: authentication disabled on loopback)"
                                            : run->server->token().c_str());
   std::printf("  dashboard: %s\n", run->server->dashboard_url().c_str());
+  if (!queue_db.empty()) std::printf("  queues:    %s\n", queue_db.c_str());
   std::printf("  query:     rill query --server %s --token <token> \"SELECT 1\"\n",
               run->server->address().c_str());
 #else
   (void)run;
   (void)token;
   (void)allow_private_webhooks;
+  (void)queue_db;
   std::printf("rill serve: this build has no network server; running the pipeline only "
               "(requested address %s)\n",
               listen.c_str());
@@ -125,7 +132,8 @@ Status Serve(const ServeOptions& options, Running* run) {
                 pipeline.sql_tasks.size() + pipeline.join_tasks.size(), pipeline.kpis.size(),
                 pipeline.rules.size(), metrics_options.path.c_str());
   }
-  RILL_RETURN_NOT_OK(StartServer(run, listen, token, allow_private));
+  const std::string queue_db = options.queue_db.value_or(pipeline.server.queue_db.value_or(""));
+  RILL_RETURN_NOT_OK(StartServer(run, listen, token, allow_private, queue_db));
 
   const auto start = std::chrono::steady_clock::now();
   while (!g_stop.load()) {

@@ -1,4 +1,5 @@
-// `rill serve [--listen ADDR] [--token T] [--metrics PATH] [pipeline.yaml]`:
+// `rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
+// [pipeline.yaml]`:
 // run an engine, its metrics store, the declared pipeline and the network
 // server until SIGINT / SIGTERM.
 #pragma once
@@ -18,6 +19,9 @@ struct ServeOptions {
   std::optional<std::string> token;
   /// Override the pipeline's `metrics.path` (default rill_metrics.db).
   std::optional<std::string> metrics_path;
+  /// Override the pipeline's `server.queue_db`: the SQLite file (WAL) the
+  /// queues of /api/v1/queues persist in; unset and absent there: in memory.
+  std::optional<std::string> queue_db;
   /// Lift the webhook SSRF guard for local receivers.
   bool allow_private_webhooks = false;
   /// Seconds to run; 0 runs until a signal (tests use a duration).

@@ -49,6 +49,15 @@ def wants_server(engine: Any) -> bool:
             or engine._quack_token_arg is not None)
 
 
+def toolkit(engine: Any) -> Any:
+    """The engine's toolkit (_core.Toolkit: queues and analytics), made on first
+    use; its server serves it, and engine.queue_manager is over it."""
+    kit = getattr(engine, "_toolkit", None)
+    if kit is None:
+        kit = engine._toolkit = _core.Toolkit()
+    return kit
+
+
 def start_server(engine: Any) -> None:
     """Serve `engine` if it was given a quack address, port or token; print the
     address, the token and the dashboard URL once."""
@@ -59,7 +68,8 @@ def start_server(engine: Any) -> None:
     # A restart reuses the bound address (port 0 picks a port once).
     listen = engine._quack_bound or listen_address(engine._quack_listen, engine._quack_port)
     info = _core.serve(engine._core, listen, engine._quack_token_arg,
-                       getattr(engine, "_allow_private_webhooks", False))
+                       getattr(engine, "_allow_private_webhooks", False),
+                       toolkit=toolkit(engine))
     engine._quack_bound = info["address"]
     engine.quack_address = "quack:" + info["address"]
     engine.quack_token = info["token"]

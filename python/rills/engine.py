@@ -585,6 +585,15 @@ class RillEngine:
         """Run one tick now on the calling thread; return its latency in milliseconds."""
         return self._core.step() * 1000.0
 
+    @property
+    def queue_manager(self):
+        """The QueueManager of this engine's queues: the ones its server serves at
+        /api/v1/queues (a queue created on either side is seen by both)."""
+        from .queue.queue_manager import QueueManager
+        if getattr(self, "_queue_manager", None) is None:
+            self._queue_manager = QueueManager(_toolkit=_quack.toolkit(self))
+        return self._queue_manager
+
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
         """Start the background loop (no-op if running) and the network server when
         a quack address, port or token was given (host from quack_address, else

@@ -147,6 +147,8 @@ class RillEngine:
         """Remove an alert rule (KeyError if unknown)."""
     def step(self) -> float:
         """Run one tick now; return its latency in milliseconds."""
+    @property
+    def queue_manager(self) -> Any: ...
     def start(self, quack_port: Optional[int] = None, quack_token: Optional[str] = None) -> None:
         """Start the background loop."""
     def stop(self, timeout: float = 2.0) -> None:

@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bind_common.h"
+#include "bind_toolkit.h"
 #include "py_status.h"
 #include "rill/server/server.h"
 
@@ -35,7 +36,7 @@ nb::dict Describe(const Server& server) {
 nb::dict Serve(nb::handle core, const std::string& listen, std::optional<std::string> token,
                bool allow_private_webhooks, std::optional<double> query_timeout_seconds,
                std::optional<double> idle_timeout_seconds,
-               std::optional<int64_t> max_connections) {
+               std::optional<int64_t> max_connections, PyToolkit* toolkit) {
   EngineAccess access = AccessEngine(core);
   rill::server::ServerOptions options;
   options.listen = listen;
@@ -45,6 +46,8 @@ nb::dict Serve(nb::handle core, const std::string& listen, std::optional<std::st
   if (query_timeout_seconds) options.query_timeout_seconds = *query_timeout_seconds;
   if (idle_timeout_seconds) options.idle_timeout_seconds = *idle_timeout_seconds;
   if (max_connections) options.max_connections = *max_connections;
+  // The toolkit Python's queues live in (engine.queue_manager), so both see one set.
+  if (toolkit != nullptr) options.toolkit = toolkit->toolkit;
   std::shared_ptr<Server> server;
   rill::Status status;
   {
@@ -86,10 +89,11 @@ void BindServer(nb::module_& m) {
         nb::arg("allow_private_webhooks") = false, nb::kw_only(),
         nb::arg("query_timeout_seconds").none() = nb::none(),
         nb::arg("idle_timeout_seconds").none() = nb::none(),
-        nb::arg("max_connections").none() = nb::none(),
+        nb::arg("max_connections").none() = nb::none(), nb::arg("toolkit").none() = nb::none(),
         "Serve the engine on `listen` (HOST:PORT or quack:HOST:PORT); token None "
         "generates one, \"\" disables auth (loopback only); the limits default to "
-        "ServerOptions'. Returns {address, token, "
+        "ServerOptions'; `toolkit` (a Toolkit) is served under /api/v1/queues and "
+        "/api/v1/analytics instead of a new one. Returns {address, token, "
         "dashboard_url}. Raises OSError when the address is taken, ValueError for a bad "
         "address or an unauthenticated non-loopback address.");
   m.def("stop_serving", &StopServing, nb::arg("engine"),

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,10 +18,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "bind_common.h"
+#include "bind_toolkit.h"
 #include "py_status.h"
 #include "rill/toolkit/message_queue.h"
 #include "rill/toolkit/queue_store.h"
 #include "rill/toolkit/stream_analytics.h"
+#include "rill/toolkit/toolkit.h"
 
 namespace rills {
 namespace {
@@ -32,10 +35,12 @@ struct PyQueueStore {
   std::shared_ptr<tk::QueueStore> store;
 };
 
-/// A queue plus the store it writes to (kept alive as long as the queue).
+/// A queue plus the store it writes to, or the toolkit whose manager owns it
+/// (kept alive as long as the queue).
 struct PyMessageQueue {
   std::shared_ptr<tk::QueueStore> store;
   std::shared_ptr<tk::MessageQueue> queue;
+  std::shared_ptr<tk::Toolkit> owner;
 };
 
 struct PyStreamAnalytics {
@@ -48,18 +53,13 @@ nb::object Optional(const std::optional<double>& v) {
 
 nb::dict QueueStatsToDict(const tk::QueueStats& s) {
   nb::dict d;
-  d["name"] = s.name;
-  d["current_size"] = s.current_size;
-  d["max_size"] = s.max_size;
-  d["total_enqueued"] = s.total_enqueued;
-  d["total_dequeued"] = s.total_dequeued;
-  d["dropped"] = s.dropped;
-  d["utilization"] = static_cast<double>(s.current_size) / static_cast<double>(s.max_size);
-  d["persistent"] = s.persistent;
-  d["on_overflow"] = s.on_overflow;
-  d["created_at"] = s.created_at;
-  d["last_enqueue_at"] = Optional(s.last_enqueue_at);
-  d["last_dequeue_at"] = Optional(s.last_dequeue_at);
+  s.ForEachField([&](const char* name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
+      d[name] = Optional(value);
+    } else {
+      d[name] = value;
+    }
+  });
   return d;
 }
 
@@ -149,6 +149,43 @@ void BindQueue(nb::module_& m) {
       .def("stats", [](PyMessageQueue& q) { return QueueStatsToDict(q.queue->stats()); });
 }
 
+void BindSharedToolkit(nb::module_& m) {
+  nb::class_<PyToolkit>(m, "Toolkit")
+      .def("__init__",
+           [](PyToolkit* self, const std::string& queue_db) {
+             tk::ToolkitOptions options;
+             options.queue_db = queue_db;
+             new (self) PyToolkit{ValueOrRaise(tk::Toolkit::Make(std::move(options)))};
+           },
+           nb::arg("queue_db") = "")
+      .def("create_queue",
+           [](PyToolkit& t, const std::string& name, int64_t max_size,
+              const std::string& on_overflow) {
+             tk::QueueOptions options;
+             options.name = name;
+             options.max_size = max_size;
+             options.on_overflow = ValueOrRaise(tk::ParseQueueOverflow(on_overflow));
+             auto queue = ValueOrRaise(t.toolkit->queues->CreateQueue(std::move(options)));
+             return PyMessageQueue{nullptr, std::move(queue), t.toolkit};
+           },
+           nb::arg("name"), nb::arg("max_size"), nb::arg("on_overflow"))
+      .def("get_queue",
+           [](PyToolkit& t, const std::string& name) -> std::optional<PyMessageQueue> {
+             auto queue = t.toolkit->queues->GetQueue(name);
+             if (!queue.ok()) return std::nullopt;
+             return PyMessageQueue{nullptr, std::move(*queue), t.toolkit};
+           })
+      .def("delete_queue",
+           [](PyToolkit& t, const std::string& name) {
+             auto status = t.toolkit->queues->DeleteQueue(name);
+             if (status.IsKeyError()) return false;
+             ThrowIfError(status);
+             return true;
+           })
+      .def("list_queues", [](PyToolkit& t) { return t.toolkit->queues->ListQueues(); })
+      .def_prop_ro("persistent", [](PyToolkit& t) { return t.toolkit->queues->persistent(); });
+}
+
 void BindAnalytics(nb::module_& m) {
   nb::class_<PyStreamAnalytics>(m, "StreamAnalytics")
       .def("__init__",
@@ -186,6 +223,7 @@ void BindAnalytics(nb::module_& m) {
 
 void BindToolkit(nb::module_& m) {
   BindQueue(m);
+  BindSharedToolkit(m);
   BindAnalytics(m);
 }
 

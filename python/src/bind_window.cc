@@ -1,19 +1,24 @@
 // Bindings of event-time windows: rill::WindowTask (added to an engine) and
 // rill::WindowOperator (a standalone window state machine used by the
 // rills.windowing toolkit).
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <arrow/array.h>
+#include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bind_common.h"
@@ -68,6 +73,43 @@ nb::dict WindowStatsToDict(const rill::WindowStats& s) {
 /// Owns a standalone operator (nanobind constructs objects in place).
 struct PyWindowOperator {
   std::unique_ptr<rill::WindowOperator> op;
+};
+
+/// The event-time core of rills.windowing's TumblingWindow / SlidingWindow: a
+/// count(*) window operator over one float64 time column with window-based
+/// lateness; Python keeps the events of each window.
+struct PyEventWindows {
+  std::unique_ptr<rill::WindowOperator> op;
+  std::shared_ptr<arrow::Schema> schema;
+  arrow::DoubleBuilder times{};
+
+  /// Add an event at `t`: the [start, end) windows it joined, or None if late.
+  nb::object Add(double t) {
+    auto windows = op->OpenWindowsOf(t);
+    ThrowIfError(times.Append(t));
+    std::shared_ptr<arrow::Array> array;
+    ThrowIfError(times.Finish(&array));
+    rill::LateRows late;
+    ThrowIfError(op->Consume(arrow::RecordBatch::Make(schema, 1, {array}), 0, &late));
+    if (!late.rows.empty()) return nb::none();
+    return nb::cast(windows);
+  }
+
+  /// Close the windows the watermark passed: [(start, end, count)], oldest first.
+  std::vector<std::tuple<double, double, int64_t>> Close() {
+    auto table = ValueOrRaise(op->Emit(0));
+    ThrowIfError(table->Validate());
+    std::vector<std::tuple<double, double, int64_t>> out;
+    auto combined = ValueOrRaise(table->CombineChunksToBatch());
+    const auto& start = static_cast<const arrow::DoubleArray&>(*combined->column(0));
+    const auto& end = static_cast<const arrow::DoubleArray&>(*combined->column(1));
+    const auto& count = static_cast<const arrow::Int64Array&>(*combined->column(2));
+    for (int64_t i = 0; i < combined->num_rows(); ++i) {
+      out.emplace_back(start.Value(i), end.Value(i), count.Value(i));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 };
 
 template <typename F>
@@ -132,6 +174,33 @@ void BindWindow(nb::module_& m) {
     rill::Engine& e = CoreEngine(engine);
     ThrowIfError(NoGil([&] { return e.RemoveWindowTask(name); }));
   });
+
+  nb::class_<PyEventWindows>(m, "EventWindows")
+      .def("__init__",
+           [](PyEventWindows* self, double size_seconds, double slide_seconds) {
+             rill::WindowSpec spec;
+             spec.kind = slide_seconds == size_seconds ? rill::WindowKind::kTumbling
+                                                       : rill::WindowKind::kHopping;
+             spec.time_column = "timestamp";
+             spec.size_seconds = size_seconds;
+             spec.slide_seconds = slide_seconds;
+             spec.aggregations.push_back(
+                 ValueOrRaise(rill::ParseWindowAggregation("count", "count(*)")));
+             spec.late_by_window = true;
+             ThrowIfError(spec.Validate());
+             auto schema = arrow::schema({arrow::field("timestamp", arrow::float64())});
+             new (self) PyEventWindows{
+                 ValueOrRaise(rill::WindowOperator::Make(spec, schema, nullptr)), schema};
+           },
+           nb::arg("size_seconds"), nb::arg("slide_seconds"))
+      .def("add", &PyEventWindows::Add, nb::arg("timestamp"))
+      .def("close", &PyEventWindows::Close)
+      .def("advance",
+           [](PyEventWindows& self, double watermark) { self.op->AdvanceWatermark(watermark); },
+           nb::arg("watermark"))
+      .def_prop_ro("watermark", [](const PyEventWindows& self) { return self.op->watermark(); })
+      .def("stats",
+           [](const PyEventWindows& self) { return WindowStatsToDict(self.op->stats()); });
 
   // A standalone operator (no engine, no DuckDB aggregations).
   nb::class_<PyWindowOperator>(m, "WindowOperator")

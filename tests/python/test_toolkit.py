@@ -221,6 +221,88 @@ def test_sliding_window_matches_a_reference(seed):
     assert w.get_current_window()["start"] == current
 
 
+def _reference_windows(events, size, slide, closes=()):
+    """Plain-Python model of the windowing rule: the watermark is the latest
+    event time (or a close_expired time); an event joins its windows whose end
+    is past the watermark, and is late when there are none; windows close once
+    the watermark reaches their end. `closes` maps event index -> close time
+    applied after that event. Returns (closed {start: values}, late values)."""
+    watermark = -math.inf
+    open_, closed, late = {}, {}, []
+
+    def close():
+        for s in sorted(open_):
+            if s + size <= watermark:
+                closed[s] = open_.pop(s)
+
+    for i, e in enumerate(events):
+        t = e["timestamp"]
+        starts = []
+        s = math.floor(t / slide) * slide
+        while s > t - size:
+            if s + size > watermark:
+                starts.append(s)
+            s -= slide
+        if not starts:
+            late.append(e["value"])
+        else:
+            for s in starts:
+                open_.setdefault(float(s), []).append(e["value"])
+            watermark = max(watermark, t)
+        close()
+        if i in closes:
+            watermark = max(watermark, closes[i])
+            close()
+    return closed, late
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("size,slide", [(10, 10), (30, 10), (10, 4)])
+def test_windows_with_out_of_order_events_match_a_reference(seed, size, slide):
+    rng = random.Random(seed)
+    events, t = [], 1000.0
+    for _ in range(300):
+        t += rng.uniform(0, 1)
+        back = rng.choice([0, 0, 0, rng.uniform(0, 8), rng.uniform(0, 40)])
+        events.append({"timestamp": round(t - back, 3), "value": rng.randint(1, 100)})
+    closes = {i: events[i]["timestamp"] + rng.uniform(0, 15) for i in rng.sample(range(300), 5)}
+    w = TumblingWindow(duration=size) if size == slide else SlidingWindow(size=size, slide=slide)
+    for i, e in enumerate(events):
+        w.add_event(e)
+        if i in closes:
+            w.close_expired(closes[i])
+    want_closed, want_late = _reference_windows(events, size, slide, closes)
+    got = {c["start"]: [e["value"] for e in c["events"]] for c in w.get_closed_windows()}
+    assert got == want_closed
+    assert [e["value"] for e in w.late] == want_late and w.late_events == len(want_late)
+    assert w.total_events == len(events)
+    # Every on-time event is in all of its windows still open or closed.
+    kept = sum(len(v) for v in got.values()) + sum(o["count"] for o in w.get_open_windows())
+    assert kept == sum(len(v) for v in want_closed.values()) + sum(
+        len(v) for v in _reference_open(events, size, slide, closes))
+
+
+def _reference_open(events, size, slide, closes):
+    watermark = -math.inf
+    open_ = {}
+    for i, e in enumerate(events):
+        t = e["timestamp"]
+        s = math.floor(t / slide) * slide
+        joined = False
+        while s > t - size:
+            if s + size > watermark:
+                open_.setdefault(s, []).append(e["value"])
+                joined = True
+            s -= slide
+        if joined:
+            watermark = max(watermark, t)
+        if i in closes:
+            watermark = max(watermark, closes[i])
+        for s in [s for s in open_ if s + size <= watermark]:
+            del open_[s]
+    return list(open_.values())
+
+
 def test_late_events_are_counted_and_kept():
     w = TumblingWindow(duration=10)
     w.add_event({"timestamp": 5, "value": 1})

@@ -65,6 +65,21 @@ class MessageQueue:
         self._objects: Optional[Dict[str, Any]] = None if store is not None else {}
         self._tokens = itertools.count()
 
+    @classmethod
+    def _over(cls, core: Any) -> "MessageQueue":
+        """Wrap a queue of a shared C++ QueueManager (engine.queue_manager): bodies
+        are JSON text, so the server's /api/v1/queues reads the same messages."""
+        stats = core.stats()
+        queue = cls.__new__(cls)
+        queue.name = stats["name"]
+        queue.max_size = int(stats["max_size"])
+        queue.on_overflow = stats["on_overflow"]
+        queue._store = None
+        queue._core = core
+        queue._objects = None
+        queue._tokens = itertools.count()
+        return queue
+
     # Bodies ------------------------------------------------------------------------
 
     def _encode(self, messages: List[Any]) -> List[str]:

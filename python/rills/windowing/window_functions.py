@@ -1,12 +1,13 @@
 """Base windowing: a Window (start, end, events) and the shared event-time logic.
 
 Events are dicts with a 'timestamp' (unix seconds; a missing timestamp means
-"now"). Windows are aligned to multiples of their slide, [start, end). A window
-closes when an event at or after its end arrives (event time), or by
-`close_expired(now)`. Late events (for windows already closed) are counted in
-`late_events` and kept in `late` - never silently dropped. The engine-level
-equivalent, with watermarks, lateness and C++ aggregates, is
-rills.WindowTask.
+"now"). Windows are aligned to multiples of their slide, [start, end). The
+window logic is the engine's C++ window operator (the one behind
+rills.WindowTask): the watermark is the latest event time (or the time given
+to `close_expired(now)`), and a window closes once the watermark reaches its
+end. An event joins those of its windows still open; one whose windows have
+all closed is late: counted in `late_events` and kept in `late` - never
+silently dropped. Python keeps only each open window's events.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import math
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
+
+from .. import _core
 
 __all__ = ["Window", "WindowBase"]
 
@@ -55,22 +58,16 @@ class WindowBase:
         self.slide = float(slide)
         self.max_closed = int(max_closed)
         self._lock = threading.Lock()
+        # Event time, the watermark, lateness and closing are the C++ window
+        # operator's (rill::WindowOperator, as in rills.WindowTask); Python
+        # keeps each open window's events.
+        self._core = _core.EventWindows(self.size, self.slide)
         self._open: Dict[float, Window] = {}
         self._closed: List[Window] = []
         self.late: List[Dict[str, Any]] = []
         self.late_events = 0
         self.total_events = 0
         self._max_ts = -math.inf
-        self._closed_until = -math.inf
-
-    def _starts(self, ts: float) -> List[float]:
-        last = math.floor(ts / self.slide) * self.slide
-        starts = []
-        s = last
-        while s > ts - self.size:
-            starts.append(s)
-            s -= self.slide
-        return starts
 
     def add_event(self, event: Dict[str, Any]) -> List[Window]:
         """Add an event; return the windows this closed."""
@@ -80,26 +77,26 @@ class WindowBase:
         ts = time.time() if ts is None else float(ts)
         with self._lock:
             self.total_events += 1
-            starts = [s for s in self._starts(ts) if s + self.size > self._closed_until]
-            if not starts and self._starts(ts):
+            joined = self._core.add(ts)
+            if joined is None:  # every window of `ts` has closed
                 self.late_events += 1
                 self.late.append(event)
                 return []
-            for s in starts:
-                w = self._open.get(s)
+            for start, end in joined:
+                w = self._open.get(start)
                 if w is None:
-                    w = self._open[s] = Window(s, s + self.size)
+                    w = self._open[start] = Window(start, end)
                 w.events.append(event)
             self._max_ts = max(self._max_ts, ts)
-            return self._close_until(self._max_ts)
+            return self._close(self._core.close())
 
-    def _close_until(self, ts: float) -> List[Window]:
-        closed = [w for s, w in sorted(self._open.items()) if w.end <= ts]
-        for w in closed:
-            del self._open[w.start]
+    def _close(self, ended) -> List[Window]:
+        closed = []
+        for start, _end, _count in ended:
+            w = self._open.pop(start)
             w.closed = True
+            closed.append(w)
             self._closed.append(w)
-            self._closed_until = max(self._closed_until, w.end)
         if len(self._closed) > self.max_closed:
             del self._closed[: len(self._closed) - self.max_closed]
         return closed
@@ -107,7 +104,8 @@ class WindowBase:
     def close_expired(self, now: Optional[float] = None) -> List[Window]:
         """Close the windows whose end is <= now (processing time; default time.time())."""
         with self._lock:
-            return self._close_until(time.time() if now is None else now)
+            self._core.advance(time.time() if now is None else float(now))
+            return self._close(self._core.close())
 
     def get_closed_windows(self, clear: bool = False) -> List[Dict[str, Any]]:
         """The closed windows (oldest first) as dicts; `clear` forgets them."""

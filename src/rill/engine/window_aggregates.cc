@@ -61,16 +61,19 @@ struct Traits<std::string> {
   }
 };
 
-template <typename T, typename F>
+// Build the values of `gids`: value(g) where has(g), null elsewhere.
+template <typename T, typename H, typename F>
 Result<std::shared_ptr<arrow::Array>> BuildArray(const std::vector<uint32_t>& gids,
-                                                 const std::vector<uint8_t>& has, F&& value) {
-  typename Traits<T>::Builder builder;
+                                                 arrow::MemoryPool* pool, H&& has, F&& value) {
+  typename Traits<T>::Builder builder(pool);
   RILL_RETURN_NOT_OK(builder.Reserve(static_cast<int64_t>(gids.size())));
   for (uint32_t g : gids) {
-    if (has[g]) {
-      RILL_RETURN_NOT_OK(builder.Append(value(g)));
+    if constexpr (std::is_same_v<T, std::string>) {
+      RILL_RETURN_NOT_OK(has(g) ? builder.Append(value(g)) : builder.AppendNull());
+    } else if (has(g)) {
+      builder.UnsafeAppend(value(g));
     } else {
-      RILL_RETURN_NOT_OK(builder.AppendNull());
+      builder.UnsafeAppendNull();
     }
   }
   std::shared_ptr<arrow::Array> out;
@@ -92,8 +95,9 @@ class CountState : public AggState {
     for (size_t i = 0; i < n; ++i) n_[gids[i]] += in->IsValid(rows[i]) ? 1 : 0;
   }
   void Merge(uint32_t into, uint32_t from) override { n_[into] += n_[from]; }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    arrow::Int64Builder b;
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    arrow::Int64Builder b(pool);
     RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
     for (uint32_t g : gids) b.UnsafeAppend(n_[g]);
     std::shared_ptr<arrow::Array> out;
@@ -132,13 +136,14 @@ class SumState : public AggState {
     sum_[into] += sum_[from];
     nn_[into] += nn_[from];
   }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    std::vector<uint8_t> has(nn_.size());
-    for (uint32_t g : gids) has[g] = nn_[g] > 0;
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    auto has = [&](uint32_t g) { return nn_[g] > 0; };
     if constexpr (kAvg) {
-      return BuildArray<double>(gids, has, [&](uint32_t g) { return sum_[g] / nn_[g]; });
+      return BuildArray<double>(gids, pool, has,
+                                [&](uint32_t g) { return sum_[g] / nn_[g]; });
     } else {
-      return BuildArray<T>(gids, has, [&](uint32_t g) { return sum_[g]; });
+      return BuildArray<T>(gids, pool, has, [&](uint32_t g) { return sum_[g]; });
     }
   }
   int64_t variable_bytes() const override { return 0; }
@@ -172,8 +177,10 @@ class MinMaxState : public AggState {
     if (has_[from]) Offer(into, v_[from]);
     Reset(from);
   }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    return BuildArray<T>(gids, has_, [&](uint32_t g) -> const T& { return v_[g]; });
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    return BuildArray<T>(gids, pool, [&](uint32_t g) { return has_[g] != 0; },
+                         [&](uint32_t g) -> const T& { return v_[g]; });
   }
   int64_t variable_bytes() const override { return bytes_; }
   int64_t slot_bytes() const override { return sizeof(T) + 1; }
@@ -230,8 +237,10 @@ class FirstLastState : public AggState {
     if (has_[from]) Offer(into, v_[from], t_[from], seq_[from]);
     Reset(from);
   }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    return BuildArray<T>(gids, has_, [&](uint32_t g) -> const T& { return v_[g]; });
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    return BuildArray<T>(gids, pool, [&](uint32_t g) { return has_[g] != 0; },
+                         [&](uint32_t g) -> const T& { return v_[g]; });
   }
   int64_t variable_bytes() const override { return bytes_; }
   int64_t slot_bytes() const override { return sizeof(T) + 17; }
@@ -293,8 +302,9 @@ class DistinctState : public AggState {
     bytes_ += Bytes(*sets_[into]);
     Reset(from);
   }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    arrow::Int64Builder b;
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    arrow::Int64Builder b(pool);
     RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
     for (uint32_t g : gids) b.UnsafeAppend(sets_[g] ? static_cast<int64_t>(sets_[g]->size()) : 0);
     std::shared_ptr<arrow::Array> out;
@@ -341,8 +351,9 @@ class ApproxDistinctState : public AggState {
     bytes_ += sketches_[into]->bytes();
     Reset(from);
   }
-  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) override {
-    arrow::Int64Builder b;
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    arrow::Int64Builder b(pool);
     RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
     for (uint32_t g : gids) b.UnsafeAppend(sketches_[g] ? sketches_[g]->Estimate() : 0);
     std::shared_ptr<arrow::Array> out;

@@ -57,8 +57,9 @@ class AggState {
                       const InputColumn* in, const int64_t* times, int64_t seq0) = 0;
   /// Fold group `from` into `into` (session merges); `from` is reset after.
   virtual void Merge(uint32_t into, uint32_t from) = 0;
-  /// Return the values of `gids`, in order.
-  virtual Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids) = 0;
+  /// Return the values of `gids`, in order, allocated from `pool`.
+  virtual Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                                       arrow::MemoryPool* pool) = 0;
   /// Approximate bytes held beyond the per-group slots (sets, sketches, strings).
   virtual int64_t variable_bytes() const = 0;
   /// Bytes of one group's fixed slot.

@@ -111,34 +111,6 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
   return Status::OK();
 }
 
-void EncodeKey(const std::vector<InputColumn>& keys, int64_t i, std::string* out) {
-  for (const auto& k : keys) {
-    if (!k.IsValid(i)) {
-      out->push_back('\0');
-      continue;
-    }
-    out->push_back('\1');
-    switch (k.kind) {
-      case ValueKind::kInt:
-        out->append(reinterpret_cast<const char*>(&k.i64[i]), 8);
-        break;
-      case ValueKind::kDouble: {
-        double d = k.f64[i];
-        if (d == 0) d = 0;  // -0.0 groups with 0.0
-        out->append(reinterpret_cast<const char*>(&d), 8);
-        break;
-      }
-      case ValueKind::kString: {
-        const std::string_view s = k.str->GetView(i);
-        const uint32_t len = static_cast<uint32_t>(s.size());
-        out->append(reinterpret_cast<const char*>(&len), 4);
-        out->append(s.data(), s.size());
-        break;
-      }
-    }
-  }
-}
-
 }  // namespace window_internal
 
 const char* LateReasonName(LateReason reason) {
@@ -189,6 +161,15 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
                        ? ToMicros(spec.slide_seconds)
                        : impl->size_us;
   impl->gap_us = ToMicros(spec.gap_seconds);
+  // One probe of a wide entry replaces one probe per window a row falls in:
+  // worth it from three windows per row on (tumbling keeps the window maps).
+  const int64_t per_row = (impl->size_us + impl->slide_us - 1) / impl->slide_us;
+  impl->use_recent = spec.kind == WindowKind::kHopping && per_row >= 3 &&
+                     per_row <= window_internal::kRecent - 2;
+  if (spec.kind == WindowKind::kHopping) {
+    impl->max_spares = static_cast<size_t>(
+        std::clamp<int64_t>(impl->size_us / std::max<int64_t>(impl->slide_us, 1) + 2, 4, 64));
+  }
   impl->lateness_us = ToMicros(spec.allowed_lateness_seconds);
   impl->idle_us = ToMicros(spec.idle_timeout_seconds);
   if (spec.kind != WindowKind::kSession && (impl->size_us <= 0 || impl->slide_us <= 0)) {
@@ -204,6 +185,11 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
     impl->key_types.push_back(f->type());
     impl->key_kinds.push_back(kind);
   }
+  using Mode = window_internal::KeyCodes::Mode;
+  impl->codes.set_mode(impl->key_kinds.empty() ? Mode::kNone
+                       : impl->key_kinds.size() == 1 && impl->key_kinds[0] == ValueKind::kInt
+                           ? Mode::kInt
+                           : Mode::kEncoded);
   for (const auto& agg : spec.aggregations) {
     AggSlot slot{agg, nullptr, nullptr};
     if (agg.kind == WindowAggKind::kSql) {
@@ -245,7 +231,8 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
 
 // Groups ---------------------------------------------------------------------------
 
-uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, const std::string& key) {
+uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t code,
+                                       bool null) {
   uint32_t gid;
   if (!free_gids.empty()) {
     gid = free_gids.back();
@@ -260,7 +247,8 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, const std::s
         if (a.state) a.state->Grow(cap);
       }
       g_end.resize(cap);
-      g_key.resize(cap);
+      g_code.resize(cap);
+      g_null.resize(cap);
       g_refs.resize(cap);
       g_dirty.resize(cap, 0);
       g_alive.resize(cap, 0);
@@ -269,10 +257,11 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, const std::s
   }
   g_start[gid] = start;
   g_end[gid] = end;
-  g_key[gid] = key;
+  g_code[gid] = code;
+  g_null[gid] = null ? 1 : 0;
   g_alive[gid] = 1;
   ++live_groups;
-  key_bytes += static_cast<int64_t>(key.size());
+  codes.Ref(code);
   return gid;
 }
 
@@ -289,8 +278,7 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   }
   ref_count -= static_cast<int64_t>(g_refs[gid].size());
   std::vector<window_internal::RowRef>().swap(g_refs[gid]);
-  key_bytes -= static_cast<int64_t>(g_key[gid].size());
-  std::string().swap(g_key[gid]);
+  codes.Unref(g_code[gid]);
   g_alive[gid] = 0;
   g_dirty[gid] = 0;
   --live_groups;
@@ -326,21 +314,93 @@ void WindowOperator::Impl::FlushPending() {
   pend_rows.clear();
 }
 
-void WindowOperator::Impl::AddToWindow(int64_t start, const std::string& key, int64_t row) {
+window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
+  if (start == cached_start) return *cached_window;
   auto it = windows.find(start);
   if (it == windows.end()) {
-    it = windows.emplace(start, window_internal::Window{start + size_us, {}}).first;
+    window_internal::Window fresh;
+    fresh.end = start + size_us;
+    it = windows.emplace(start, std::move(fresh)).first;
     if (!spare_maps.empty()) {
-      it->second.groups = std::move(spare_maps.back());
+      it->second.groups = std::move(spare_maps.back().groups);
+      it->second.gids = std::move(spare_maps.back().gids);
       spare_maps.pop_back();
     } else {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      it->second.groups.reserve(expected_groups);
+      if (!use_recent) it->second.groups.reserve(expected_groups);
+      it->second.gids.reserve(expected_groups);
     }
   }
-  auto [g, inserted] = it->second.groups.try_emplace(key, 0);
-  if (inserted) g->second = NewGroup(start, start + size_us, key);
-  Touch(g->second, row);
+  cached_start = start;
+  cached_window = &it->second;  // std::map nodes are stable until erased
+  return it->second;
+}
+
+void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start,
+                                       window_internal::RecentGroups& rec, uint64_t code,
+                                       int64_t row) {
+  const int64_t ordinal = start / slide_us;  // starts are multiples of slide_us
+  const int slot = static_cast<int>(ordinal & (window_internal::kRecent - 1));
+  if (rec.ordinal[slot] == ordinal) {
+    Touch(rec.gid[slot], row);
+    return;
+  }
+  const int64_t held = rec.ordinal[slot];
+  const bool conflict =
+      held != window_internal::kNoOrdinal && held * slide_us + size_us > watermark_us;
+  // The window's map holds the groups made while their slot was taken.
+  if (conflict || !w.groups.empty()) {
+    auto found = w.groups.find(code);
+    if (found != w.groups.end()) {
+      Touch(found->second, row);
+      return;
+    }
+  }
+  const uint32_t gid = NewGroup(start, start + size_us, code, false);
+  w.gids.push_back(gid);
+  if (conflict) {
+    w.groups.emplace(code, gid);
+  } else {
+    rec.ordinal[slot] = ordinal;
+    rec.gid[slot] = gid;
+  }
+  Touch(gid, row);
+}
+
+void WindowOperator::Impl::SweepRecent() {
+  if (!use_recent || recent.size() <= 2 * static_cast<size_t>(live_groups) + 4096) return;
+  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> kept;
+  kept.reserve(static_cast<size_t>(live_groups));
+  for (const auto& [code, rec] : recent) {
+    for (int i = 0; i < window_internal::kRecent; ++i) {
+      const int64_t o = rec.ordinal[i];
+      if (o != window_internal::kNoOrdinal && o * slide_us + size_us > watermark_us) {
+        kept.emplace(code, rec);
+        break;
+      }
+    }
+  }
+  recent = std::move(kept);
+}
+
+void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start,
+                                       uint64_t code, bool null, int64_t row) {
+  uint32_t gid;
+  if (null) {
+    if (w.null_gid == window_internal::kNoGroup) {
+      w.null_gid = NewGroup(start, start + size_us, code, true);
+      w.gids.push_back(w.null_gid);
+    }
+    gid = w.null_gid;
+  } else {
+    auto [g, inserted] = w.groups.try_emplace(code, 0);
+    if (inserted) {
+      g->second = NewGroup(start, start + size_us, code, false);
+      w.gids.push_back(g->second);
+    }
+    gid = g->second;
+  }
+  Touch(gid, row);
 }
 
 void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
@@ -357,8 +417,12 @@ void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
   FreeGroup(from);
 }
 
-void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64_t row) {
-  auto& list = sessions[key];
+std::vector<Session>& WindowOperator::Impl::SessionsOf(uint64_t code, bool null) {
+  return null ? null_sessions : sessions[code];
+}
+
+void WindowOperator::Impl::AddToSession(uint64_t code, bool null, int64_t t, int64_t row) {
+  auto& list = SessionsOf(code, null);
   // Sessions of one key are disjoint and at least `gap` apart, so an event
   // overlaps (is within gap of) at most two of them, adjacent in start order.
   size_t first = list.size(), count = 0;
@@ -370,7 +434,7 @@ void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64
   }
   uint32_t gid;
   if (count == 0) {
-    gid = NewGroup(t, t + gap_us, key);
+    gid = NewGroup(t, t + gap_us, code, null);
     auto pos = std::lower_bound(list.begin(), list.end(), t,
                                 [](const Session& s, int64_t v) { return s.start < v; });
     list.insert(pos, Session{t, t, gid});
@@ -401,6 +465,34 @@ void WindowOperator::Impl::AddToSession(const std::string& key, int64_t t, int64
 }
 
 // Consume ------------------------------------------------------------------------
+
+void WindowOperator::Impl::MarkLate(int64_t n) {
+  row_late.resize(n);
+  const bool by_window = spec.late_by_window && spec.kind != WindowKind::kSession;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t t = in.times[r];
+    bool is_late = !in.time_valid[r] || t < watermark_us;
+    if (is_late && by_window && in.time_valid[r]) {
+      // Late only when its newest window (the last to close) has closed.
+      is_late = FloorDiv(t, slide_us) * slide_us + size_us <= watermark_us;
+    }
+    row_late[r] = is_late ? 1 : 0;
+  }
+}
+
+std::vector<std::pair<double, double>> WindowOperator::OpenWindowsOf(double t) const {
+  const Impl& s = *impl_;
+  std::vector<std::pair<double, double>> out;
+  if (s.spec.kind == WindowKind::kSession || !std::isfinite(t)) return out;
+  const int64_t t_us = ToMicros(t);
+  if (t_us < s.watermark_us && !s.spec.late_by_window) return out;
+  for (int64_t start = FloorDiv(t_us, s.slide_us) * s.slide_us;
+       start > t_us - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
+    out.emplace_back(ToSeconds(start), ToSeconds(start + s.size_us));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
 
 Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                                LateRows* late) {
@@ -448,10 +540,12 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
   }
 
   if (late) late->watermark = ToSeconds(s.watermark_us);
+  s.MarkLate(n);
+  s.ComputeCodes(n);
   int64_t late_rows = 0, null_rows = 0, on_time = 0;
   for (int64_t r = 0; r < n; ++r) {
     const int64_t t = s.in.times[r];
-    if (!s.in.time_valid[r] || t < s.watermark_us) {
+    if (s.row_late[r]) {
       const bool null_time = !s.in.time_valid[r];
       (null_time ? null_rows : late_rows)++;
       if (late) {
@@ -463,21 +557,28 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
       continue;
     }
     ++on_time;
-    s.key_buf.clear();
-    window_internal::EncodeKey(s.in.keys, r, &s.key_buf);
+    const uint64_t code = s.row_codes[r];
+    const bool null = s.row_nulls[r] != 0;
     s.max_t_us = std::max(s.max_t_us, t);
     switch (spec.kind) {
       case WindowKind::kTumbling:
-        s.AddToWindow(FloorDiv(t, s.size_us) * s.size_us, s.key_buf, r);
-        break;
       case WindowKind::kHopping:
-        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us; start > t - s.size_us;
-             start -= s.slide_us) {
-          s.AddToWindow(start, s.key_buf, r);
+        if (s.use_recent && !null) {
+          auto& rec = s.recent[code];
+          for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
+               start > t - s.size_us && start + s.size_us > s.watermark_us;
+               start -= s.slide_us) {
+            s.AddToRecent(s.FindWindow(start), start, rec, code, r);
+          }
+          break;
+        }
+        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
+             start > t - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
+          s.AddToWindow(s.FindWindow(start), start, code, null, r);
         }
         break;
       case WindowKind::kSession:
-        s.AddToSession(s.key_buf, t, r);
+        s.AddToSession(code, null, t, r);
         break;
     }
   }
@@ -527,18 +628,21 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
     std::sort(closing.begin(), closing.end());
     closing.erase(std::unique(closing.begin(), closing.end()), closing.end());
   } else {
+    s.cached_start = INT64_MIN;
+    s.cached_window = nullptr;
     while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
-      const auto& groups = s.windows.begin()->second.groups;
-      const size_t first = closing.size();
-      for (const auto& [key, gid] : groups) closing.push_back(gid);
+      auto& w = s.windows.begin()->second;
       // Gid order makes emitting and freeing walk the state arrays sequentially
       // (and the free list hands out consecutive gids again).
+      const size_t first = closing.size();
+      closing.insert(closing.end(), w.gids.begin(), w.gids.end());
       std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
-      s.expected_groups = groups.size();
-      if (s.spare_maps.size() < 4) {
-        auto& reused = s.windows.begin()->second.groups;
-        reused.clear();
-        s.spare_maps.push_back(std::move(reused));
+      s.expected_groups = w.gids.size();
+      // Keep as many spare maps as windows a row falls in (hopping: size / slide).
+      if (s.spare_maps.size() < s.max_spares) {
+        w.groups.clear();
+        w.gids.clear();
+        s.spare_maps.push_back(std::move(w));
       }
       s.windows.erase(s.windows.begin());
     }
@@ -554,15 +658,16 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(rows, updates));
   for (uint32_t gid : closing) {
     if (s.spec.kind == WindowKind::kSession) {
-      auto it = s.sessions.find(s.g_key[gid]);
-      auto& list = it->second;
+      auto& list = s.SessionsOf(s.g_code[gid], s.g_null[gid] != 0);
       list.erase(std::find_if(list.begin(), list.end(),
                               [&](const Session& x) { return x.gid == gid; }));
-      if (list.empty()) s.sessions.erase(it);
+      if (list.empty() && !s.g_null[gid]) s.sessions.erase(s.g_code[gid]);
       --s.open_sessions;
     }
     s.FreeGroup(gid);
   }
+  s.codes.MaybeSweep();
+  s.SweepRecent();
   {
     std::lock_guard<std::mutex> lock(s.stats_mu);
     s.stats.groups_emitted += static_cast<int64_t>(closing.size());
@@ -583,8 +688,13 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Flush() {
   });
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(all, 0));
   for (uint32_t gid : all) s.FreeGroup(gid);
+  s.codes.MaybeSweep();
   s.windows.clear();
+  s.cached_start = INT64_MIN;
+  s.cached_window = nullptr;
   s.sessions.clear();
+  s.null_sessions.clear();
+  s.recent.clear();
   s.open_sessions = 0;
   s.close_queue = Impl::CloseQueue();
   s.dirty.clear();
@@ -608,6 +718,11 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Peek() {
   return s.Build(all, all.size());
 }
 
+void WindowOperator::AdvanceWatermark(double seconds) {
+  if (!std::isfinite(seconds)) return;
+  impl_->watermark_us = std::max(impl_->watermark_us, ToMicros(seconds));
+}
+
 double WindowOperator::watermark() const { return ToSeconds(impl_->watermark_us); }
 
 WindowStats WindowOperator::stats() const {
@@ -616,16 +731,18 @@ WindowStats WindowOperator::stats() const {
 }
 
 int64_t WindowOperator::Impl::StateBytes() const {
-  int64_t per_group = 64;  // start, end, flags, key string, refs vector, map entry
-  int64_t variable = key_bytes + ref_count * static_cast<int64_t>(sizeof(window_internal::RowRef));
+  int64_t per_group = 64;  // start, end, key code, flags, refs vector, map entry
+  int64_t variable = codes.bytes() + ref_count * static_cast<int64_t>(sizeof(window_internal::RowRef));
   for (const auto& a : aggs) {
     if (!a.state) continue;
     per_group += a.state->slot_bytes();
     variable += a.state->variable_bytes();
   }
   for (const auto& spare : spare_maps) {
-    variable += static_cast<int64_t>(spare.bucket_count() * (sizeof(std::string) + 5));
+    variable += static_cast<int64_t>(spare.groups.bucket_count() * (sizeof(uint64_t) + 5) +
+                                     spare.gids.capacity() * sizeof(uint32_t));
   }
+  variable += static_cast<int64_t>(recent.size() * (sizeof(window_internal::RecentGroups) + 9));
   return live_groups * per_group + variable +
          static_cast<int64_t>(windows.size() + sessions.size()) * 64;
 }

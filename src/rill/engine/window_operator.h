@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arrow/type_fwd.h>
@@ -104,6 +105,15 @@ class WindowOperator {
   /// Return the current value of every open group (is_final false), without
   /// closing anything.
   Result<std::shared_ptr<arrow::Table>> Peek();
+
+  /// Return the [start, end) bounds (unix seconds) of the tumbling or hopping
+  /// windows a row at event time `t` would be added to now: those containing
+  /// it whose end is past the watermark (none for sessions).
+  std::vector<std::pair<double, double>> OpenWindowsOf(double t) const;
+
+  /// Raise the watermark to at least `seconds` (processing-time closing: the
+  /// next Emit closes every window that ends by then).
+  void AdvanceWatermark(double seconds);
 
   /// Current watermark in unix seconds (-inf before the first row).
   double watermark() const;

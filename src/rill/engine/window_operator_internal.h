@@ -1,6 +1,6 @@
-// The state of a WindowOperator (window_operator.h), shared by its two source
-// files: window_operator.cc (consuming rows, closing windows) and
-// window_output.cc (building output tables).
+// The state of a WindowOperator (window_operator.h), shared by its source
+// files: window_operator.cc (consuming rows, closing windows),
+// window_keys.cc (group keys as codes) and window_output.cc (output tables).
 #pragma once
 
 #include <cstdint>
@@ -67,12 +67,67 @@ struct KeyHash {
   }
 };
 
-using GroupMap = boost::unordered_flat_map<std::string, uint32_t, KeyHash>;
+/// Groups of one window by key code (see KeyCodes).
+using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t>;
 
-/// An open tumbling or hopping window: its groups by encoded key.
+constexpr uint32_t kNoGroup = UINT32_MAX;
+
+/// An open tumbling or hopping window: its groups by key code (with
+/// use_recent only those made while their RecentGroups slot was taken), the
+/// group of the null key (single integer key only) and all its gids (what is
+/// emitted and freed when it closes, without walking the map).
 struct Window {
   int64_t end = 0;
   GroupMap groups;
+  uint32_t null_gid = kNoGroup;
+  std::vector<uint32_t> gids;
+};
+
+/// The groups of one key in its most recent windows, by window ordinal
+/// (start / slide) modulo kRecent: one hash probe per row finds the groups of
+/// every window the row falls in. A slot whose window is still open and is
+/// not the one looked for is a conflict; that group goes to the window's map.
+/// Slots of closed windows are stale (a closed window never takes rows again).
+constexpr int kRecent = 8;
+constexpr int64_t kNoOrdinal = INT64_MIN;
+struct RecentGroups {
+  int64_t ordinal[kRecent];
+  uint32_t gid[kRecent];
+  RecentGroups() {
+    for (int i = 0; i < kRecent; ++i) ordinal[i] = kNoOrdinal;
+  }
+};
+
+/// Turns a row's group key into a 64-bit code. With no key the code is 0;
+/// with a single integer key it is the value itself (null flagged apart), so
+/// no row builds a string; otherwise the row's encoded key (EncodeKey) is
+/// interned once per row in a dictionary whose ids are the codes. Ids count
+/// the live groups that use them; unused ids are swept in bulk once they
+/// outnumber the used ones, so the dictionary stays bounded by the open state.
+class KeyCodes {
+ public:
+  enum class Mode { kNone, kInt, kEncoded };
+  void set_mode(Mode mode) { mode_ = mode; }
+  Mode mode() const { return mode_; }
+  /// Return the code of encoded key `key` (kEncoded), interning it.
+  uint32_t Intern(const std::string& key);
+  /// A group of `code` was created / freed (kEncoded; no-op otherwise).
+  void Ref(uint64_t code);
+  void Unref(uint64_t code);
+  /// Drop unused ids when they outnumber the used ones.
+  void MaybeSweep();
+  /// The encoded key of id `code` (kEncoded).
+  const std::string& key(uint64_t code) const { return keys_[code]; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  Mode mode_ = Mode::kNone;
+  boost::unordered_flat_map<std::string, uint32_t, KeyHash> ids_;
+  std::vector<std::string> keys_;
+  std::vector<uint32_t> refs_;
+  std::vector<uint32_t> free_ids_;
+  int64_t dead_ = 0;
+  int64_t bytes_ = 0;
 };
 
 /// An open session of one key.
@@ -124,23 +179,33 @@ struct WindowOperator::Impl {
 
   // Groups, by gid.
   std::vector<int64_t> g_start, g_end;
-  std::vector<std::string> g_key;
+  std::vector<uint64_t> g_code;   // key code (KeyCodes)
+  std::vector<uint8_t> g_null;    // null single integer key
   std::vector<std::vector<window_internal::RowRef>> g_refs;
   std::vector<uint8_t> g_dirty, g_alive;
   std::vector<uint32_t> free_gids;
   std::vector<uint32_t> dirty;
   int64_t live_groups = 0;
-  int64_t key_bytes = 0;
+  window_internal::KeyCodes codes;
   int64_t ref_count = 0;
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
   // Cleared maps of closed windows, reused by new ones: a steady stream then
   // never rehashes nor faults in fresh pages for its window maps.
-  std::vector<window_internal::GroupMap> spare_maps;
-  boost::unordered_flat_map<std::string, std::vector<window_internal::Session>,
-                             window_internal::KeyHash>
-      sessions;
+  std::vector<window_internal::Window> spare_maps;
+  size_t max_spares = 4;
+  // Window lookups of the current Consume: the last window found (tumbling
+  // rows mostly fall in it). Reset whenever windows are erased.
+  int64_t cached_start = INT64_MIN;
+  window_internal::Window* cached_window = nullptr;
+  // Hopping with 3 to kRecent - 2 windows per row: recent
+  // groups by key code (see RecentGroups); swept of keys whose windows all
+  // closed once it outgrows the live groups.
+  bool use_recent = false;
+  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> recent;
+  boost::unordered_flat_map<uint64_t, std::vector<window_internal::Session>> sessions;
+  std::vector<window_internal::Session> null_sessions;  // of the null integer key
   int64_t open_sessions = 0;
   CloseQueue close_queue;
 
@@ -158,17 +223,31 @@ struct WindowOperator::Impl {
   std::vector<uint32_t> pend_gids;
   std::vector<int64_t> pend_rows;
   std::string key_buf;
+  std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
+  std::vector<uint64_t> row_codes;
+  std::vector<uint8_t> row_nulls;
 
   mutable std::mutex stats_mu;
   WindowStats stats;  // guarded by stats_mu
 
   // window_operator.cc
-  uint32_t NewGroup(int64_t start, int64_t end, const std::string& key);
+  uint32_t NewGroup(int64_t start, int64_t end, uint64_t code, bool null);
   void FreeGroup(uint32_t gid);
   void Touch(uint32_t gid, int64_t row);
   void FlushPending();
-  void AddToWindow(int64_t start, const std::string& key, int64_t row);
-  void AddToSession(const std::string& key, int64_t t, int64_t row);
+  /// Compute row_late of the batch in `in`.
+  void MarkLate(int64_t n);
+  /// Compute row_codes / row_nulls of the batch in `in`.
+  void ComputeCodes(int64_t n);
+  window_internal::Window& FindWindow(int64_t start);
+  void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
+                   int64_t row);
+  /// AddToWindow through `recent` (non-null keys with use_recent).
+  void AddToRecent(window_internal::Window& w, int64_t start,
+                   window_internal::RecentGroups& rec, uint64_t code, int64_t row);
+  void SweepRecent();
+  std::vector<window_internal::Session>& SessionsOf(uint64_t code, bool null);
+  void AddToSession(uint64_t code, bool null, int64_t t, int64_t row);
   void MergeGroups(uint32_t into, uint32_t from);
   void PublishStats();
   int64_t StateBytes() const;
@@ -177,6 +256,8 @@ struct WindowOperator::Impl {
   /// Build the output rows of `gids`; the first `updates` are not final.
   Result<std::shared_ptr<arrow::Table>> Build(const std::vector<uint32_t>& gids,
                                               size_t updates);
+  Status DecodeKeys(const std::vector<uint32_t>& gids,
+                    std::vector<std::unique_ptr<arrow::ArrayBuilder>>* builders);
   Result<std::vector<std::shared_ptr<arrow::Array>>> SqlColumns(
       const std::vector<uint32_t>& gids);
 };

@@ -104,6 +104,11 @@ struct WindowSpec {
   /// watermark advances with processing time as if events kept arriving.
   double idle_timeout_seconds = 0;
   EmitMode emit = EmitMode::kOnClose;
+  /// Tumbling and hopping: a row behind the watermark is still added to those
+  /// of its windows that have not closed (end > watermark), and is late only
+  /// when all of them closed (the seed toolkit's TumblingWindow /
+  /// SlidingWindow). Default false: any row behind the watermark is late.
+  bool late_by_window = false;
 
   /// Invalid naming the field for non-positive sizes, a session without gap,
   /// negative lateness, duplicate output names or names clashing with

@@ -11,6 +11,7 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 
+#include "rill/common/arrow_init.h"
 #include "rill/engine/window_operator_internal.h"
 #include "rill/sql/sql_engine.h"
 
@@ -47,7 +48,51 @@ std::shared_ptr<arrow::DataType> KindType(ValueKind kind) {
   return arrow::int64();
 }
 
+// Append the 8-byte value at *p (see EncodeKey) to `builder` and move past it.
+template <typename Builder>
+Status AppendEncoded(arrow::ArrayBuilder* builder, const char** p) {
+  typename Builder::value_type v;
+  std::memcpy(&v, *p, sizeof(v));
+  *p += sizeof(v);
+  return static_cast<Builder*>(builder)->Append(v);
+}
+
 }  // namespace
+
+// Appends the keys of `gids`, decoded from their encoding (see EncodeKey).
+Status WindowOperator::Impl::DecodeKeys(
+    const std::vector<uint32_t>& gids,
+    std::vector<std::unique_ptr<arrow::ArrayBuilder>>* builders) {
+  const size_t nkeys = builders->size();
+  for (uint32_t g : gids) {
+    const char* p = codes.key(g_code[g]).data();
+    for (size_t k = 0; k < nkeys; ++k) {
+      arrow::ArrayBuilder& builder = *(*builders)[k];
+      if (*p++ == '\0') {
+        RILL_RETURN_NOT_OK(builder.AppendNull());
+        continue;
+      }
+      switch (key_kinds[k]) {
+        case ValueKind::kInt:
+          RILL_RETURN_NOT_OK(AppendEncoded<arrow::Int64Builder>(&builder, &p));
+          break;
+        case ValueKind::kDouble:
+          RILL_RETURN_NOT_OK(AppendEncoded<arrow::DoubleBuilder>(&builder, &p));
+          break;
+        case ValueKind::kString: {
+          uint32_t len;
+          std::memcpy(&len, p, 4);
+          p += 4;
+          RILL_RETURN_NOT_OK(static_cast<arrow::StringBuilder&>(builder).Append(
+              p, static_cast<int32_t>(len)));
+          p += len;
+          break;
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
 
 Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
     const std::vector<uint32_t>& gids, size_t updates) {
@@ -55,17 +100,20 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
   std::vector<std::shared_ptr<arrow::Array>> columns;
   const int64_t n = static_cast<int64_t>(gids.size());
 
+  // Output arrays come from the tables' pool: Arrow's default pool hands the
+  // pages of freed outputs back to the OS and faults them in again every emit.
+  arrow::MemoryPool* pool = TableMemoryPool();
   // Window bounds.
   for (int which = 0; which < 2; ++which) {
     const auto& v = which == 0 ? g_start : g_end;
     std::shared_ptr<arrow::Array> array;
     if (bound_type->id() == arrow::Type::TIMESTAMP) {
-      arrow::TimestampBuilder b(bound_type, arrow::default_memory_pool());
+      arrow::TimestampBuilder b(bound_type, pool);
       RILL_RETURN_NOT_OK(b.Reserve(n));
       for (uint32_t g : gids) b.UnsafeAppend(v[g]);
       RILL_RETURN_NOT_OK(b.Finish(&array));
     } else {
-      arrow::DoubleBuilder b;
+      arrow::DoubleBuilder b(pool);
       RILL_RETURN_NOT_OK(b.Reserve(n));
       for (uint32_t g : gids) b.UnsafeAppend(static_cast<double>(v[g]) / 1e6);
       RILL_RETURN_NOT_OK(b.Finish(&array));
@@ -75,49 +123,26 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
     columns.push_back(std::move(array));
   }
 
-  // Keys, decoded from their encoding (see EncodeKey).
+  // Keys, from their codes (see KeyCodes).
   const size_t nkeys = spec.group_by.size();
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders;
   for (size_t k = 0; k < nkeys; ++k) {
     std::unique_ptr<arrow::ArrayBuilder> b;
-    RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(),
-                                          KindType(key_kinds[k]), &b));
+    RILL_RETURN_NOT_OK(arrow::MakeBuilder(pool, KindType(key_kinds[k]), &b));
     RILL_RETURN_NOT_OK(b->Reserve(n));
     builders.push_back(std::move(b));
   }
-  for (uint32_t g : gids) {
-    const char* p = g_key[g].data();
-    for (size_t k = 0; k < nkeys; ++k) {
-      if (*p++ == '\0') {
-        RILL_RETURN_NOT_OK(builders[k]->AppendNull());
-        continue;
-      }
-      switch (key_kinds[k]) {
-        case ValueKind::kInt: {
-          int64_t v;
-          std::memcpy(&v, p, 8);
-          p += 8;
-          RILL_RETURN_NOT_OK(static_cast<arrow::Int64Builder&>(*builders[k]).Append(v));
-          break;
-        }
-        case ValueKind::kDouble: {
-          double v;
-          std::memcpy(&v, p, 8);
-          p += 8;
-          RILL_RETURN_NOT_OK(static_cast<arrow::DoubleBuilder&>(*builders[k]).Append(v));
-          break;
-        }
-        case ValueKind::kString: {
-          uint32_t len;
-          std::memcpy(&len, p, 4);
-          p += 4;
-          RILL_RETURN_NOT_OK(
-              static_cast<arrow::StringBuilder&>(*builders[k]).Append(p, static_cast<int32_t>(len)));
-          p += len;
-          break;
-        }
+  if (codes.mode() == window_internal::KeyCodes::Mode::kInt) {
+    auto& b = static_cast<arrow::Int64Builder&>(*builders[0]);
+    for (uint32_t g : gids) {
+      if (g_null[g]) {
+        b.UnsafeAppendNull();
+      } else {
+        b.UnsafeAppend(static_cast<int64_t>(g_code[g]));
       }
     }
+  } else if (nkeys > 0) {
+    RILL_RETURN_NOT_OK(DecodeKeys(gids, &builders));
   }
   for (size_t k = 0; k < nkeys; ++k) {
     std::shared_ptr<arrow::Array> array;
@@ -138,7 +163,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
     if (!a.state) {
       array = sql_columns[next_sql++];
     } else {
-      RILL_ASSIGN_OR_RAISE(array, a.state->Finish(gids));
+      RILL_ASSIGN_OR_RAISE(array, a.state->Finish(gids, pool));
       const auto k = a.agg.kind;
       if (k == WindowAggKind::kMin || k == WindowAggKind::kMax || k == WindowAggKind::kFirst ||
           k == WindowAggKind::kLast) {
@@ -150,7 +175,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
   }
 
   if (spec.emit == EmitMode::kOnUpdate) {
-    arrow::BooleanBuilder b;
+    arrow::BooleanBuilder b(pool);
     RILL_RETURN_NOT_OK(b.Reserve(n));
     for (int64_t i = 0; i < n; ++i) b.UnsafeAppend(static_cast<size_t>(i) >= updates);
     std::shared_ptr<arrow::Array> array;

@@ -11,6 +11,7 @@
 // toolkit, or one the server makes); window results are the output tables of
 // the engine's window tasks.
 #include <cmath>
+#include <type_traits>
 
 #include "rill/engine/engine.h"
 #include "rill/engine/window_task.h"
@@ -38,18 +39,16 @@ json::value Optional(const std::optional<double>& v) {
 
 json::object StatsJson(const QueueStats& s) {
   json::object o;
-  o["name"] = s.name;
-  o["current_size"] = s.current_size;
-  o["max_size"] = s.max_size;
-  o["total_enqueued"] = s.total_enqueued;
-  o["total_dequeued"] = s.total_dequeued;
-  o["dropped"] = s.dropped;
-  o["utilization"] = static_cast<double>(s.current_size) / static_cast<double>(s.max_size);
-  o["persistent"] = s.persistent;
-  o["on_overflow"] = s.on_overflow;
-  o["created_at"] = JsonNumber(s.created_at);
-  o["last_enqueue_at"] = Optional(s.last_enqueue_at);
-  o["last_dequeue_at"] = Optional(s.last_dequeue_at);
+  s.ForEachField([&](const char* name, const auto& value) {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::optional<double>>) {
+      o[name] = Optional(value);
+    } else if constexpr (std::is_same_v<T, double>) {
+      o[name] = JsonNumber(value);
+    } else {
+      o[name] = value;
+    }
+  });
   return o;
 }
 

@@ -66,6 +66,30 @@ struct QueueStats {
   double created_at = 0;                    ///< unix seconds
   std::optional<double> last_enqueue_at;    ///< unix seconds
   std::optional<double> last_dequeue_at;    ///< unix seconds
+
+  /// Fraction of max_size in use.
+  double utilization() const {
+    return max_size > 0 ? static_cast<double>(current_size) / static_cast<double>(max_size)
+                        : 0.0;
+  }
+  /// Call visit(field_name, value) for every reported field, in the order the
+  /// REST API and Python's get_stats() show them (the one list of both).
+  /// Values are std::string, int64_t, double, bool or std::optional<double>.
+  template <typename Visit>
+  void ForEachField(Visit&& visit) const {
+    visit("name", name);
+    visit("current_size", current_size);
+    visit("max_size", max_size);
+    visit("total_enqueued", total_enqueued);
+    visit("total_dequeued", total_dequeued);
+    visit("dropped", dropped);
+    visit("utilization", utilization());
+    visit("persistent", persistent);
+    visit("on_overflow", on_overflow);
+    visit("created_at", created_at);
+    visit("last_enqueue_at", last_enqueue_at);
+    visit("last_dequeue_at", last_dequeue_at);
+  }
 };
 
 /// One stored message (the persisted form).

@@ -118,6 +118,24 @@ TEST(WindowOperator, LateRowsAreReportedWithTheirReason) {
   EXPECT_EQ(op->stats().null_time_rows, 1);
 }
 
+TEST(WindowOperator, LateByWindowAddsRowsToTheirWindowsStillOpen) {
+  WindowSpec spec = Spec(WindowKind::kHopping, {{"n", "count(*)"}}, {});
+  spec.late_by_window = true;
+  auto op = WindowOperator::Make(spec, EventSchema(), nullptr).ValueOrDie();
+  ASSERT_TRUE(op->Consume(Events({12}, {"a"}, {1}), 0, nullptr).ok());
+  EXPECT_EQ(Rows(op->Emit(0).ValueOrDie()), (std::multiset<std::string>{}));
+  EXPECT_EQ(op->watermark(), 12);
+  // 7 is behind the watermark: [0, 10) has closed, [5, 15) is still open.
+  EXPECT_EQ(op->OpenWindowsOf(7), (std::vector<std::pair<double, double>>{{5, 15}}));
+  EXPECT_TRUE(op->OpenWindowsOf(4).empty());
+  LateRows late;
+  ASSERT_TRUE(op->Consume(Events({7, 4}, {"a", "a"}, {1, 1}), 0, &late).ok());
+  EXPECT_EQ(late.rows, (std::vector<int64_t>{1}));  // 4: [0, 10) and [-5, 5) closed
+  op->AdvanceWatermark(15);
+  EXPECT_EQ(Rows(op->Emit(0).ValueOrDie()), (std::multiset<std::string>{"5,15,2"}));
+  EXPECT_EQ(Rows(op->Flush().ValueOrDie()), (std::multiset<std::string>{"10,20,1"}));
+}
+
 TEST(WindowOperator, IdleTimeoutAdvancesTheWatermarkWithProcessingTime) {
   WindowSpec spec = Spec(WindowKind::kTumbling, {{"n", "count(*)"}});
   spec.idle_timeout_seconds = 5;
