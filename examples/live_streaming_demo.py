@@ -102,6 +102,10 @@ def main(argv=None):
     # Refresh the revenue table from the final orders (its task is due one
     # interval ahead), then sink it to disk as the seed's demo does.
     engine.duckdb.run_due_tasks(current_time=time.time() + 1.0)
+    revenue = engine.get_table("revenue_by_tier")
+    if revenue is not None and revenue.num_rows:
+        print("final revenue by tier:", {r["user_tier"]: round(r["revenue"], 2)
+                                         for r in revenue.to_arrow().to_pylist()})
     sink_format = args.sink.rsplit(".", 1)[-1] if "." in args.sink else "parquet"
     if output_api.sink_to_file("revenue_by_tier", args.sink, format=sink_format):
         print(f"sink: wrote table 'revenue_by_tier' to {args.sink}")
