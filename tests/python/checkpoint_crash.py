@@ -122,20 +122,29 @@ def child(ckpt_dir: str, fmt: str) -> None:
 REPLAY_SCHEMA_FIELDS = [("k", "int64"), ("v", "int64"), ("f", "int64")]
 
 
-def replay_child(ckpt_dir: str, input_dir: str) -> None:
-    """Tables kv (keyed by k) and ev (append) fed by two file connectors over
-    input_dir; checkpoints every 0.05 s; stops (final checkpoint) once
-    input_dir/.done names a row count that ev has reached."""
+def replay_engine(ckpt_dir: str, fields: List[tuple]) -> Any:
+    """The engine of a replay child: tables kv (keyed by k) and ev (append) of
+    int64 `fields`, checkpointing every 0.05 s into ckpt_dir."""
     import pyarrow as pa
 
-    from rills import FileStreamConnector, RetentionPolicy, RillEngine
+    from rills import RetentionPolicy, RillEngine
 
-    schema = pa.schema([(n, getattr(pa, t)()) for n, t in REPLAY_SCHEMA_FIELDS])
+    schema = pa.schema([(n, getattr(pa, t)()) for n, t in fields])
     engine = RillEngine(trigger_interval_ms=10, metrics_path=None,
                         checkpoint_dir=ckpt_dir, checkpoint_interval_seconds=0.05)
     engine.register_table("kv", schema=schema, primary_key="k")
     engine.register_table("ev", schema=schema, mode="append",
                           retention_policy=RetentionPolicy(max_rows=10**7))
+    return engine
+
+
+def replay_child(ckpt_dir: str, input_dir: str) -> None:
+    """Tables kv (keyed by k) and ev (append) fed by two file connectors over
+    input_dir; checkpoints every 0.05 s; stops (final checkpoint) once
+    input_dir/.done names a row count that ev has reached."""
+    from rills import FileStreamConnector
+
+    engine = replay_engine(ckpt_dir, REPLAY_SCHEMA_FIELDS)
     connectors = [FileStreamConnector(
         table, input_dir, file_pattern="*.ndjson", stable_seconds=0.05,
         poll_interval_seconds=0.02, on_overflow="error", name=f"{table}_files")

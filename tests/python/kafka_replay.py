@@ -30,16 +30,10 @@ SCHEMA_FIELDS = [("k", "int64"), ("v", "int64"), ("p", "int64")]
 
 
 def child(ckpt_dir: str, bootstrap: str, topic: str, group: str, control_dir: str) -> None:
-    import pyarrow as pa
+    from checkpoint_crash import replay_engine
+    from rills import KafkaConnector
 
-    from rills import KafkaConnector, RetentionPolicy, RillEngine
-
-    schema = pa.schema([(n, getattr(pa, t)()) for n, t in SCHEMA_FIELDS])
-    engine = RillEngine(trigger_interval_ms=10, metrics_path=None,
-                        checkpoint_dir=ckpt_dir, checkpoint_interval_seconds=0.05)
-    engine.register_table("kv", schema=schema, primary_key="k")
-    engine.register_table("ev", schema=schema, mode="append",
-                          retention_policy=RetentionPolicy(max_rows=10**7))
+    engine = replay_engine(ckpt_dir, SCHEMA_FIELDS)
     for table in ("kv", "ev"):
         config = {"bootstrap.servers": bootstrap, "group.id": f"{group}-{table}",
                   # Static membership: a restarted child takes over its partitions
