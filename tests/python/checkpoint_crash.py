@@ -273,6 +273,8 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--dir", default=None)
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop after this long (the JSON line says how many trials ran)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--format", default="parquet", help=argparse.SUPPRESS)
     p.add_argument("--replay-child", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -283,7 +285,7 @@ def main() -> None:
     if args.child:
         child(args.child, args.format)
         return
-    run_trials(args.trials, args.seed, args.dir)
+    run_trials(args.trials, args.seed, args.dir, max_seconds=args.max_seconds)
 
 
 if __name__ == "__main__":
