@@ -79,6 +79,10 @@ class JsonDecoder::Impl {
     }
     cells_.assign(specs_.size(), Cell{});
     predicted_.assign(specs_.size() + 1, -1);
+    plain_name_.clear();
+    for (const auto& spec : specs_) {
+      plain_name_.push_back(spec.name.find_first_of("\\\"") == std::string::npos);
+    }
     return Status::OK();
   }
 
@@ -190,15 +194,74 @@ class JsonDecoder::Impl {
   }
 
   int Lookup(std::string_view key, size_t ordinal) {
-    // Records usually list fields in the same order: try last record's answer.
-    if (ordinal < predicted_.size()) {
-      int guess = predicted_[ordinal];
-      if (guess >= 0 && specs_[guess].name == key) return guess;
-    }
     auto it = index_.find(key);
     int col = it == index_.end() ? -1 : it->second;
     if (ordinal < predicted_.size()) predicted_[ordinal] = col;
     return col;
+  }
+
+  /// The column of `field` (-1: not in the schema; `*key` then holds its
+  /// name). Records usually list fields in the same order, so the raw key is
+  /// first compared with the column the same ordinal had in the last record,
+  /// without unescaping it; `*key` is set only when that guess fails.
+  simdjson::error_code FindColumn(ondemand::field& field, size_t ordinal, int* col,
+                                  std::string_view* key) {
+    if (ordinal < predicted_.size()) {
+      int guess = predicted_[ordinal];
+      if (guess >= 0 && plain_name_[guess] && field.key().unsafe_is_equal(specs_[guess].name)) {
+        *col = guess;
+        return simdjson::SUCCESS;
+      }
+    }
+    error_code err = field.unescaped_key().get(*key);
+    if (err) return err;
+    *col = Lookup(*key, ordinal);
+    return simdjson::SUCCESS;
+  }
+
+  /// Read the value of column `col` by the typed getter its kind calls for.
+  /// True when it was read into `cell` (not null, in range); false leaves the
+  /// value unconsumed for the general path (nulls, other types, errors), or,
+  /// for temporal columns, consumed into `*text` when it was a string.
+  bool ReadTyped(ondemand::value& value, int col, Cell* cell, JsonScalar* text) {
+    const ColumnSpec& spec = specs_[col];
+    switch (spec.kind) {
+      case ColKind::kSigned: {
+        int64_t v;
+        if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
+          return false;
+        }
+        cell->i = v;
+        cell->u = static_cast<uint64_t>(v);
+        break;
+      }
+      case ColKind::kUnsigned: {
+        uint64_t v;
+        if (value.get_uint64().get(v) || v > spec.max) return false;
+        cell->u = v;
+        cell->i = static_cast<int64_t>(v);
+        break;
+      }
+      case ColKind::kFloat:
+        if (value.get_double().get(cell->d)) return false;
+        break;
+      case ColKind::kBool:
+        if (value.get_bool().get(cell->b)) return false;
+        break;
+      case ColKind::kString:
+      case ColKind::kBinary:
+        if (value.get_string().get(cell->s)) return false;
+        break;
+      case ColKind::kTimestamp:
+      case ColKind::kDate32:
+      case ColKind::kDate64:
+        if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
+        return false;
+      default:
+        return false;
+    }
+    cell->null = false;
+    return true;
   }
 
   /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
@@ -217,10 +280,11 @@ class JsonDecoder::Impl {
     for (auto field_result : obj) {
       ondemand::field field;
       std::string_view key;
-      if ((err = std::move(field_result).get(field)) || (err = field.unescaped_key().get(key))) {
+      int col = -1;
+      if ((err = std::move(field_result).get(field)) ||
+          (err = FindColumn(field, ordinal++, &col, &key))) {
         return Status::Invalid(JsonErrorMessage(err));
       }
-      int col = Lookup(key, ordinal++);
       if (col < 0) {
         if (options_.unknown_fields == UnknownFieldPolicy::kReject) {
           return Status::Invalid("unknown field '", key, "'");
@@ -228,11 +292,14 @@ class JsonDecoder::Impl {
         ++result_.unknown_fields;
         continue;  // On-Demand skips the value
       }
+      key = specs_[col].name;
       Cell& cell = cells_[col];
       if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
       cell.generation = generation_;
       JsonScalar scalar;
-      if ((err = json_internal::ReadScalar(field.value(), &scalar))) {
+      if (ReadTyped(field.value(), col, &cell, &scalar)) continue;
+      if (scalar.type != JsonScalar::kString &&
+          (err = json_internal::ReadScalar(field.value(), &scalar))) {
         return Status::Invalid("field '", key, "': ", JsonErrorMessage(err));
       }
       const ColumnSpec& spec = specs_[col];
@@ -436,6 +503,8 @@ class JsonDecoder::Impl {
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
   std::vector<Cell> cells_;
   std::vector<int> predicted_;
+  /// Per column: its name has no '"' or '\\', so a raw key equal to it is it.
+  std::vector<char> plain_name_;
   uint32_t generation_ = 0;
   int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
 
