@@ -27,6 +27,10 @@ std::string TruncateRaw(std::string_view raw, int64_t max_bytes) {
 
 namespace {
 
+bool IsNested(ColKind kind) {
+  return kind == ColKind::kStruct || kind == ColKind::kList || kind == ColKind::kMap;
+}
+
 bool IsBlank(std::string_view s) {
   for (char c : s) {
     if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
@@ -79,9 +83,11 @@ class JsonDecoder::Impl {
     }
     cells_.assign(specs_.size(), Cell{});
     predicted_.assign(specs_.size() + 1, -1);
-    plain_name_.clear();
-    for (const auto& spec : specs_) {
-      plain_name_.push_back(spec.name.find_first_of("\\\"") == std::string::npos);
+    nested_.assign(specs_.size(), json_internal::NestedNode{});
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      if (IsNested(specs_[i].kind)) {
+        nested_[i] = json_internal::MakeNestedNode(specs_[i], builders_[i].get());
+      }
     }
     return Status::OK();
   }
@@ -170,8 +176,10 @@ class JsonDecoder::Impl {
     for (size_t i = 0; i < specs_.size(); ++i) {
       Cell& cell = cells_[i];
       if (cell.generation != generation_) cell.null = true;
+      if (!cell.null && nested_[i].spec != nullptr) continue;  // staged in ops_
       RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
+    RILL_RETURN_NOT_OK(json_internal::ApplyNestedOps(ops_));
     if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
     ++rows_;
     return Status::OK();
@@ -184,13 +192,6 @@ class JsonDecoder::Impl {
     for (auto& b : builders_) {
       if (!b->Reserve(rows).ok()) return;  // an allocation failure shows up on append
     }
-  }
-
-  simdjson::dom::parser* NestedParser(int col) {
-    if (nested_dom_.size() < specs_.size()) nested_dom_.resize(specs_.size());
-    auto& p = nested_dom_[col];
-    if (!p) p = std::make_unique<simdjson::dom::parser>();
-    return p.get();
   }
 
   int Lookup(std::string_view key, size_t ordinal) {
@@ -208,7 +209,7 @@ class JsonDecoder::Impl {
                                   std::string_view* key) {
     if (ordinal < predicted_.size()) {
       int guess = predicted_[ordinal];
-      if (guess >= 0 && plain_name_[guess] && field.key().unsafe_is_equal(specs_[guess].name)) {
+      if (guess >= 0 && specs_[guess].plain_name && field.key().unsafe_is_equal(specs_[guess].name)) {
         *col = guess;
         return simdjson::SUCCESS;
       }
@@ -264,10 +265,38 @@ class JsonDecoder::Impl {
     return true;
   }
 
+  /// Stage the value of nested column `col` when it has the column's shape
+  /// (`*staged`); leave nulls and other shapes unconsumed for Convert, which
+  /// explains the mismatch.
+  Status ReadNested(ondemand::value& value, int col, bool* staged) {
+    ondemand::json_type type;
+    if (value.type().get(type)) return Status::OK();  // Convert reports it
+    const bool shape = specs_[col].kind == ColKind::kList
+                           ? type == ondemand::json_type::array
+                           : type == ondemand::json_type::object;
+    if (!shape) return Status::OK();
+    Status st = json_internal::StageNested(value, nested_[col], &ops_);
+    if (!st.ok()) return FieldError(specs_[col].name, st);
+    cells_[col].null = false;
+    *staged = true;
+    return Status::OK();
+  }
+
+  static Status FieldError(std::string_view key, const Status& st) {
+    // Nested errors start with their path below the field: ".a[2]: …".
+    std::string_view msg = st.message();
+    size_t colon = msg.find(": ");
+    if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
+      return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
+    }
+    return Status::Invalid("field '", key, "': ", msg);
+  }
+
   /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
   /// the reason when the record cannot be decoded.
   Status ParseRecord(std::string_view record) {
     ++generation_;
+    ops_.clear();
     size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
@@ -298,26 +327,18 @@ class JsonDecoder::Impl {
       cell.generation = generation_;
       JsonScalar scalar;
       if (ReadTyped(field.value(), col, &cell, &scalar)) continue;
+      if (nested_[col].spec != nullptr) {
+        bool staged = false;
+        RILL_RETURN_NOT_OK(ReadNested(field.value(), col, &staged));
+        if (staged) continue;
+      }
       if (scalar.type != JsonScalar::kString &&
           (err = json_internal::ReadScalar(field.value(), &scalar))) {
         return Status::Invalid("field '", key, "': ", JsonErrorMessage(err));
       }
       const ColumnSpec& spec = specs_[col];
       Status st = json_internal::Convert(scalar, spec, &cell);
-      if (st.ok() && !cell.null &&
-          (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
-           spec.kind == ColKind::kMap)) {
-        st = json_internal::CheckNested(spec, NestedParser(col), &cell);
-      }
-      if (!st.ok()) {
-        // Nested errors start with their path below the field: ".a[2]: …".
-        std::string_view msg = st.message();
-        size_t colon = msg.find(": ");
-        if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
-          return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
-        }
-        return Status::Invalid("field '", key, "': ", msg);
-      }
+      if (!st.ok()) return FieldError(key, st);
       if (cell.null && !spec.nullable) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
       }
@@ -503,16 +524,15 @@ class JsonDecoder::Impl {
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
   std::vector<Cell> cells_;
   std::vector<int> predicted_;
-  /// Per column: its name has no '"' or '\\', so a raw key equal to it is it.
-  std::vector<char> plain_name_;
+  /// Per struct/list/map column: its builders (empty nodes for the others).
+  std::vector<json_internal::NestedNode> nested_;
+  /// The staged appends of the nested values of the record being decoded.
+  std::vector<json_internal::NestedOp> ops_;
   uint32_t generation_ = 0;
   int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
 
   ondemand::parser parser_;
   ondemand::parser array_parser_;
-  // One DOM parser per nested column: a record's nested values stay parsed
-  // from the check until the append.
-  std::vector<std::unique_ptr<simdjson::dom::parser>> nested_dom_;
   std::vector<char> buffer_;
 
   // State of the current Decode.
