@@ -83,6 +83,8 @@ class JsonDecoder::Impl {
     }
     cells_.assign(specs_.size(), Cell{});
     predicted_.assign(specs_.size() + 1, -1);
+    fills_.clear();
+    for (auto& b : builders_) AddFills(b.get());
     nested_.assign(specs_.size(), json_internal::NestedNode{});
     for (size_t i = 0; i < specs_.size(); ++i) {
       if (IsNested(specs_[i].kind)) {
@@ -129,6 +131,7 @@ class JsonDecoder::Impl {
     }
     if (rows_ > 0) {
       avg_record_bytes_ = std::max<int64_t>(16, static_cast<int64_t>(data.size()) / rows_);
+      MeasureFill(data.size());
       std::vector<std::shared_ptr<arrow::Array>> columns(builders_.size());
       for (size_t i = 0; i < builders_.size(); ++i) {
         RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
@@ -185,12 +188,58 @@ class JsonDecoder::Impl {
     return Status::OK();
   }
 
-  /// Size the builders for the rows `bytes` of input probably hold, so that
-  /// they do not grow by doubling (and copying) during the decode.
+  /// A builder (of a column, or a child of one) and how much the last decode
+  /// put into it per input byte.
+  struct Fill {
+    arrow::ArrayBuilder* builder = nullptr;
+    int binary = 0;  ///< 1: BinaryBuilder (and utf8), 2: LargeBinaryBuilder, 0: other
+    double values_per_byte = 0;
+    double data_per_byte = 0;  ///< binary: value bytes per input byte
+  };
+
+  void AddFills(arrow::ArrayBuilder* b) {
+    Fill f;
+    f.builder = b;
+    const auto id = b->type()->id();
+    f.binary = id == arrow::Type::STRING || id == arrow::Type::BINARY             ? 1
+               : id == arrow::Type::LARGE_STRING || id == arrow::Type::LARGE_BINARY ? 2
+                                                                                    : 0;
+    fills_.push_back(f);
+    for (int i = 0; i < b->num_children(); ++i) AddFills(b->child_builder(i).get());
+  }
+
+  /// Remember how full the builders got for `bytes` of input (before Finish).
+  void MeasureFill(size_t bytes) {
+    const double n = static_cast<double>(bytes);
+    for (Fill& f : fills_) {
+      f.values_per_byte = static_cast<double>(f.builder->length()) / n;
+      if (f.binary == 1) {
+        f.data_per_byte = static_cast<double>(
+            static_cast<arrow::BinaryBuilder*>(f.builder)->value_data_length()) / n;
+      } else if (f.binary == 2) {
+        f.data_per_byte = static_cast<double>(
+            static_cast<arrow::LargeBinaryBuilder*>(f.builder)->value_data_length()) / n;
+      }
+    }
+  }
+
+  /// Size the builders (values, and the bytes of strings) for what `bytes` of
+  /// input probably hold, going by the last decode, so that they do not grow
+  /// by doubling (copying, and touching fresh memory twice) during the decode.
   void ReserveFor(size_t bytes) {
+    const double n = static_cast<double>(bytes) * 1.05;
     const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
-    for (auto& b : builders_) {
-      if (!b->Reserve(rows).ok()) return;  // an allocation failure shows up on append
+    for (const Fill& f : fills_) {
+      // An allocation failure shows up on append.
+      const int64_t values = static_cast<int64_t>(f.values_per_byte * n) + 1;
+      if (!f.builder->Reserve(f.values_per_byte > 0 ? values : rows).ok()) return;
+      const int64_t data = static_cast<int64_t>(f.data_per_byte * n);
+      if (data <= 0) continue;
+      if (f.binary == 1) {
+        if (!static_cast<arrow::BinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
+      } else if (f.binary == 2) {
+        if (!static_cast<arrow::LargeBinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
+      }
     }
   }
 
@@ -524,6 +573,7 @@ class JsonDecoder::Impl {
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
   std::vector<Cell> cells_;
   std::vector<int> predicted_;
+  std::vector<Fill> fills_;  ///< every builder, children after their parent
   /// Per struct/list/map column: its builders (empty nodes for the others).
   std::vector<json_internal::NestedNode> nested_;
   /// The staged appends of the nested values of the record being decoded.
