@@ -15,6 +15,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "rill/connector/decode_counters.h"
 #include "rill/connector/file_readers_internal.h"
 #include "rill/connector/json_stream_connector.h"
 
@@ -387,14 +388,7 @@ void FileStreamConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& 
 ConnectorStats FileStreamConnector::stats() const {
   ConnectorStats s = buffer_.stats();
   std::lock_guard<std::mutex> lock(mu_);
-  s.received_bytes = counters_.received_bytes;
-  s.received_records = counters_.received_records;
-  s.parsed_records = counters_.parsed_records;
-  s.rejected_records = counters_.rejected_records;
-  s.unknown_fields = counters_.unknown_fields;
-  s.errors += counters_.errors;
-  s.dropped_records += counters_.dropped_records;
-  return s;
+  return WithDecodeCounters(s, counters_);
 }
 
 std::vector<std::string> FileStreamConnector::processed_files() const {

@@ -131,6 +131,7 @@ Status ConvertInteger(const JsonScalar& v, const ColumnSpec& spec, Cell* cell) {
 ColumnSpec MakeSpec(const arrow::Field& field) {
   ColumnSpec spec;
   spec.name = field.name();
+  spec.plain_name = spec.name.find_first_of("\\\"") == std::string::npos;
   spec.type = field.type();
   spec.nullable = field.nullable();
   using arrow::Type;

@@ -1,9 +1,10 @@
 // Private to connector/: how one JSON value becomes one Arrow value.
 //
-// JsonDecoder reads a value with simdjson (On-Demand for top-level fields, the
-// DOM for values inside struct/list/map columns), turns it into a JsonScalar,
-// converts it by the column's ColumnSpec into a Cell (checking everything that
-// can fail), and appends Cells only once the whole record converted.
+// JsonDecoder reads a value with simdjson On-Demand, by a typed getter for the
+// column's kind (or, for nulls, other types and errors, as a JsonScalar that is
+// converted by the column's ColumnSpec), into a Cell; values of struct/list/map
+// columns are checked while they are read and staged as NestedOps. Cells and
+// ops are appended only once the whole record converted.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,8 @@ enum class ColKind {
 /// A column (or nested child) and the decoding facts derived from its type.
 struct ColumnSpec {
   std::string name;
+  /// `name` has no '"' or '\\': a raw (still escaped) key equal to it is it.
+  bool plain_name = true;
   ColKind kind = ColKind::kString;
   std::shared_ptr<arrow::DataType> type;  ///< the output type
   bool nullable = true;
@@ -66,23 +69,46 @@ struct Cell {
   uint64_t u = 0;
   double d = 0;
   bool b = false;
-  std::string_view s;  ///< strings and binary; JSON text of nested values
-  /// Nested values: the parsed value (valid until its column's parser parses again).
-  simdjson::dom::element element;
+  std::string_view s;  ///< strings and binary
+};
+
+/// The builders of a struct/list/map column, one node per node of its spec.
+struct NestedNode {
+  const ColumnSpec* spec = nullptr;
+  arrow::ArrayBuilder* builder = nullptr;
+  std::vector<NestedNode> children;  ///< struct fields, list value, map key+item
+};
+
+/// Pair `spec` (a nested column's, which must outlive the node) with the
+/// builder made for its type and, recursively, the child builders.
+NestedNode MakeNestedNode(const ColumnSpec& spec, arrow::ArrayBuilder* builder);
+
+/// One staged append of a nested value (applied in order once the record
+/// converted).
+struct NestedOp {
+  enum Kind : uint8_t { kNull, kScalar, kStart, kMapKey };
+  Kind kind = kNull;
+  const NestedNode* node = nullptr;
+  Cell cell;  ///< kScalar: the value; kMapKey: the key in `cell.s`
 };
 
 /// Convert `v` for `spec` into `cell`. Invalid naming the expected type and
 /// the value on mismatch; nested kinds are only checked by shape here (the
-/// record converts them with CheckNested).
+/// record reads them with StageNested).
 Status Convert(const JsonScalar& v, const ColumnSpec& spec, Cell* cell);
 
-/// Append `cell` (converted for `spec`; nested cells checked by CheckNested)
-/// to `builder`.
+/// Append `cell` (converted for the scalar kind of `spec`) to `builder`.
 Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder);
 
-/// Parse `cell->s` (inside a buffer with simdjson padding) with `dom` into
-/// `cell->element` and check that it converts into the nested `spec`.
-Status CheckNested(const ColumnSpec& spec, simdjson::dom::parser* dom, Cell* cell);
+/// Read the non-null object/array `value` of `node`'s nested column, checking
+/// that it converts (every value below it, including those of fields the
+/// struct does not have), and add its appends to `ops`. Errors name the path
+/// below the column (".a[2]: expected …").
+Status StageNested(simdjson::ondemand::value value, const NestedNode& node,
+                   std::vector<NestedOp>* ops);
+
+/// Apply staged appends.
+Status ApplyNestedOps(const std::vector<NestedOp>& ops);
 
 /// Read an On-Demand value into `out` (consuming it).
 simdjson::error_code ReadScalar(simdjson::ondemand::value value, JsonScalar* out);

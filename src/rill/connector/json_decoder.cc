@@ -27,6 +27,10 @@ std::string TruncateRaw(std::string_view raw, int64_t max_bytes) {
 
 namespace {
 
+bool IsNested(ColKind kind) {
+  return kind == ColKind::kStruct || kind == ColKind::kList || kind == ColKind::kMap;
+}
+
 bool IsBlank(std::string_view s) {
   for (char c : s) {
     if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
@@ -79,6 +83,14 @@ class JsonDecoder::Impl {
     }
     cells_.assign(specs_.size(), Cell{});
     predicted_.assign(specs_.size() + 1, -1);
+    fills_.clear();
+    for (auto& b : builders_) AddFills(b.get());
+    nested_.assign(specs_.size(), json_internal::NestedNode{});
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      if (IsNested(specs_[i].kind)) {
+        nested_[i] = json_internal::MakeNestedNode(specs_[i], builders_[i].get());
+      }
+    }
     return Status::OK();
   }
 
@@ -119,6 +131,7 @@ class JsonDecoder::Impl {
     }
     if (rows_ > 0) {
       avg_record_bytes_ = std::max<int64_t>(16, static_cast<int64_t>(data.size()) / rows_);
+      MeasureFill(data.size());
       std::vector<std::shared_ptr<arrow::Array>> columns(builders_.size());
       for (size_t i = 0; i < builders_.size(); ++i) {
         RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
@@ -166,45 +179,173 @@ class JsonDecoder::Impl {
     for (size_t i = 0; i < specs_.size(); ++i) {
       Cell& cell = cells_[i];
       if (cell.generation != generation_) cell.null = true;
+      if (!cell.null && nested_[i].spec != nullptr) continue;  // staged in ops_
       RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
+    RILL_RETURN_NOT_OK(json_internal::ApplyNestedOps(ops_));
     if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
     ++rows_;
     return Status::OK();
   }
 
-  /// Size the builders for the rows `bytes` of input probably hold, so that
-  /// they do not grow by doubling (and copying) during the decode.
-  void ReserveFor(size_t bytes) {
-    const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
-    for (auto& b : builders_) {
-      if (!b->Reserve(rows).ok()) return;  // an allocation failure shows up on append
+  /// A builder (of a column, or a child of one) and how much the last decode
+  /// put into it per input byte.
+  struct Fill {
+    arrow::ArrayBuilder* builder = nullptr;
+    int binary = 0;  ///< 1: BinaryBuilder (and utf8), 2: LargeBinaryBuilder, 0: other
+    double values_per_byte = 0;
+    double data_per_byte = 0;  ///< binary: value bytes per input byte
+  };
+
+  void AddFills(arrow::ArrayBuilder* b) {
+    Fill f;
+    f.builder = b;
+    const auto id = b->type()->id();
+    f.binary = id == arrow::Type::STRING || id == arrow::Type::BINARY             ? 1
+               : id == arrow::Type::LARGE_STRING || id == arrow::Type::LARGE_BINARY ? 2
+                                                                                    : 0;
+    fills_.push_back(f);
+    for (int i = 0; i < b->num_children(); ++i) AddFills(b->child_builder(i).get());
+  }
+
+  /// Remember how full the builders got for `bytes` of input (before Finish).
+  void MeasureFill(size_t bytes) {
+    const double n = static_cast<double>(bytes);
+    for (Fill& f : fills_) {
+      f.values_per_byte = static_cast<double>(f.builder->length()) / n;
+      if (f.binary == 1) {
+        f.data_per_byte = static_cast<double>(
+            static_cast<arrow::BinaryBuilder*>(f.builder)->value_data_length()) / n;
+      } else if (f.binary == 2) {
+        f.data_per_byte = static_cast<double>(
+            static_cast<arrow::LargeBinaryBuilder*>(f.builder)->value_data_length()) / n;
+      }
     }
   }
 
-  simdjson::dom::parser* NestedParser(int col) {
-    if (nested_dom_.size() < specs_.size()) nested_dom_.resize(specs_.size());
-    auto& p = nested_dom_[col];
-    if (!p) p = std::make_unique<simdjson::dom::parser>();
-    return p.get();
+  /// Size the builders (values, and the bytes of strings) for what `bytes` of
+  /// input probably hold, going by the last decode, so that they do not grow
+  /// by doubling (copying, and touching fresh memory twice) during the decode.
+  void ReserveFor(size_t bytes) {
+    const double n = static_cast<double>(bytes) * 1.05;
+    const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
+    for (const Fill& f : fills_) {
+      // An allocation failure shows up on append.
+      const int64_t values = static_cast<int64_t>(f.values_per_byte * n) + 1;
+      if (!f.builder->Reserve(f.values_per_byte > 0 ? values : rows).ok()) return;
+      const int64_t data = static_cast<int64_t>(f.data_per_byte * n);
+      if (data <= 0) continue;
+      if (f.binary == 1) {
+        if (!static_cast<arrow::BinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
+      } else if (f.binary == 2) {
+        if (!static_cast<arrow::LargeBinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
+      }
+    }
   }
 
   int Lookup(std::string_view key, size_t ordinal) {
-    // Records usually list fields in the same order: try last record's answer.
-    if (ordinal < predicted_.size()) {
-      int guess = predicted_[ordinal];
-      if (guess >= 0 && specs_[guess].name == key) return guess;
-    }
     auto it = index_.find(key);
     int col = it == index_.end() ? -1 : it->second;
     if (ordinal < predicted_.size()) predicted_[ordinal] = col;
     return col;
   }
 
+  /// The column of `field` (-1: not in the schema; `*key` then holds its
+  /// name). Records usually list fields in the same order, so the raw key is
+  /// first compared with the column the same ordinal had in the last record,
+  /// without unescaping it; `*key` is set only when that guess fails.
+  simdjson::error_code FindColumn(ondemand::field& field, size_t ordinal, int* col,
+                                  std::string_view* key) {
+    if (ordinal < predicted_.size()) {
+      int guess = predicted_[ordinal];
+      if (guess >= 0 && specs_[guess].plain_name && field.key().unsafe_is_equal(specs_[guess].name)) {
+        *col = guess;
+        return simdjson::SUCCESS;
+      }
+    }
+    error_code err = field.unescaped_key().get(*key);
+    if (err) return err;
+    *col = Lookup(*key, ordinal);
+    return simdjson::SUCCESS;
+  }
+
+  /// Read the value of column `col` by the typed getter its kind calls for.
+  /// True when it was read into `cell` (not null, in range); false leaves the
+  /// value unconsumed for the general path (nulls, other types, errors), or,
+  /// for temporal columns, consumed into `*text` when it was a string.
+  bool ReadTyped(ondemand::value& value, int col, Cell* cell, JsonScalar* text) {
+    const ColumnSpec& spec = specs_[col];
+    switch (spec.kind) {
+      case ColKind::kSigned: {
+        int64_t v;
+        if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
+          return false;
+        }
+        cell->i = v;
+        cell->u = static_cast<uint64_t>(v);
+        break;
+      }
+      case ColKind::kUnsigned: {
+        uint64_t v;
+        if (value.get_uint64().get(v) || v > spec.max) return false;
+        cell->u = v;
+        cell->i = static_cast<int64_t>(v);
+        break;
+      }
+      case ColKind::kFloat:
+        if (value.get_double().get(cell->d)) return false;
+        break;
+      case ColKind::kBool:
+        if (value.get_bool().get(cell->b)) return false;
+        break;
+      case ColKind::kString:
+      case ColKind::kBinary:
+        if (value.get_string().get(cell->s)) return false;
+        break;
+      case ColKind::kTimestamp:
+      case ColKind::kDate32:
+      case ColKind::kDate64:
+        if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
+        return false;
+      default:
+        return false;
+    }
+    cell->null = false;
+    return true;
+  }
+
+  /// Stage the value of nested column `col` when it has the column's shape
+  /// (`*staged`); leave nulls and other shapes unconsumed for Convert, which
+  /// explains the mismatch.
+  Status ReadNested(ondemand::value& value, int col, bool* staged) {
+    ondemand::json_type type;
+    if (value.type().get(type)) return Status::OK();  // Convert reports it
+    const bool shape = specs_[col].kind == ColKind::kList
+                           ? type == ondemand::json_type::array
+                           : type == ondemand::json_type::object;
+    if (!shape) return Status::OK();
+    Status st = json_internal::StageNested(value, nested_[col], &ops_);
+    if (!st.ok()) return FieldError(specs_[col].name, st);
+    cells_[col].null = false;
+    *staged = true;
+    return Status::OK();
+  }
+
+  static Status FieldError(std::string_view key, const Status& st) {
+    // Nested errors start with their path below the field: ".a[2]: …".
+    std::string_view msg = st.message();
+    size_t colon = msg.find(": ");
+    if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
+      return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
+    }
+    return Status::Invalid("field '", key, "': ", msg);
+  }
+
   /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
   /// the reason when the record cannot be decoded.
   Status ParseRecord(std::string_view record) {
     ++generation_;
+    ops_.clear();
     size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
@@ -217,10 +358,11 @@ class JsonDecoder::Impl {
     for (auto field_result : obj) {
       ondemand::field field;
       std::string_view key;
-      if ((err = std::move(field_result).get(field)) || (err = field.unescaped_key().get(key))) {
+      int col = -1;
+      if ((err = std::move(field_result).get(field)) ||
+          (err = FindColumn(field, ordinal++, &col, &key))) {
         return Status::Invalid(JsonErrorMessage(err));
       }
-      int col = Lookup(key, ordinal++);
       if (col < 0) {
         if (options_.unknown_fields == UnknownFieldPolicy::kReject) {
           return Status::Invalid("unknown field '", key, "'");
@@ -228,29 +370,24 @@ class JsonDecoder::Impl {
         ++result_.unknown_fields;
         continue;  // On-Demand skips the value
       }
+      key = specs_[col].name;
       Cell& cell = cells_[col];
       if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
       cell.generation = generation_;
       JsonScalar scalar;
-      if ((err = json_internal::ReadScalar(field.value(), &scalar))) {
+      if (ReadTyped(field.value(), col, &cell, &scalar)) continue;
+      if (nested_[col].spec != nullptr) {
+        bool staged = false;
+        RILL_RETURN_NOT_OK(ReadNested(field.value(), col, &staged));
+        if (staged) continue;
+      }
+      if (scalar.type != JsonScalar::kString &&
+          (err = json_internal::ReadScalar(field.value(), &scalar))) {
         return Status::Invalid("field '", key, "': ", JsonErrorMessage(err));
       }
       const ColumnSpec& spec = specs_[col];
       Status st = json_internal::Convert(scalar, spec, &cell);
-      if (st.ok() && !cell.null &&
-          (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
-           spec.kind == ColKind::kMap)) {
-        st = json_internal::CheckNested(spec, NestedParser(col), &cell);
-      }
-      if (!st.ok()) {
-        // Nested errors start with their path below the field: ".a[2]: …".
-        std::string_view msg = st.message();
-        size_t colon = msg.find(": ");
-        if (!msg.empty() && (msg[0] == '.' || msg[0] == '[') && colon != msg.npos) {
-          return Status::Invalid("field '", key, msg.substr(0, colon), "'", msg.substr(colon));
-        }
-        return Status::Invalid("field '", key, "': ", msg);
-      }
+      if (!st.ok()) return FieldError(key, st);
       if (cell.null && !spec.nullable) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
       }
@@ -436,14 +573,16 @@ class JsonDecoder::Impl {
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
   std::vector<Cell> cells_;
   std::vector<int> predicted_;
+  std::vector<Fill> fills_;  ///< every builder, children after their parent
+  /// Per struct/list/map column: its builders (empty nodes for the others).
+  std::vector<json_internal::NestedNode> nested_;
+  /// The staged appends of the nested values of the record being decoded.
+  std::vector<json_internal::NestedOp> ops_;
   uint32_t generation_ = 0;
   int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
 
   ondemand::parser parser_;
   ondemand::parser array_parser_;
-  // One DOM parser per nested column: a record's nested values stay parsed
-  // from the check until the append.
-  std::vector<std::unique_ptr<simdjson::dom::parser>> nested_dom_;
   std::vector<char> buffer_;
 
   // State of the current Decode.

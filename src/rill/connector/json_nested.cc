@@ -1,5 +1,5 @@
-// Values of struct, list and map columns (through simdjson's DOM), and the
-// append of converted cells to Arrow builders.
+// Values of struct, list and map columns (read with simdjson On-Demand, checked,
+// and staged as appends), and the append of converted cells to Arrow builders.
 #include <arrow/builder.h>
 #include <arrow/type.h>
 
@@ -9,53 +9,8 @@ namespace rill::json_internal {
 
 namespace {
 
-namespace dom = simdjson::dom;
+namespace ondemand = simdjson::ondemand;
 using simdjson::error_code;
-
-/// Classify a DOM element; `storage` keeps the JSON text of objects/arrays
-/// (and of numbers when `number_text`: for string columns).
-JsonScalar FromDom(dom::element e, std::string* storage, bool number_text = true) {
-  JsonScalar v;
-  switch (e.type()) {
-    case dom::element_type::NULL_VALUE:
-      v.type = JsonScalar::kNull;
-      break;
-    case dom::element_type::BOOL:
-      v.type = JsonScalar::kBool;
-      v.b = e.get_bool().value_unsafe();
-      v.text = v.b ? "true" : "false";
-      break;
-    case dom::element_type::INT64:
-      v.type = JsonScalar::kInt;
-      v.i = e.get_int64().value_unsafe();
-      if (number_text) *storage = std::to_string(v.i);
-      v.text = *storage;
-      break;
-    case dom::element_type::UINT64:
-      v.type = JsonScalar::kUInt;
-      v.u = e.get_uint64().value_unsafe();
-      if (number_text) *storage = std::to_string(v.u);
-      v.text = *storage;
-      break;
-    case dom::element_type::DOUBLE:
-      v.type = JsonScalar::kDouble;
-      v.d = e.get_double().value_unsafe();
-      if (number_text) *storage = simdjson::minify(e);
-      v.text = *storage;
-      break;
-    case dom::element_type::STRING:
-      v.type = JsonScalar::kString;
-      v.text = e.get_string().value_unsafe();
-      break;
-    case dom::element_type::OBJECT:
-    case dom::element_type::ARRAY:
-      v.type = e.type() == dom::element_type::OBJECT ? JsonScalar::kObject : JsonScalar::kArray;
-      *storage = simdjson::minify(e);
-      v.text = *storage;
-      break;
-  }
-  return v;
-}
 
 Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* b) {
   using arrow::Type;
@@ -95,118 +50,253 @@ Status InChild(const Status& st, std::string_view child) {
   return Status::Invalid(child, nested ? "" : ": ", msg);
 }
 
-/// Check (b == nullptr) or append (b != nullptr) the element `e` for `spec`.
-/// Errors name the path below `spec` (".a[2]: expected …"); paths are built
-/// only on failure.
-Status WalkDom(dom::element e, const ColumnSpec& spec, arrow::ArrayBuilder* b) {
-  if (e.is_null()) {
+Status JsonError(error_code err) { return Status::Invalid(JsonErrorMessage(err)); }
+
+/// "expected an object, got …": reads (and consumes) `value` to describe it.
+Status ShapeMismatch(const char* expected, ondemand::value value) {
+  JsonScalar v;
+  error_code err = ReadScalar(value, &v);
+  if (err) return JsonError(err);
+  return Status::Invalid("expected ", expected, ", ", Describe(v));
+}
+
+/// Read and check a value nothing is appended for (a field the struct does not
+/// have, or a repeated one): it must still be valid JSON.
+error_code SkipValue(ondemand::value value) {
+  ondemand::json_type type;
+  error_code err = value.type().get(type);
+  if (err) return err;
+  if (type == ondemand::json_type::object) {
+    ondemand::object obj;
+    if ((err = value.get_object().get(obj))) return err;
+    for (auto field_result : obj) {
+      ondemand::field field;
+      std::string_view key;
+      if ((err = std::move(field_result).get(field)) || (err = field.unescaped_key().get(key)) ||
+          (err = SkipValue(field.value()))) {
+        return err;
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+  if (type == ondemand::json_type::array) {
+    ondemand::array arr;
+    if ((err = value.get_array().get(arr))) return err;
+    for (auto item : arr) {
+      ondemand::value v;
+      if ((err = item.get(v)) || (err = SkipValue(v))) return err;
+    }
+    return simdjson::SUCCESS;
+  }
+  JsonScalar scalar;
+  return ReadScalar(value, &scalar);
+}
+
+Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops);
+
+/// The child of a struct `node` that `field` names (-1: none). Fields usually
+/// come in schema order: the child at `ordinal` is compared first, raw.
+int StructChild(ondemand::field& field, const NestedNode& node, size_t ordinal,
+                error_code* err) {
+  const auto& children = node.spec->children;
+  if (ordinal < children.size() && children[ordinal].plain_name &&
+      field.key().unsafe_is_equal(children[ordinal].name)) {
+    return static_cast<int>(ordinal);
+  }
+  std::string_view key;
+  if ((*err = field.unescaped_key().get(key))) return -1;
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (children[i].name == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+  ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
+  const size_t n = node.children.size();
+  uint64_t seen_bits = 0;
+  std::vector<char> seen_wide(n > 64 ? n : 0);
+  auto seen = [&](size_t i) -> bool {
+    return n > 64 ? seen_wide[i] != 0 : ((seen_bits >> i) & 1) != 0;
+  };
+  size_t ordinal = 0;
+  for (auto field_result : obj) {
+    ondemand::field field;
+    error_code err = std::move(field_result).get(field);
+    int child = err ? -1 : StructChild(field, node, ordinal++, &err);
+    if (err) return JsonError(err);
+    if (child < 0 || seen(static_cast<size_t>(child))) {
+      // Not a field of the struct, or a repeat (the first one counts).
+      if ((err = SkipValue(field.value()))) return JsonError(err);
+      continue;
+    }
+    if (n > 64) {
+      seen_wide[child] = 1;
+    } else {
+      seen_bits |= uint64_t{1} << child;
+    }
+    const NestedNode& c = node.children[child];
+    Status st = Stage(field.value(), c, ops);
+    if (!st.ok()) return InChild(st, "." + c.spec->name);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (seen(i)) continue;
+    const NestedNode& c = node.children[i];
+    if (!c.spec->nullable) return Status::Invalid(".", c.spec->name, ": missing");
+    ops->push_back(NestedOp{NestedOp::kNull, &c, {}});
+  }
+  return Status::OK();
+}
+
+Status StageList(ondemand::array arr, const NestedNode& node, std::vector<NestedOp>* ops) {
+  ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
+  int64_t i = 0;
+  for (auto item : arr) {
+    ondemand::value v;
+    if (error_code err = item.get(v)) return JsonError(err);
+    Status st = Stage(v, node.children[0], ops);
+    if (!st.ok()) return InChild(st, "[" + std::to_string(i) + "]");
+    ++i;
+  }
+  if (node.spec->list_size >= 0 && i != node.spec->list_size) {
+    return Status::Invalid("expected ", node.spec->list_size, " items, got ", i);
+  }
+  return Status::OK();
+}
+
+Status StageMap(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+  ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
+  for (auto field_result : obj) {
+    ondemand::field field;
+    NestedOp key{NestedOp::kMapKey, &node.children[0], {}};
+    error_code err = std::move(field_result).get(field);
+    if (err || (err = field.unescaped_key().get(key.cell.s))) return JsonError(err);
+    ops->push_back(key);
+    Status st = Stage(field.value(), node.children[1], ops);
+    if (!st.ok()) return InChild(st, "." + std::string(key.cell.s));
+  }
+  return Status::OK();
+}
+
+/// Check `value` for `node` and stage its appends.
+Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+  const ColumnSpec& spec = *node.spec;
+  ondemand::json_type type;
+  if (error_code err = value.type().get(type)) return JsonError(err);
+  if (type == ondemand::json_type::null) {
+    bool is_null = false;
+    if (error_code err = value.is_null().get(is_null)) return JsonError(err);
+    if (!is_null) return JsonError(simdjson::N_ATOM_ERROR);
     if (!spec.nullable) return Status::Invalid("null in a non-nullable field");
-    return b ? b->AppendNull() : Status::OK();
+    ops->push_back(NestedOp{NestedOp::kNull, &node, {}});
+    return Status::OK();
   }
   switch (spec.kind) {
-    case ColKind::kStruct: {
-      dom::object obj;
-      if (e.get_object().get(obj)) {
-        std::string s;
-        return Status::Invalid("expected an object, ", Describe(FromDom(e, &s)));
-      }
-      auto* sb = static_cast<arrow::StructBuilder*>(b);
-      if (sb) RILL_RETURN_NOT_OK(sb->Append());
-      for (size_t i = 0; i < spec.children.size(); ++i) {
-        const auto& child = spec.children[i];
-        dom::element value;
-        auto* cb = sb ? sb->field_builder(static_cast<int>(i)) : nullptr;
-        if (obj.at_key(child.name).get(value)) {
-          if (!child.nullable) return Status::Invalid(".", child.name, ": missing");
-          if (cb) RILL_RETURN_NOT_OK(cb->AppendNull());
-          continue;
-        }
-        Status st = WalkDom(value, child, cb);
-        if (!st.ok()) return InChild(st, "." + child.name);
-      }
-      return Status::OK();
+    case ColKind::kStruct:
+    case ColKind::kMap: {
+      if (type != ondemand::json_type::object) return ShapeMismatch("an object", value);
+      ondemand::object obj;
+      if (error_code err = value.get_object().get(obj)) return JsonError(err);
+      return spec.kind == ColKind::kStruct ? StageStruct(obj, node, ops)
+                                           : StageMap(obj, node, ops);
     }
     case ColKind::kList: {
-      dom::array arr;
-      if (e.get_array().get(arr)) {
-        std::string s;
-        return Status::Invalid("expected an array, ", Describe(FromDom(e, &s)));
-      }
-      if (spec.list_size >= 0 && static_cast<int64_t>(arr.size()) != spec.list_size) {
-        return Status::Invalid("expected ", spec.list_size, " items, got ", arr.size());
-      }
-      arrow::ArrayBuilder* vb = nullptr;
-      if (b) {
-        if (spec.type->id() == arrow::Type::LARGE_LIST) {
-          auto* lb = static_cast<arrow::LargeListBuilder*>(b);
-          RILL_RETURN_NOT_OK(lb->Append());
-          vb = lb->value_builder();
-        } else if (spec.list_size >= 0) {
-          auto* lb = static_cast<arrow::FixedSizeListBuilder*>(b);
-          RILL_RETURN_NOT_OK(lb->Append());
-          vb = lb->value_builder();
-        } else {
-          auto* lb = static_cast<arrow::ListBuilder*>(b);
-          RILL_RETURN_NOT_OK(lb->Append());
-          vb = lb->value_builder();
-        }
-      }
-      size_t i = 0;
-      for (dom::element item : arr) {
-        Status st = WalkDom(item, spec.children[0], vb);
-        if (!st.ok()) return InChild(st, "[" + std::to_string(i) + "]");
-        ++i;
-      }
-      return Status::OK();
-    }
-    case ColKind::kMap: {
-      dom::object obj;
-      if (e.get_object().get(obj)) {
-        std::string s;
-        return Status::Invalid("expected an object, ", Describe(FromDom(e, &s)));
-      }
-      auto* mb = static_cast<arrow::MapBuilder*>(b);
-      if (mb) RILL_RETURN_NOT_OK(mb->Append());
-      for (auto field : obj) {
-        if (mb) {
-          RILL_RETURN_NOT_OK(static_cast<arrow::StringBuilder*>(mb->key_builder())
-                                 ->Append(field.key.data(), field.key.size()));
-        }
-        Status st = WalkDom(field.value, spec.children[1], mb ? mb->item_builder() : nullptr);
-        if (!st.ok()) return InChild(st, "." + std::string(field.key));
-      }
-      return Status::OK();
+      if (type != ondemand::json_type::array) return ShapeMismatch("an array", value);
+      ondemand::array arr;
+      if (error_code err = value.get_array().get(arr)) return JsonError(err);
+      return StageList(arr, node, ops);
     }
     default: {
-      std::string storage;
-      JsonScalar v = FromDom(e, &storage, spec.kind == ColKind::kString);
-      Cell cell;
-      RILL_RETURN_NOT_OK(Convert(v, spec, &cell));
-      return b ? AppendScalarCell(cell, spec, b) : Status::OK();
+      JsonScalar v;
+      if (error_code err = ReadScalar(value, &v)) return JsonError(err);
+      NestedOp op{NestedOp::kScalar, &node, {}};
+      RILL_RETURN_NOT_OK(Convert(v, spec, &op.cell));
+      ops->push_back(op);
+      return Status::OK();
     }
   }
 }
 
-Status ParseNested(std::string_view text, simdjson::dom::parser* dom, dom::element* out) {
-  // `text` lies inside a padded buffer, so no copy is needed.
-  error_code err = dom->parse(text.data(), text.size(), /*realloc_if_needed=*/false).get(*out);
-  if (err) return Status::Invalid(JsonErrorMessage(err));
-  return Status::OK();
+/// Start a struct/list/map value (its children follow as their own ops).
+Status AppendStart(const NestedNode& node) {
+  arrow::ArrayBuilder* b = node.builder;
+  switch (node.spec->kind) {
+    case ColKind::kStruct: return static_cast<arrow::StructBuilder*>(b)->Append();
+    case ColKind::kMap: return static_cast<arrow::MapBuilder*>(b)->Append();
+    default: break;
+  }
+  switch (node.spec->type->id()) {
+    case arrow::Type::LARGE_LIST: return static_cast<arrow::LargeListBuilder*>(b)->Append();
+    case arrow::Type::FIXED_SIZE_LIST:
+      return static_cast<arrow::FixedSizeListBuilder*>(b)->Append();
+    default: return static_cast<arrow::ListBuilder*>(b)->Append();
+  }
 }
 
 }  // namespace
 
-Status CheckNested(const ColumnSpec& spec, simdjson::dom::parser* dom, Cell* cell) {
-  RILL_RETURN_NOT_OK(ParseNested(cell->s, dom, &cell->element));
-  return WalkDom(cell->element, spec, nullptr);
+NestedNode MakeNestedNode(const ColumnSpec& spec, arrow::ArrayBuilder* builder) {
+  NestedNode node;
+  node.spec = &spec;
+  node.builder = builder;
+  switch (spec.kind) {
+    case ColKind::kStruct: {
+      auto* sb = static_cast<arrow::StructBuilder*>(builder);
+      for (size_t i = 0; i < spec.children.size(); ++i) {
+        node.children.push_back(
+            MakeNestedNode(spec.children[i], sb->field_builder(static_cast<int>(i))));
+      }
+      break;
+    }
+    case ColKind::kList: {
+      arrow::ArrayBuilder* values =
+          spec.type->id() == arrow::Type::LARGE_LIST
+              ? static_cast<arrow::LargeListBuilder*>(builder)->value_builder()
+          : spec.list_size >= 0
+              ? static_cast<arrow::FixedSizeListBuilder*>(builder)->value_builder()
+              : static_cast<arrow::ListBuilder*>(builder)->value_builder();
+      node.children.push_back(MakeNestedNode(spec.children[0], values));
+      break;
+    }
+    case ColKind::kMap: {
+      auto* mb = static_cast<arrow::MapBuilder*>(builder);
+      node.children.push_back(MakeNestedNode(spec.children[0], mb->key_builder()));
+      node.children.push_back(MakeNestedNode(spec.children[1], mb->item_builder()));
+      break;
+    }
+    default:
+      break;
+  }
+  return node;
+}
+
+Status StageNested(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+  return Stage(value, node, ops);
+}
+
+Status ApplyNestedOps(const std::vector<NestedOp>& ops) {
+  for (const NestedOp& op : ops) {
+    switch (op.kind) {
+      case NestedOp::kNull:
+        RILL_RETURN_NOT_OK(op.node->builder->AppendNull());
+        break;
+      case NestedOp::kScalar:
+        RILL_RETURN_NOT_OK(AppendScalarCell(op.cell, *op.node->spec, op.node->builder));
+        break;
+      case NestedOp::kStart:
+        RILL_RETURN_NOT_OK(AppendStart(*op.node));
+        break;
+      case NestedOp::kMapKey:
+        RILL_RETURN_NOT_OK(
+            static_cast<arrow::StringBuilder*>(op.node->builder)->Append(op.cell.s));
+        break;
+    }
+  }
+  return Status::OK();
 }
 
 Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder) {
   if (cell.null) return builder->AppendNull();
-  if (spec.kind == ColKind::kStruct || spec.kind == ColKind::kList ||
-      spec.kind == ColKind::kMap) {
-    return WalkDom(cell.element, spec, builder);
-  }
   return AppendScalarCell(cell, spec, builder);
 }
 

@@ -1,5 +1,7 @@
 #include "rill/connector/json_stream_connector.h"
 
+#include "rill/connector/decode_counters.h"
+
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
@@ -75,17 +77,12 @@ Result<PushReceipt> JsonStreamConnector::Push(std::string_view data,
     receipt.first_rejects.push_back(r);
     receipt.first_rejects.back().connector = name();
   }
-  counters_.received_records += decoded->records;
-  counters_.rejected_records += receipt.rejected;
-  counters_.unknown_fields += decoded->unknown_fields;
-  CollectRejects(name(), std::move(decoded->rejects), max_pending_rejects_, &rejects_,
-                 &counters_.dropped_records);
+  CountDecoded(name(), &*decoded, max_pending_rejects_, &rejects_, &counters_);
   {
     const ConnectorStats now = buffer_.stats();
     receipt.sequence = now.pushed_records;
   }
   if (!decoded->batch) return receipt;
-  counters_.parsed_records += decoded->batch->num_rows();
   RILL_RETURN_NOT_OK(BufferLocked({decoded->batch}, &receipt));
   return receipt;
 }
@@ -123,8 +120,7 @@ std::vector<RejectedRecord> JsonStreamConnector::TakeRejects() {
 void JsonStreamConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
   if (explicit_schema_ || !schema) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (decoder_->schema() && decoder_->schema()->Equals(*schema)) return;
-  if (!decoder_->SetSchema(schema).ok()) ++counters_.errors;
+  AdoptTargetSchema(decoder_.get(), schema, &counters_);
 }
 
 Status JsonStreamConnector::Start() {
@@ -141,14 +137,7 @@ void JsonStreamConnector::Stop() {
 ConnectorStats JsonStreamConnector::stats() const {
   ConnectorStats s = buffer_.stats();
   std::lock_guard<std::mutex> lock(mu_);
-  s.received_bytes = counters_.received_bytes;
-  s.received_records = counters_.received_records;
-  s.parsed_records = counters_.parsed_records;
-  s.rejected_records = counters_.rejected_records;
-  s.unknown_fields = counters_.unknown_fields;
-  s.errors += counters_.errors;
-  s.dropped_records += counters_.dropped_records;
-  return s;
+  return WithDecodeCounters(s, counters_);
 }
 
 std::shared_ptr<arrow::Schema> JsonStreamConnector::decode_schema() const {

@@ -20,6 +20,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include "rill/connector/decode_counters.h"
 #include "rill/connector/json_stream_connector.h"  // CollectRejects
 
 namespace rill {
@@ -277,15 +278,8 @@ void WebSocketConnector::OnMessage(const std::string& data, bool binary) {
         return;
       }
       for (auto& r : decoded->rejects) r.position = where + ", " + r.position;
-      counters_.received_records += decoded->records;
-      counters_.rejected_records += static_cast<int64_t>(decoded->rejects.size());
-      counters_.unknown_fields += decoded->unknown_fields;
-      CollectRejects(name(), std::move(decoded->rejects), kMaxPendingRejects, &rejects_,
-                     &counters_.dropped_records);
-      if (decoded->batch) {
-        counters_.parsed_records += decoded->batch->num_rows();
-        batches.push_back(decoded->batch);
-      }
+      CountDecoded(name(), &*decoded, kMaxPendingRejects, &rejects_, &counters_);
+      if (decoded->batch) batches.push_back(decoded->batch);
     }
   }
   // CapacityError under on_overflow=error is counted by the buffer (refused).
@@ -310,21 +304,14 @@ std::vector<RejectedRecord> WebSocketConnector::TakeRejects() {
 void WebSocketConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
   if (explicit_schema_ || !schema) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (decoder_->schema() && decoder_->schema()->Equals(*schema)) return;
-  if (!decoder_->SetSchema(schema).ok()) ++counters_.errors;
+  AdoptTargetSchema(decoder_.get(), schema, &counters_);
 }
 
 ConnectorStats WebSocketConnector::stats() const {
   ConnectorStats s = buffer_.stats();
   std::lock_guard<std::mutex> lock(mu_);
-  s.received_bytes = counters_.received_bytes;
-  s.received_records = counters_.received_records;
-  s.parsed_records = counters_.parsed_records;
-  s.rejected_records = counters_.rejected_records;
-  s.unknown_fields = counters_.unknown_fields;
+  s = WithDecodeCounters(s, counters_);
   s.reconnects = counters_.reconnects;
-  s.errors += counters_.errors;
-  s.dropped_records += counters_.dropped_records;
   return s;
 }
 

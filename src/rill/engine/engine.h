@@ -46,6 +46,7 @@
 
 #include "rill/common/clock.h"
 #include "rill/common/host_stats.h"
+#include "rill/common/tick_log.h"
 #include "rill/common/repeat_limiter.h"
 #include "rill/common/status.h"
 #include "rill/engine/event.h"
@@ -236,6 +237,9 @@ class Engine {
   /// The sampler of host and process CPU and memory behind `rill_metrics`;
   /// the metrics store shares it. Lives as long as the engine or its holders.
   std::shared_ptr<HostSampler> host_sampler() const { return host_sampler_; }
+  /// The duration of every recent tick, recorded by the tick without a lock;
+  /// any thread may read it (TickLog::ReadSince) at its own pace.
+  const TickLog& tick_log() const { return tick_log_; }
   /// Check allocated memory against the budget now; true if within budget.
   bool CheckMemoryBudget();
   /// Bytes allocated by Arrow's memory pools plus DuckDB's buffer manager.
@@ -324,6 +328,7 @@ class Engine {
   uint64_t next_listener_ = 1;
   std::deque<EngineEvent> recent_events_;
   EngineMetrics metrics_;
+  TickLog tick_log_;  // written by the tick thread only
   std::deque<std::pair<double, int64_t>> rate_window_;  // (tick time, records)
   int64_t rate_window_records_ = 0;  // sum of the records in rate_window_
   double total_latency_s_ = 0;

@@ -254,6 +254,7 @@ std::vector<BusinessMetricValue> Engine::EvaluateBusinessMetrics(double now) {
 }
 
 void Engine::PublishMetrics(double now, double latency, int64_t records) {
+  tick_log_.Record(latency);  // read by the metrics collector without a lock
   std::vector<BusinessMetricValue> values = EvaluateBusinessMetrics(now);
   const int64_t duckdb_bytes = sql_->MemoryUsage();
   const double wall = SteadySeconds();

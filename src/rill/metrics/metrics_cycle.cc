@@ -83,12 +83,14 @@ void MetricsStore::SampleLatency() {
   if (engine_ == nullptr) {
     return;
   }
-  const EngineMetrics m = engine_->GetMetrics();
   std::lock_guard<std::mutex> lock(cycle_mu_);
-  if (m.ticks != collector_->last_ticks && m.ticks > 0) {
-    collector_->latency.Add(clock_(), m.last_batch_latency_s);
-  }
-  collector_->last_ticks = m.ticks;
+  DrainTickLogLocked(clock_());
+}
+
+void MetricsStore::DrainTickLogLocked(double now) {
+  CollectorState& c = *collector_;
+  c.lost_ticks += engine_->tick_log().ReadSince(
+      &c.tick_cursor, [&](double seconds) { c.latency.Add(now, seconds); });
 }
 
 void MetricsStore::SampleLocked(double now, std::map<std::string, double>* values,
@@ -118,10 +120,7 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
   std::map<std::string, double>& v = *values;
   CollectorState& c = *collector_;
   const EngineMetrics m = engine_->GetMetrics();
-  if (m.ticks != c.last_ticks && m.ticks > 0) {
-    c.latency.Add(now, m.last_batch_latency_s);
-  }
-  c.last_ticks = m.ticks;
+  DrainTickLogLocked(now);
   c.latency.Expire(now);
   v["arrow_allocated_bytes"] = D(m.arrow_allocated_bytes);
   v["arrow_peak_allocated_bytes"] = D(m.arrow_peak_allocated_bytes);

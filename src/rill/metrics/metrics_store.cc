@@ -124,6 +124,9 @@ MetricsStore::MetricsStore(Engine* engine, MetricsOptions options,
   // One sampler per process view: the engine's (behind rill_metrics), or our own.
   host_sampler_ = engine_ != nullptr ? engine_->host_sampler() : std::make_shared<HostSampler>();
   if (engine_ != nullptr) {
+    // The window starts with the last tick before the store was attached.
+    const uint64_t recorded = engine_->tick_log().recorded();
+    collector_->tick_cursor = recorded > 0 ? recorded - 1 : 0;
     engine_listener_id_ = engine_->AddEventListener(
         [inbox = inbox_](const EngineEvent& event) { inbox->Push(event); });
   }

@@ -302,6 +302,9 @@ class MetricsStore {
   /// Call every alert listener with each alert. No lock may be held.
   void NotifyAlertListeners(const std::vector<metrics_internal::AlertRow>& alerts);
   void SampleLatency();
+  /// Add the ticks the engine recorded since the last call to the latency
+  /// window (cycle_mu_ held).
+  void DrainTickLogLocked(double now);
   /// Write one batch (and the configuration if it changed). Writer thread, or
   /// the caller of Flush() when not running.
   void WriteQueued(std::unique_ptr<QueuedBatch> batch);

@@ -80,7 +80,10 @@ struct MetricsStore::CollectorState {
 
   LatencyWindow latency;
   AlertRateLimiter limiter;
-  int64_t last_ticks = -1;
+  /// Position in the engine's TickLog: every tick's duration goes into
+  /// `latency`, read without a lock the tick thread takes.
+  uint64_t tick_cursor = 0;
+  int64_t lost_ticks = 0;  ///< overwritten in the TickLog before being read
   uint64_t requests_seen = 0;
   int64_t unreported_dropped_rows = 0;
   int64_t unreported_dropped_batches = 0;

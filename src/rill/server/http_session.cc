@@ -1,6 +1,7 @@
 // HttpSession: one HTTP/1.1 connection. Reads a request under the header and
 // body limits, hands it to a worker, writes the reply (Content-Length or
 // chunked), repeats while keep-alive. Upgrades /api/v1/stream to WebSocket.
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/post.hpp>
@@ -21,6 +22,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+/// Free room in the read buffer while a body is read (bytes per read call).
+constexpr size_t kBodyReadBytes = 64 * 1024;
 
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -86,6 +90,14 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
     // The header of a keep-alive request must also come within the header
     // timeout once its first byte is in; the body gets the idle timeout.
     stream_.expires_after(Seconds(options().idle_timeout_seconds));
+    // Beast reads at most the buffer's free capacity per call (at least 512
+    // bytes): a buffer left at the size of the headers reads a large body
+    // 512 bytes per system call. Room for large reads once a body comes.
+    const auto length = parser_->content_length();
+    if ((length && *length > 0) || parser_->chunked()) {
+      buffer_.reserve(std::min<size_t>(length ? static_cast<size_t>(*length) : kBodyReadBytes,
+                                       kBodyReadBytes));
+    }
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->OnRequest(ec);
