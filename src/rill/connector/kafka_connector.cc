@@ -14,6 +14,7 @@
 #include <arrow/type.h>
 
 #include "rill/common/json_text.h"
+#include "rill/connector/decode_counters.h"
 #include "rill/connector/json_stream_connector.h"
 
 namespace rill {
@@ -491,16 +492,9 @@ void KafkaConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schem
 }
 
 ConnectorStats KafkaConnector::stats() const {
-  ConnectorStats s = impl_->buffer.stats();
+  const ConnectorStats buffered = impl_->buffer.stats();  // before mu, as Poll takes them
   std::lock_guard<std::mutex> lock(impl_->mu);
-  const auto& c = impl_->counters;
-  s.received_bytes = c.received_bytes;
-  s.received_records = c.received_records;
-  s.parsed_records = c.parsed_records;
-  s.rejected_records = c.rejected_records;
-  s.unknown_fields = c.unknown_fields;
-  s.errors += c.errors;
-  s.dropped_records += c.dropped_records;
+  ConnectorStats s = WithDecodeCounters(buffered, impl_->counters);
   // on_overflow=error makes the reader wait, never lose rows: its retried
   // pushes are not refusals.
   s.refused_records = std::max<int64_t>(0, s.refused_records - impl_->retried_records);
