@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from rills import KafkaConnector
+from waiting import wait_rows
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,21 +38,6 @@ def consumer_config(broker, group: str, **extra) -> dict:
     return {"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
             "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
             "reconnect.backoff.max.ms": 1000, **extra}
-
-
-def wait_rows(engine, table: str, n: int, timeout: float = 60.0) -> int:
-    """Wait until `table` holds at least n rows; return the count (fails on timeout)."""
-    deadline = time.monotonic() + timeout
-    got = 0
-    while time.monotonic() < deadline:
-        try:
-            got = engine.get_table(table).num_rows
-        except Exception:  # a table without schema appears with its first rows
-            got = 0
-        if got >= n:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"{table}: {got} rows after {timeout} s, expected {n}")
 
 
 def make_rows(rng: random.Random, first_id: int, n: int) -> list:

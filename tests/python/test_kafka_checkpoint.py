@@ -11,15 +11,7 @@ import time
 import pyarrow as pa
 
 from rills import Checkpointer, KafkaConnector, KafkaMockCluster, RetentionPolicy, RillEngine
-
-
-def wait_rows(engine, table, n, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if engine.get_table(table).num_rows >= n:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{table}: {engine.get_table(table).num_rows} rows, expected {n}")
+from waiting import wait_rows
 
 
 def ids(engine, table="t"):
@@ -52,11 +44,11 @@ def test_partition_missing_from_checkpoint_replays_from_earliest_not_the_committ
         first, conn = engine_with_connector(cluster, "g-missing")
         first.start()
         try:
-            wait_rows(first, "t", 5)
+            wait_rows(first, "t", 5, timeout=30.0)
             Checkpointer(tmp_path).save_snapshots(first)
             for i in range(5, 8):
                 cluster.produce("topic", json.dumps({"id": i}), partition=1)
-            wait_rows(first, "t", 8)
+            wait_rows(first, "t", 8, timeout=30.0)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and conn.positions().get(("topic", 1)) != 3:
                 time.sleep(0.02)
@@ -70,7 +62,7 @@ def test_partition_missing_from_checkpoint_replays_from_earliest_not_the_committ
         assert Checkpointer(tmp_path).restore_snapshots(second) == ["t"]
         assert ids(second) == list(range(5))
         second.start()
-        wait_rows(second, "t", 8)
+        wait_rows(second, "t", 8, timeout=30.0)
         time.sleep(0.5)  # a duplicate would show up now
         assert ids(second) == list(range(8))
     finally:
@@ -87,16 +79,16 @@ def test_restore_while_running_seeks_assigned_partitions(tmp_path):
     engine, conn = engine_with_connector(cluster, "g-seek")
     engine.start()
     try:
-        wait_rows(engine, "t", 6)
+        wait_rows(engine, "t", 6, timeout=30.0)
         Checkpointer(tmp_path).save_snapshots(engine)
         for i in range(6, 10):
             cluster.produce("topic", json.dumps({"id": i}), partition=i % 2)
-        wait_rows(engine, "t", 10)
+        wait_rows(engine, "t", 10, timeout=30.0)
         engine.stop()
         Checkpointer(tmp_path).restore_snapshots(engine)  # the connector is still assigned
         assert ids(engine) == list(range(6))
         engine.start()
-        wait_rows(engine, "t", 10)
+        wait_rows(engine, "t", 10, timeout=30.0)
         time.sleep(0.5)
         assert ids(engine) == list(range(10))
         assert conn.positions() == {("topic", 0): 5, ("topic", 1): 5}
