@@ -35,6 +35,8 @@ _QUEUE_CAPACITY = 10_000
 _WAIT_SECONDS = 0.25
 
 _lock = threading.Lock()
+_deliver = threading.Lock()
+_POLL_SECONDS = 0.05
 _thread: Optional[threading.Thread] = None
 _stop = threading.Event()
 _level: Optional[int] = None
@@ -78,16 +80,22 @@ def _sync_level() -> None:
 
 def flush_logs() -> None:
     """Deliver the C++ log records queued so far to Python's logging, now, on this thread."""
-    _sync_level()
-    _emit(_core.take_log_records(0.0))
+    with _deliver:  # waits for a batch the drain thread has taken but not yet emitted
+        _sync_level()
+        _emit(_core.take_log_records(0.0))
 
 
 def _drain() -> None:
     while not _stop.is_set():
         try:
-            records = _core.take_log_records(_WAIT_SECONDS)
-            _sync_level()
-            _emit(records)
+            # Take and emit under _deliver, so flush_logs() never returns while
+            # records taken here are still on their way (poll, not a blocking take).
+            with _deliver:
+                records = _core.take_log_records(0.0)
+                _sync_level()
+                _emit(records)
+            if not records:
+                _stop.wait(_POLL_SECONDS)
         except Exception:  # a failing handler must not end log delivery
             logging.getLogger("rills").exception("delivering C++ log records failed")
 

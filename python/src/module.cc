@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 
 #include "bind_common.h"
+#include "py_arrow.h"
 
 namespace rills {
 void BindAggregation(nanobind::module_& m);  // bind_aggregation.cc
@@ -13,6 +14,7 @@ NB_MODULE(_core, m) {
   // Engines still referenced at exit are stopped by an atexit hook and then
   // deliberately leaked; nanobind need not report them.
   nanobind::set_leak_warnings(false);
+  rills::InitPyarrowInterop();  // here, not in the first push
   rills::BindTable(m);
   rills::BindConnector(m);
   rills::BindIoConnectors(m);

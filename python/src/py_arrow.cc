@@ -1,9 +1,12 @@
 #include "py_arrow.h"
 
+#include <dlfcn.h>
+
 #include <string>
 
 #include <arrow/c/abi.h>
 #include <arrow/c/bridge.h>
+#include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
@@ -42,7 +45,56 @@ void ReleaseSchema(void* ptr) noexcept {
   delete schema;
 }
 
+// pyarrow's own C API (pyarrow.lib.__pyx_capi__, what pyarrow_api.h loads):
+// hands over the std::shared_ptr a pyarrow RecordBatch holds, with no C data
+// export and import (issue 16: that round trip was most of a small push).
+// Used only when pyarrow's libarrow is the one this module runs on, so the
+// object is ours to share; otherwise pushes go through the C data interface.
+struct PyarrowBatches {
+  PyTypeObject* type = nullptr;  // pyarrow.lib.RecordBatch
+  std::shared_ptr<arrow::RecordBatch> (*unwrap)(PyObject*) = nullptr;
+};
+
+bool SameLibrary(const void* a, const void* b) {
+  Dl_info ia, ib;
+  if (dladdr(a, &ia) == 0 || dladdr(b, &ib) == 0) return false;
+  return ia.dli_fbase == ib.dli_fbase;
+}
+
+PyarrowBatches LoadPyarrowBatches() {
+  PyarrowBatches out;
+  try {
+    nb::module_ lib = nb::module_::import_("pyarrow.lib");
+    nb::object capi = lib.attr("__pyx_capi__");
+    nb::object unwrap = capi["pyarrow_unwrap_batch"];
+    void* fn = PyCapsule_GetPointer(unwrap.ptr(), PyCapsule_GetName(unwrap.ptr()));
+    // pyarrow.lib calls arrow::default_memory_pool of the libarrow it runs
+    // on; it must be the one linked here.
+    nb::object lib_path = lib.attr("__file__");
+    void* pyarrow_handle = dlopen(nb::cast<std::string>(lib_path).c_str(), RTLD_NOW | RTLD_NOLOAD);
+    void* theirs = pyarrow_handle ? dlsym(pyarrow_handle, "_ZN5arrow19default_memory_poolEv") : nullptr;
+    if (pyarrow_handle) dlclose(pyarrow_handle);
+    const void* ours = reinterpret_cast<const void*>(&arrow::default_memory_pool);
+    if (fn == nullptr || theirs == nullptr || !SameLibrary(theirs, ours)) {
+      PyErr_Clear();
+      return out;
+    }
+    out.type = reinterpret_cast<PyTypeObject*>(lib.attr("RecordBatch").ptr());
+    out.unwrap = reinterpret_cast<std::shared_ptr<arrow::RecordBatch> (*)(PyObject*)>(fn);
+  } catch (const nb::python_error&) {
+    PyErr_Clear();
+  }
+  return out;
+}
+
+const PyarrowBatches& Pyarrow() {
+  static const PyarrowBatches batches = LoadPyarrowBatches();  // first call holds the GIL
+  return batches;
+}
+
 }  // namespace
+
+void InitPyarrowInterop() { Pyarrow(); }
 
 int64_t ImportedBatches::num_rows() const {
   int64_t rows = 0;
@@ -54,6 +106,16 @@ int64_t ImportedBatches::num_rows() const {
 
 rill::Result<ImportedBatches> ImportBatches(nb::handle obj) {
   ImportedBatches out;
+  const PyarrowBatches& pyarrow = Pyarrow();
+  if (pyarrow.unwrap != nullptr && Py_TYPE(obj.ptr()) == pyarrow.type) {
+    std::shared_ptr<arrow::RecordBatch> batch = pyarrow.unwrap(obj.ptr());
+    if (batch) {
+      out.schema = batch->schema();
+      out.batches.push_back(std::move(batch));
+      return out;
+    }
+    PyErr_Clear();
+  }
   // A RecordBatch offers both; its array export is the cheaper one (no reader).
   if (nb::hasattr(obj, "__arrow_c_array__")) {
     nb::object pair = obj.attr("__arrow_c_array__")();

@@ -33,6 +33,10 @@ struct ImportedBatches {
 /// naming the type for anything else.
 rill::Result<ImportedBatches> ImportBatches(nb::handle obj);
 
+/// Look up pyarrow's C API for ImportBatches' fast path (importing pyarrow).
+/// Called once at module import; ImportBatches would otherwise do it itself.
+void InitPyarrowInterop();
+
 /// Import `obj` (as ImportBatches) as one table.
 rill::Result<std::shared_ptr<arrow::Table>> ImportTable(nb::handle obj);
 

@@ -73,6 +73,7 @@ Status Engine::Init() {
   TableOptions metrics;
   metrics.clock = clock_;
   RILL_ASSIGN_OR_RAISE(metrics_table_, LiveTable::Make(kMetricsTable, MetricsSchema(), metrics));
+  metrics_table_->SetRefresher([this] { WriteMetricsRow(); });
   for (const auto& t : {rejects_, metrics_table_}) {
     RILL_RETURN_NOT_OK(sql_->RegisterTable(t));
     tables_[t->name()] = t;
@@ -91,6 +92,12 @@ Engine::~Engine() {
         loop_thread_.join();
       }
     }
+  }
+  if (metrics_table_) {
+    // rill_metrics may outlive the engine (a Python handle, a DuckDB scan):
+    // write the last tick's row now, and the refresher must not call us later.
+    metrics_table_->snapshot();
+    metrics_table_->SetRefresher(nullptr);
   }
   std::vector<std::shared_ptr<Connector>> connectors;
   {

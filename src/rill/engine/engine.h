@@ -269,6 +269,10 @@ class Engine {
   void RunAndCountTask(Task& task, double now);  // RunTask plus stats and events
   std::vector<BusinessMetricValue> EvaluateBusinessMetrics(double now);
   void PublishMetrics(double now, double latency, int64_t records);
+  /// Write the rill_metrics row of the last published metrics (the table's
+  /// refresher: run by the first reader after a tick, or by the tick itself
+  /// when rill_metrics has subscribers).
+  void WriteMetricsRow();
   /// Write `batch` to `rill_rejects` and record an error event. Callers hold tick_mu_.
   void RejectBatch(const std::string& table, const std::string& source,
                    const std::shared_ptr<arrow::RecordBatch>& batch, const Status& reason,
@@ -328,6 +332,8 @@ class Engine {
   uint64_t next_listener_ = 1;
   std::deque<EngineEvent> recent_events_;
   EngineMetrics metrics_;
+  std::mutex metrics_row_mu_;       // a leaf lock: guards metrics_row_
+  EngineMetrics metrics_row_;       // what rill_metrics shows once refreshed
   TickLog tick_log_;  // written by the tick thread only
   std::deque<std::pair<double, int64_t>> rate_window_;  // (tick time, records)
   int64_t rate_window_records_ = 0;  // sum of the records in rate_window_

@@ -286,8 +286,29 @@ void Engine::PublishMetrics(double now, double latency, int64_t records) {
     metrics_.business_metrics = std::move(values);
     m = metrics_;
   }
+  {
+    std::lock_guard<std::mutex> lock(metrics_row_mu_);
+    metrics_row_ = std::move(m);
+  }
+  // The row (23 one-value arrays and a new table version) is built when
+  // rill_metrics is read, not on every tick (issue 16: the fixed cost of a
+  // tick), unless someone subscribes to its versions.
+  if (metrics_table_->has_subscribers()) {
+    WriteMetricsRow();
+  } else {
+    metrics_table_->MarkStale();
+  }
+}
+
+void Engine::WriteMetricsRow() {
+  EngineMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(metrics_row_mu_);
+    m = metrics_row_;
+  }
   auto row = MakeMetricsRow(m, host_sampler_->Latest());
-  Status st = row.ok() ? metrics_table_->ReplaceState(*row, now).status() : row.status();
+  Status st =
+      row.ok() ? metrics_table_->ReplaceState(*row, m.timestamp).status() : row.status();
   if (!st.ok()) Logger("engine")->error("updating rill_metrics failed: {}", st.ToString());
 }
 

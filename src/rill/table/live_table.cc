@@ -490,6 +490,23 @@ bool LiveTable::Unsubscribe(SubscriptionId id) {
   return subscribers_.erase(id) > 0;
 }
 
+bool LiveTable::has_subscribers() const {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  return !subscribers_.empty();
+}
+
+void LiveTable::SetRefresher(std::function<void()> refresher) {
+  std::lock_guard<std::mutex> lock(refresh_mu_);
+  refresher_ = std::move(refresher);
+}
+
+void LiveTable::RunRefresher() const {
+  std::lock_guard<std::mutex> lock(refresh_mu_);
+  // Cleared before the call: a MarkStale() during the refresh is seen by the
+  // next reader, and the refresher's own publication does not recurse.
+  if (stale_.exchange(false, std::memory_order_acq_rel) && refresher_) refresher_();
+}
+
 void LiveTable::SetErrorHandler(ErrorHandler handler) {
   std::lock_guard<std::mutex> lock(subscribers_mu_);
   error_handler_ = std::move(handler);

@@ -19,6 +19,7 @@
 // write, with no lock held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -141,8 +142,12 @@ class LiveTable {
   /// True when writes upsert by key (snapshot mode with a key).
   bool keyed() const { return index_ != nullptr; }
 
-  /// Return the current version. Any thread; never blocks.
-  std::shared_ptr<const TableVersion> snapshot() const { return current_.Load(); }
+  /// Return the current version. Any thread; never blocks, except to run the
+  /// refresher of a stale table (see SetRefresher).
+  std::shared_ptr<const TableVersion> snapshot() const {
+    if (stale_.load(std::memory_order_acquire)) RunRefresher();
+    return current_.Load();
+  }
   /// Live rows of the current version. Any thread.
   int64_t num_rows() const { return snapshot()->num_rows(); }
 
@@ -185,6 +190,19 @@ class LiveTable {
   bool Unsubscribe(SubscriptionId id);
   /// Where subscriber exceptions are reported (default: the log).
   void SetErrorHandler(ErrorHandler handler);
+  /// True when at least one subscriber is registered. Any thread.
+  bool has_subscribers() const;
+
+  /// Build this table's state on demand: after MarkStale(), the next snapshot()
+  /// (on whichever thread reads) calls `refresher` first, which publishes the
+  /// new state (ReplaceState or Write); readers wait for it, so none sees the
+  /// state from before MarkStale(). For a table written on every tick but
+  /// rarely read (rill_metrics): the tick only marks it. Set once, before the
+  /// table is shared; the refresher must not call snapshot() of this table.
+  /// Any thread; SetRefresher(nullptr) returns once no refresh is running.
+  void SetRefresher(std::function<void()> refresher);
+  /// Mark the state stale (only meaningful with a refresher). Any thread; no lock.
+  void MarkStale() { stale_.store(true, std::memory_order_release); }
 
   /// Estimated bytes per row (schema estimate, refined by the data once rows exist).
   int64_t EstimateRowSize() const;
@@ -216,6 +234,7 @@ class LiveTable {
   void DropEmptyChunksLocked();
   uint32_t AllocateSlotLocked();
   void PublishLocked(double now);
+  void RunRefresher() const;
   void Notify(const std::shared_ptr<const TableVersion>& version);
   Result<std::shared_ptr<arrow::RecordBatch>> WithSystemColumnsLocked(
       const std::shared_ptr<arrow::RecordBatch>& user_batch,
@@ -244,8 +263,11 @@ class LiveTable {
   double now_value_ = 0;                       // guarded by write_mu_
 
   SnapshotCell<TableVersion> current_;
+  mutable std::mutex refresh_mu_;        // one refresh at a time; readers wait
+  std::function<void()> refresher_;      // guarded by refresh_mu_
+  mutable std::atomic<bool> stale_{false};
 
-  std::mutex subscribers_mu_;
+  mutable std::mutex subscribers_mu_;
   std::map<SubscriptionId, std::shared_ptr<Subscriber>> subscribers_;  // guarded
   SubscriptionId next_subscription_ = 1;                               // guarded
   ErrorHandler error_handler_;                                         // guarded

@@ -42,9 +42,10 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     for (int i = 0; i < user_schema_->num_fields(); ++i) {
       RILL_RETURN_NOT_OK(check_nulls(*user_schema_->field(i), batch->column(i)));
     }
-    if (batch->schema()->Equals(*user_schema_, /*check_metadata=*/false)) {
-      return batch;
-    }
+    // Same names and types: relabel with the table's schema (its nullability
+    // and metadata). No Schema::Equals: its fingerprints of a schema imported
+    // per push cost more than the relabel (issue 16).
+    if (batch->schema() == user_schema_) return batch;
     return arrow::RecordBatch::Make(user_schema_, n, batch->columns());
   }
   for (const auto& f : in.fields()) {

@@ -1,7 +1,10 @@
 // BoundedBuffer: overflow strategies slice exactly across batch boundaries.
 #include "rill/connector/bounded_buffer.h"
 
+#include <random>
+
 #include <arrow/api.h>
+#include <arrow/util/byte_size.h>
 #include <gtest/gtest.h>
 
 #include "table/test_util.h"
@@ -222,6 +225,55 @@ TEST(EstimateBatchBytes, ProRatesSlices) {
   EXPECT_GE(whole, 8000);
   EXPECT_NEAR(static_cast<double>(half), whole / 2.0, whole * 0.02);
   EXPECT_EQ(EstimateBatchBytes(*batch->Slice(0, 0)), 0);
+}
+
+// The direct count of flat columns must agree with Arrow's own
+// ReferencedBufferSize, on whole batches and on slices at any offset.
+TEST(EstimateBatchBytes, MatchesArrowsReferencedSizeForFlatColumns) {
+  std::mt19937_64 rng(16);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 3000);
+    arrow::Int64Builder ints;
+    arrow::DoubleBuilder doubles;
+    arrow::BooleanBuilder bools;
+    arrow::StringBuilder strings;
+    arrow::LargeBinaryBuilder blobs;
+    arrow::Int16Builder shorts;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool null = rng() % 7 == 0;
+      if (null) {
+        ASSERT_TRUE(ints.AppendNull().ok());
+        ASSERT_TRUE(strings.AppendNull().ok());
+      } else {
+        ASSERT_TRUE(ints.Append(static_cast<int64_t>(rng())).ok());
+        ASSERT_TRUE(strings.Append(std::string(rng() % 20, 'x')).ok());
+      }
+      ASSERT_TRUE(doubles.Append(static_cast<double>(i)).ok());
+      ASSERT_TRUE(bools.Append(rng() % 2 == 0).ok());
+      ASSERT_TRUE(blobs.Append(std::string(rng() % 9, 'y')).ok());
+      ASSERT_TRUE(shorts.Append(static_cast<int16_t>(i)).ok());
+    }
+    std::vector<std::shared_ptr<arrow::Array>> cols(6);
+    ASSERT_TRUE(ints.Finish(&cols[0]).ok());
+    ASSERT_TRUE(doubles.Finish(&cols[1]).ok());
+    ASSERT_TRUE(bools.Finish(&cols[2]).ok());
+    ASSERT_TRUE(strings.Finish(&cols[3]).ok());
+    ASSERT_TRUE(blobs.Finish(&cols[4]).ok());
+    ASSERT_TRUE(shorts.Finish(&cols[5]).ok());
+    auto schema = arrow::schema({arrow::field("i", arrow::int64()), arrow::field("d", arrow::float64()),
+                                 arrow::field("b", arrow::boolean()), arrow::field("s", arrow::utf8()),
+                                 arrow::field("l", arrow::large_binary()),
+                                 arrow::field("h", arrow::int16())});
+    auto batch = arrow::RecordBatch::Make(schema, n, cols);
+    const int64_t offset = static_cast<int64_t>(rng() % n);
+    const int64_t length = static_cast<int64_t>(rng() % (n - offset + 1));
+    for (const auto& b : {batch, batch->Slice(offset, length)}) {
+      auto expected = arrow::util::ReferencedBufferSize(*b);
+      ASSERT_TRUE(expected.ok());
+      EXPECT_EQ(EstimateBatchBytes(*b), *expected)
+          << "rows " << b->num_rows() << " of " << n << " at offset " << offset;
+    }
+  }
 }
 
 }  // namespace
