@@ -1,8 +1,8 @@
 // End-to-end latency and overload runs of nexmark_bench.
 //
-// A producer thread generates Nexmark bids at a target rate (the generator runs
-// on the producer's core, not the engine's), stamps each bid's date_time with
-// the wall clock (ms) as it pushes it into a MemoryConnector, and the engine's
+// A producer thread pushes Nexmark bids at a target rate into a MemoryConnector
+// (cycling a pool of bids generated once, so that it can outrun the engine),
+// stamping each bid's date_time with the wall clock (ms) as it pushes, and the engine's
 // own background loop (trigger 100 ms or 10 ms) writes them into `bid` and runs
 // q0 as a StreamSqlTask. A subscriber of the output table reads each new
 // version's new rows: latency = the time the version is published (subscriber

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -22,6 +25,11 @@ double WallMs() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+void SetReceiveTimeout(int fd, int seconds) {
+  timeval tv{seconds, 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 }  // namespace
@@ -45,6 +53,9 @@ Status WsFrameRecorder::Open(const std::string& address, const std::string& toke
   auto& ws = socket_->ws;
   ws.next_layer().connect(tcp::endpoint(net::ip::make_address(host, ec), port), ec);
   if (ec) return Status::IOError("ws: connect to ", address, ": ", ec.message());
+  // The upgrade and the subscription's reply must come within 10 s; the reader
+  // then waits without a limit (Server::Stop closes the socket).
+  SetReceiveTimeout(ws.next_layer().native_handle(), 10);
   ws.set_option(websocket::stream_base::decorator([token](websocket::request_type& req) {
     if (!token.empty()) req.set(beast::http::field::authorization, "Bearer " + token);
   }));
@@ -60,6 +71,7 @@ Status WsFrameRecorder::Open(const std::string& address, const std::string& toke
     if (ec) return Status::IOError("ws: read: ", ec.message());
     const std::string text = beast::buffers_to_string(buffer.data());
     if (text.find("\"type\":\"subscribed\"") != std::string::npos) {
+      SetReceiveTimeout(ws.next_layer().native_handle(), 0);
       reader_ = std::thread([this] { Read(); });
       return Status::OK();
     }
