@@ -63,8 +63,8 @@ std::pair<double, double> Drain(const std::vector<std::shared_ptr<KafkaConnector
 /// Read every topic back through one KafkaConnector each (own consumer group,
 /// earliest offsets): exactly the messages the cluster still holds (its
 /// watermarks), checked per partition. Emits nexmark_kafka_read_events_per_s.
-void ReadBack(const std::string& bootstrap, KafkaSink& sink, std::vector<Kind>& kinds,
-              const KafkaRunOptions& options) {
+KafkaRunResult ReadBack(const std::string& bootstrap, KafkaSink& sink, std::vector<Kind>& kinds,
+                        const KafkaRunOptions& options) {
   int64_t produced = 0, want = 0;
   for (auto& k : kinds) {
     k.watermarks = Check(sink.Watermarks(k.kind), "watermarks");
@@ -142,12 +142,13 @@ void ReadBack(const std::string& bootstrap, KafkaSink& sink, std::vector<Kind>& 
   // before the read (the mock's 5 MiB per partition), not the connector.
   m.extra_bools = {{"complete", complete && total == want}};
   bench::Emit(m);
+  return {produced, want, total, complete && total == want};
 }
 
 }  // namespace
 
-void KafkaRun(const std::vector<EventBatch>& events, const std::string& servers,
-              const KafkaRunOptions& options) {
+KafkaRunResult KafkaRun(const std::vector<EventBatch>& events, const std::string& servers,
+                        const KafkaRunOptions& options) {
   std::unique_ptr<KafkaMockCluster> mock;
   std::string bootstrap = servers;
   if (servers == "mock") {
@@ -182,7 +183,8 @@ void KafkaRun(const std::vector<EventBatch>& events, const std::string& servers,
                    {"cluster", servers == "mock" ? "librdkafka mock cluster" : servers},
                    {"compression", options.compression}};
   bench::Emit(produce);
-  if (options.read_back) ReadBack(bootstrap, *sink, kinds, options);
+  if (options.read_back) return ReadBack(bootstrap, *sink, kinds, options);
+  return {total, -1, 0, false};
 }
 
 }  // namespace rill::nexmark

@@ -3,6 +3,7 @@
 // through the KafkaConnector.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,13 @@ struct KafkaRunOptions {
 /// watermarks say it holds (low..high per partition) and reports
 /// retained_events next to events; `compression` (e.g. lz4) makes the mock
 /// hold ~4x more.
-void KafkaRun(const std::vector<EventBatch>& events, const std::string& servers,
-              const KafkaRunOptions& options = {});
+struct KafkaRunResult {
+  int64_t produced = 0;  ///< events delivered to the cluster
+  int64_t retained = 0;  ///< events the cluster held when the read started
+  int64_t read = 0;      ///< rows read back
+  bool complete = false;  ///< every held message read, each partition to its end
+};
+KafkaRunResult KafkaRun(const std::vector<EventBatch>& events, const std::string& servers,
+                        const KafkaRunOptions& options = {});
 
 }  // namespace rill::nexmark
