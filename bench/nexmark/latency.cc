@@ -292,6 +292,7 @@ double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seco
   w.name = "nexmark_e2e_ws_latency_ms_" + point;
   w.value = r.ws_p99;
   w.unit = "ms (p99)";
+  if (tick_ms == 10 && pct == 50) w.targets = {{"value", "<=", 50}};
   w.extra_numbers = {{"e2e_ws_latency_ms_p50", r.ws_p50},
                      {"e2e_ws_latency_ms_p99", r.ws_p99},
                      {"e2e_ws_latency_ms_p999", r.ws_p999}};
