@@ -46,7 +46,8 @@ KafkaSink::KafkaSink(std::unique_ptr<Impl> impl, std::string prefix)
 KafkaSink::~KafkaSink() = default;
 
 arrow::Result<std::unique_ptr<KafkaSink>> KafkaSink::Make(const std::string& bootstrap_servers,
-                                                          std::string topic_prefix) {
+                                                          std::string topic_prefix,
+                                                          const std::string& compression) {
   auto impl = std::make_unique<Impl>();
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -55,6 +56,7 @@ arrow::Result<std::unique_ptr<KafkaSink>> KafkaSink::Make(const std::string& boo
       {"linger.ms", "5"},
       {"batch.num.messages", "10000"},
       {"queue.buffering.max.messages", "500000"},
+      {"compression.type", compression.c_str()},
   };
   for (const auto& [key, value] : settings) {
     if (rd_kafka_conf_set(conf, key, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
@@ -108,5 +110,32 @@ arrow::Status KafkaSink::Flush(int timeout_ms) {
 }
 
 int64_t KafkaSink::delivered() const { return impl_->delivered; }
+
+arrow::Result<std::vector<std::pair<int64_t, int64_t>>> KafkaSink::Watermarks(
+    const std::string& kind, int timeout_ms) {
+  const std::string name = topic(kind);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(impl_->rk, name.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(impl_->rk, 0, rkt, &md, timeout_ms);
+  rd_kafka_topic_destroy(rkt);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR || md->topic_cnt != 1 || md->topics[0].err) {
+    const std::string why = err ? rd_kafka_err2str(err)
+                                : md->topic_cnt != 1 ? "no such topic"
+                                                     : rd_kafka_err2str(md->topics[0].err);
+    if (md) rd_kafka_metadata_destroy(md);
+    return arrow::Status::IOError("nexmark kafka sink: metadata of '", name, "': ", why);
+  }
+  std::vector<std::pair<int64_t, int64_t>> out(md->topics[0].partition_cnt, {-1, -1});
+  rd_kafka_metadata_destroy(md);
+  for (size_t p = 0; p < out.size(); ++p) {
+    err = rd_kafka_query_watermark_offsets(impl_->rk, name.c_str(), static_cast<int32_t>(p),
+                                           &out[p].first, &out[p].second, timeout_ms);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return arrow::Status::IOError("nexmark kafka sink: watermarks of '", name, "' [", p,
+                                    "]: ", rd_kafka_err2str(err));
+    }
+  }
+  return out;
+}
 
 }  // namespace rill::nexmark

@@ -12,6 +12,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <arrow/result.h>
 #include <arrow/status.h>
@@ -24,8 +26,10 @@ class KafkaSink {
  public:
   /// A producer for `bootstrap_servers` (librdkafka's list "host:port,...").
   /// Invalid for a configuration librdkafka refuses.
+  /// `compression`: librdkafka's compression.type ("none", "lz4", "zstd", ...).
   static arrow::Result<std::unique_ptr<KafkaSink>> Make(const std::string& bootstrap_servers,
-                                                        std::string topic_prefix = "nexmark-");
+                                                        std::string topic_prefix = "nexmark-",
+                                                        const std::string& compression = "none");
   ~KafkaSink();
   KafkaSink(const KafkaSink&) = delete;
   KafkaSink& operator=(const KafkaSink&) = delete;
@@ -39,6 +43,12 @@ class KafkaSink {
   std::string topic(const std::string& kind) const { return prefix_ + kind; }
   /// Messages delivered so far (as of the last Produce or Flush).
   int64_t delivered() const;
+  /// The cluster's (low, high) watermark offsets of each partition of the
+  /// topic of `kind`, by partition id: high - low messages are still held
+  /// (low > 0: the cluster discarded the partition's oldest messages, e.g. by
+  /// retention). IOError when the metadata or a watermark query fails.
+  arrow::Result<std::vector<std::pair<int64_t, int64_t>>> Watermarks(const std::string& kind,
+                                                                     int timeout_ms = 10'000);
 
   struct Impl;
 

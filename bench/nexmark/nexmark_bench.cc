@@ -17,7 +17,9 @@
 //
 // Usage: nexmark_bench [--queries 0,1,2,3,4,5,7,8] [--events 1m] [--batch 10k]
 //                      [--reps 1] [--latency] [--overload-seconds 60] [--rate R]
-//                      [--kafka mock|HOST:PORT] (the events through Kafka: kafka_run.h)
+//                      [--kafka mock|HOST:PORT] [--kafka-partitions 4] [--kafka-brokers 1]
+//                      [--kafka-compression none|lz4|zstd] [--kafka-no-read] [--kafka-only]
+//                      (the events through Kafka and back: kafka_run.h)
 #include <sstream>
 
 #include "bench_util.h"
@@ -185,7 +187,15 @@ int main(int argc, char** argv) {
     for (const auto& b : all) rill::bench::Check(AppendNdjson(b, args.Str("ndjson", "")), "ndjson");
   }
   if (args.Flag("parquet")) rill::bench::Check(WriteParquet(all, args.Str("parquet", "")), "parquet");
-  if (args.Flag("kafka")) KafkaRun(all, args.Str("kafka", "mock"));
+  if (args.Flag("kafka")) {
+    KafkaRunOptions ko;
+    ko.partitions = static_cast<int>(args.Int("kafka-partitions", 4));
+    ko.mock_brokers = static_cast<int>(args.Int("kafka-brokers", 1));
+    ko.read_back = !args.Flag("kafka-no-read");
+    ko.compression = args.Str("kafka-compression", "none");
+    KafkaRun(all, args.Str("kafka", "mock"), ko);
+    if (args.Flag("kafka-only")) return 0;
+  }
   if (!args.Flag("latency-only")) {
     for (int q : queries) Throughput(q, all, reps, gen_rate, batch);
   }
