@@ -37,6 +37,12 @@ uint64_t BytesLocationMap::UpsertOne(std::string_view key, uint64_t hash, uint64
   while (true) {
     Slot& s = slots_[j];
     if (s.location == kNone) {
+      if ((size_ + 1) * 2 > slots_.size()) {
+        // Grow only when a new key needs the room: re-upserting known keys
+        // (compaction re-indexes whole chunks) never allocates.
+        Rehash(slots_.size() * 2);
+        return UpsertOne(key, hash, location);
+      }
       s.hash = hash;
       s.location = location;
       StoreKey(&s, key);
@@ -67,15 +73,14 @@ void BytesLocationMap::Rehash(size_t capacity) {
 }
 
 uint64_t BytesLocationMap::Upsert(std::string_view key, uint64_t hash, uint64_t location) {
-  Reserve(1);
   return UpsertOne(key, hash, location);
 }
 
 void BytesLocationMap::UpsertBatch(const std::string_view* keys, const uint64_t* hashes,
                                    int64_t n, uint64_t base, uint64_t* prev,
                                    const uint8_t* skip) {
-  // Growing first keeps the slot array stable while prefetches are in flight.
-  Reserve(static_cast<size_t>(n));
+  // The slot array grows inside UpsertOne when a new key needs it: a batch of
+  // known keys never grows it (a prefetch of a freed slot address is harmless).
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n) {

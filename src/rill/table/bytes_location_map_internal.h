@@ -66,13 +66,6 @@ class BytesLocationMap {
   uint64_t UpsertOne(std::string_view key, uint64_t hash, uint64_t location);
   void StoreKey(Slot* s, std::string_view key);
   void Rehash(size_t capacity);
-  void Reserve(size_t more) {
-    if ((size_ + more) * 2 > slots_.size()) {
-      size_t cap = slots_.size();
-      while ((size_ + more) * 2 > cap) cap *= 2;
-      Rehash(cap);
-    }
-  }
   void CompactArenaIfMostlyDead();
 
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
