@@ -36,7 +36,7 @@ uint64_t BytesLocationMap::AppendToArena(const char* data, size_t len) {
   return ref;
 }
 
-void BytesLocationMap::StoreKey(Slot* s, std::string_view key) {
+inline void BytesLocationMap::StoreKey(Slot* s, std::string_view key) {
   std::memset(s->key, 0, sizeof(s->key));
   if (key.size() <= kInline) {
     if (!key.empty()) std::memcpy(s->key, key.data(), key.size());
@@ -48,17 +48,19 @@ void BytesLocationMap::StoreKey(Slot* s, std::string_view key) {
   std::memcpy(s->key + 8, &len, sizeof(len));
 }
 
-uint64_t BytesLocationMap::UpsertOne(std::string_view key, uint64_t hash, uint64_t location) {
+// Inline (defined before its callers, used only here): a call through the
+// shared library's PLT per row costs as much as the probe itself.
+inline uint64_t BytesLocationMap::UpsertOne(std::string_view key, uint64_t hash,
+                                            uint64_t location) {
   const uint64_t tag = TagOf(hash, key.size());
   size_t j = Home(tag);
   while (true) {
     Slot& s = slots_[j];
     if (s.location == kNone) {
-      if ((size_ + 1) * 2 > slots_.size()) {
+      if ((size_ + 1) * 2 > slots_.size()) [[unlikely]] {
         // Grow only when a new key needs the room: re-upserting known keys
         // never allocates.
-        Rehash(slots_.size() * 2);
-        return UpsertOne(key, hash, location);
+        return GrowAndUpsert(key, hash, location);
       }
       s.tag = tag;
       s.location = location;
@@ -73,6 +75,12 @@ uint64_t BytesLocationMap::UpsertOne(std::string_view key, uint64_t hash, uint64
     }
     j = (j + 1) & mask_;
   }
+}
+
+uint64_t BytesLocationMap::GrowAndUpsert(std::string_view key, uint64_t hash,
+                                         uint64_t location) {
+  Rehash(slots_.size() * 2);
+  return UpsertOne(key, hash, location);
 }
 
 void BytesLocationMap::Rehash(size_t capacity) {

@@ -116,6 +116,8 @@ class BytesLocationMap {
            std::memcmp(ArenaAt(LongRef(s)), key.data(), key.size()) == 0;
   }
   uint64_t UpsertOne(std::string_view key, uint64_t hash, uint64_t location);
+  [[gnu::noinline]] uint64_t GrowAndUpsert(std::string_view key, uint64_t hash,
+                                           uint64_t location);
   void StoreKey(Slot* s, std::string_view key);
   uint64_t AppendToArena(const char* data, size_t len);
   void Rehash(size_t capacity);
