@@ -2,8 +2,11 @@
 #include "rill/table/live_table.h"
 
 #include <algorithm>
+#include <cstring>
 
+#include <arrow/buffer.h>
 #include <arrow/record_batch.h>
+#include <arrow/util/bit_util.h>
 
 #include "rill/common/arrow_init.h"
 #include "rill/table/gather_internal.h"
@@ -15,6 +18,29 @@ namespace {
 
 /// See CompactLocked: large tables may hold a chunk per this many live rows.
 constexpr int64_t kMinAverageChunkRows = 8192;
+
+/// Append the locations of the live rows of the chunk in `slot` (`n` rows,
+/// `alive` as in Chunk: null = all alive), in row order.
+void AppendLiveLocations(uint32_t slot, int64_t n, const arrow::Buffer* alive,
+                         std::vector<uint64_t>* out) {
+  if (alive == nullptr) {
+    for (int64_t r = 0; r < n; ++r) out->push_back(table_internal::Location(slot, r));
+    return;
+  }
+  const uint8_t* bits = alive->data();
+  const int64_t words = n / 64;
+  for (int64_t w = 0; w < words; ++w) {
+    uint64_t word;
+    std::memcpy(&word, bits + w * 8, 8);  // little-endian: bit i of the word = row 64w + i
+    while (word != 0) {
+      out->push_back(table_internal::Location(slot, w * 64 + __builtin_ctzll(word)));
+      word &= word - 1;
+    }
+  }
+  for (int64_t r = words * 64; r < n; ++r) {
+    if (arrow::bit_util::GetBit(bits, r)) out->push_back(table_internal::Location(slot, r));
+  }
+}
 
 }  // namespace
 
@@ -47,9 +73,23 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end) {
   }
   RILL_ASSIGN_OR_RAISE(auto merged,
                        table_internal::GatherLiveRows(schema_, parts, TableMemoryPool()));
+  if (index_) {
+    // Where each merged row comes from (the gather's order), so that the index
+    // finds the moved keys by location instead of comparing their bytes.
+    moved_scratch_.clear();
+    moved_scratch_.reserve(static_cast<size_t>(total));
+    for (size_t i = begin; i < end; ++i) {
+      const Chunk& c = slots_[order_[i]];
+      AppendLiveLocations(order_[i], c.batch->num_rows(), c.alive.get(), &moved_scratch_);
+    }
+    if (static_cast<int64_t>(moved_scratch_.size()) != total) {
+      return Status::Invalid("Table '", name_, "': compaction found ", moved_scratch_.size(),
+                             " live rows, expected ", total);
+    }
+  }
   const uint32_t slot = AllocateSlotLocked();
   SetChunkLocked(slot, std::move(merged), nullptr, total);
-  RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
+  RILL_RETURN_NOT_OK(IndexMovedRowsLocked(slot, moved_scratch_.data()));
   for (size_t i = begin; i < end; ++i) {
     uint32_t old = order_[i];
     slots_[old] = Chunk{};
@@ -78,7 +118,13 @@ Status LiveTable::CompactLocked(bool full) {
       const uint32_t slot = AllocateSlotLocked();
       const int64_t rows = piece->num_rows();
       SetChunkLocked(slot, std::move(piece), nullptr, rows);
-      RILL_RETURN_NOT_OK(IndexChunkLocked(slot));
+      if (index_) {
+        moved_scratch_.resize(static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          moved_scratch_[r] = table_internal::Location(whole, start + r);
+        }
+        RILL_RETURN_NOT_OK(IndexMovedRowsLocked(slot, moved_scratch_.data()));
+      }
       order_.push_back(slot);
     }
     return Status::OK();

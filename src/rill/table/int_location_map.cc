@@ -18,14 +18,13 @@ void IntLocationMap::Rehash(size_t capacity) {
 }
 
 uint64_t IntLocationMap::Upsert(int64_t key, uint64_t location) {
-  Reserve(1);
   return UpsertOne(key, location);
 }
 
 void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, uint64_t* prev,
                                  const uint8_t* valid_bitmap, int64_t valid_offset) {
-  // Growing first keeps the slot array stable while prefetches are in flight.
-  Reserve(static_cast<size_t>(n));
+  // The slot array grows inside UpsertOne when a new key needs it: a batch of
+  // known keys never grows it (a prefetch of a freed slot address is harmless).
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n) {

@@ -82,12 +82,18 @@ class IntLocationMap {
     // Fibonacci hashing: multiply, keep the high bits.
     return static_cast<size_t>((static_cast<uint64_t>(key) * kFibonacci) >> shift_);
   }
-  // Map `key` to `location` (capacity already reserved); return the previous location.
+  // Map `key` to `location`; return the previous location. The slot array
+  // grows only when a new key needs the room: re-upserting known keys
+  // (compaction re-indexes whole chunks) never allocates.
   uint64_t UpsertOne(int64_t key, uint64_t location) {
     size_t j = Home(key);
     while (true) {
       Slot& s = slots_[j];
       if (s.location == kNone) {
+        if ((size_ + 1) * 2 > slots_.size()) {
+          Rehash(slots_.size() * 2);
+          return UpsertOne(key, location);
+        }
         s.key = key;
         s.location = location;
         ++size_;
@@ -103,13 +109,6 @@ class IntLocationMap {
   }
 
   void Rehash(size_t capacity);
-  void Reserve(size_t more) {
-    if ((size_ + more) * 2 > slots_.size()) {
-      size_t cap = slots_.size();
-      while ((size_ + more) * 2 > cap) cap *= 2;
-      Rehash(cap);
-    }
-  }
 
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;

@@ -191,6 +191,48 @@ class StringKeyIndex final : public KeyIndex {
   }
 
   void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) override {
+    const bool any_null = ViewAndHash(n);
+    map_.UpsertBatch(keys_.views.data(), keys_.hashes.data(), n, base, prev,
+                     any_null ? keys_.nulls.data() : nullptr);
+    if (!any_null) return;
+    // Null keys form one key of their own, upserted in row order.
+    for (int64_t i = 0; i < n; ++i) {
+      if (keys_.nulls[i]) {
+        prev[i] = null_location_;
+        null_location_ = base + static_cast<uint64_t>(i);
+      }
+    }
+  }
+
+  void RelocateAll(int64_t n, const uint64_t* old, uint64_t base, uint64_t*) override {
+    const bool any_null = ViewAndHash(n);
+    map_.RelocateBatch(keys_.views.data(), keys_.hashes.data(), old, n, base,
+                       any_null ? keys_.nulls.data() : nullptr);
+    if (!any_null) return;
+    // The null key, as UpsertAll maps it (a table holds at most one live row of it).
+    for (int64_t i = 0; i < n; ++i) {
+      if (keys_.nulls[i]) null_location_ = base + static_cast<uint64_t>(i);
+    }
+  }
+
+  void Erase(int64_t row, uint64_t location) override {
+    auto key = reader_.Get(row);
+    if (!key) {
+      if (null_location_ == location) null_location_ = kNone;
+      return;
+    }
+    map_.Erase(*key, BytesLocationMap::Hash(*key), location);
+  }
+
+  void Clear() override {
+    map_.Clear();
+    null_location_ = kNone;
+  }
+  size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
+
+ private:
+  /// Fill keys_ with the views and hashes of rows [0, n); return whether any is null.
+  bool ViewAndHash(int64_t n) {
     keys_.Resize(n);
     keys_.nulls.assign(n, 0);
     bool any_null = false;
@@ -214,34 +256,9 @@ class StringKeyIndex final : public KeyIndex {
       }
     }
     keys_.HashAll();
-    map_.UpsertBatch(keys_.views.data(), keys_.hashes.data(), n, base, prev,
-                     any_null ? keys_.nulls.data() : nullptr);
-    if (!any_null) return;
-    // Null keys form one key of their own, upserted in row order.
-    for (int64_t i = 0; i < n; ++i) {
-      if (keys_.nulls[i]) {
-        prev[i] = null_location_;
-        null_location_ = base + static_cast<uint64_t>(i);
-      }
-    }
+    return any_null;
   }
 
-  void Erase(int64_t row, uint64_t location) override {
-    auto key = reader_.Get(row);
-    if (!key) {
-      if (null_location_ == location) null_location_ = kNone;
-      return;
-    }
-    map_.Erase(*key, BytesLocationMap::Hash(*key), location);
-  }
-
-  void Clear() override {
-    map_.Clear();
-    null_location_ = kNone;
-  }
-  size_t size() const override { return map_.size() + (null_location_ != kNone ? 1 : 0); }
-
- private:
   const int column_;
   BytesLocationMap map_;
   uint64_t null_location_ = kNone;
@@ -286,21 +303,13 @@ class EncodedKeyIndex final : public KeyIndex {
   }
 
   void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) override {
-    scratch_.clear();
-    ends_.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      Encode(i, &scratch_);
-      ends_[i] = scratch_.size();
-    }
-    // Views only once the buffer has stopped growing.
-    keys_.Resize(n);
-    size_t begin = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      keys_.views[i] = std::string_view(scratch_.data() + begin, ends_[i] - begin);
-      begin = ends_[i];
-    }
-    keys_.HashAll();
+    EncodeAndHash(n);
     map_.UpsertBatch(keys_.views.data(), keys_.hashes.data(), n, base, prev);
+  }
+
+  void RelocateAll(int64_t n, const uint64_t* old, uint64_t base, uint64_t*) override {
+    EncodeAndHash(n);
+    map_.RelocateBatch(keys_.views.data(), keys_.hashes.data(), old, n, base);
   }
 
   void Erase(int64_t row, uint64_t location) override {
@@ -322,6 +331,24 @@ class EncodedKeyIndex final : public KeyIndex {
     int64_t offset = 0;
     StringReader strings;
   };
+
+  /// Fill keys_ with the encoded keys of rows [0, n) and their hashes.
+  void EncodeAndHash(int64_t n) {
+    scratch_.clear();
+    ends_.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      Encode(i, &scratch_);
+      ends_[i] = scratch_.size();
+    }
+    // Views only once the buffer has stopped growing.
+    keys_.Resize(n);
+    size_t begin = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      keys_.views[i] = std::string_view(scratch_.data() + begin, ends_[i] - begin);
+      begin = ends_[i];
+    }
+    keys_.HashAll();
+  }
 
   void Encode(int64_t row, std::string* out) const {
     for (const auto& part : parts_) {

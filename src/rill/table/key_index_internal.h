@@ -42,6 +42,13 @@ class KeyIndex {
   virtual void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) {
     for (int64_t i = 0; i < n; ++i) prev[i] = Upsert(i, base + static_cast<uint64_t>(i));
   }
+  /// Rows [0, n) of the bound batch are copies of rows that moved (compaction):
+  /// the key of row i maps to old[i] (kNone: not indexed); map it to base + i.
+  /// Same result as UpsertAll; the string indexes find each key by its old
+  /// location instead of comparing its bytes. `scratch` has room for n values.
+  virtual void RelocateAll(int64_t n, const uint64_t* old, uint64_t base, uint64_t* scratch) {
+    UpsertAll(n, base, scratch);
+  }
   /// Remove the key of bound row `row` if it maps to `location`.
   virtual void Erase(int64_t row, uint64_t location) = 0;
   /// Remove every key.

@@ -232,6 +232,15 @@ Status LiveTable::IndexChunkLocked(uint32_t slot) {
   return Status::OK();
 }
 
+Status LiveTable::IndexMovedRowsLocked(uint32_t slot, const uint64_t* old) {
+  if (!index_) return Status::OK();
+  const arrow::RecordBatch& batch = *slots_[slot].batch;
+  RILL_RETURN_NOT_OK(index_->Bind(batch));
+  prev_scratch_.resize(batch.num_rows());
+  index_->RelocateAll(batch.num_rows(), old, Location(slot, 0), prev_scratch_.data());
+  return Status::OK();
+}
+
 void LiveTable::KillRowLocked(uint64_t location) {
   Chunk& c = slots_[SlotOf(location)];
   const int64_t row = RowOf(location);

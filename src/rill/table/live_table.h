@@ -229,6 +229,9 @@ class LiveTable {
                       std::shared_ptr<arrow::Buffer> alive, int64_t live_rows);
   /// Point the key index (if any) at every row of slots_[slot].
   Status IndexChunkLocked(uint32_t slot);
+  /// Point the key index (if any) at every row of slots_[slot], whose row i
+  /// is a copy of the row at location old[i] (compaction).
+  Status IndexMovedRowsLocked(uint32_t slot, const uint64_t* old);
   void KillRowLocked(uint64_t location);
   void EraseKeyLocked(uint32_t slot, int64_t row);
   void DropEmptyChunksLocked();
@@ -259,6 +262,7 @@ class LiveTable {
   int64_t live_rows_ = 0;             // guarded by write_mu_
   uint64_t version_ = 0;              // guarded by write_mu_
   std::vector<uint64_t> prev_scratch_;  // guarded by write_mu_
+  std::vector<uint64_t> moved_scratch_;  // guarded by write_mu_; old locations (compaction)
   std::shared_ptr<arrow::Buffer> now_buffer_;  // guarded by write_mu_; filled with now_value_
   double now_value_ = 0;                       // guarded by write_mu_
 
