@@ -274,36 +274,32 @@ double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seco
       {"achieved_bids_per_s", r.achieved_bids_per_s},
       {"sustainable_bids_per_s", sustainable},
       {"dropped_records", static_cast<double>(r.dropped_records)}};
-  bench::Measurement m;
-  m.name = "nexmark_e2e_latency_ms_" + point;
-  m.value = r.p99;
-  m.unit = "ms (p99)";
-  if (tick_ms == 10 && pct == 50) m.targets = {{"value", "<=", 50}};
-  m.extra_numbers = {{"e2e_latency_ms_p50", r.p50},
-                     {"e2e_latency_ms_p99", r.p99},
-                     {"e2e_latency_ms_p999", r.p999}};
-  m.extra_numbers.insert(m.extra_numbers.end(), common.begin(), common.end());
-  m.extra_numbers.push_back({"samples", static_cast<double>(r.samples)});
-  m.extra = {{"path", "push into MemoryConnector -> tick -> q0 StreamSqlTask -> output "
-                      "table version published (subscriber)"}};
-  bench::Emit(m);
-  // Same run, same rows: event pushed -> the WebSocket frame announcing the row's version.
-  bench::Measurement w;
-  w.name = "nexmark_e2e_ws_latency_ms_" + point;
-  w.value = r.ws_p99;
-  w.unit = "ms (p99)";
-  if (tick_ms == 10 && pct == 50) w.targets = {{"value", "<=", 50}};
-  w.extra_numbers = {{"e2e_ws_latency_ms_p50", r.ws_p50},
-                     {"e2e_ws_latency_ms_p99", r.ws_p99},
-                     {"e2e_ws_latency_ms_p999", r.ws_p999}};
-  w.extra_numbers.insert(w.extra_numbers.end(), common.begin(), common.end());
-  w.extra_numbers.push_back({"samples", static_cast<double>(r.ws_samples)});
-  w.extra_numbers.push_back({"ws_frames", static_cast<double>(r.ws_frames)});
-  w.extra_numbers.push_back({"ws_versions_coalesced", static_cast<double>(r.ws_versions_coalesced)});
-  w.extra = {{"path", "as nexmark_e2e_latency_ms, then the server's table:q0_out subscription "
-                      "-> WebSocket frame {version} -> received by a Beast client on "
-                      "127.0.0.1 (own thread, same process)"}};
-  bench::Emit(w);
+  // One line per path, same run, same rows, same fields: p50/p99/p999, the
+  // point's common numbers, then the path's own.
+  auto line = [&](const std::string& what, double p50, double p99, double p999,
+                  std::vector<std::pair<std::string, double>> own, std::string path) {
+    bench::Measurement m;
+    m.name = "nexmark_" + what + "_ms_" + point;
+    m.value = p99;
+    m.unit = "ms (p99)";
+    if (tick_ms == 10 && pct == 50) m.targets = {{"value", "<=", 50}};
+    m.extra_numbers = {{what + "_ms_p50", p50}, {what + "_ms_p99", p99}, {what + "_ms_p999", p999}};
+    m.extra_numbers.insert(m.extra_numbers.end(), common.begin(), common.end());
+    m.extra_numbers.insert(m.extra_numbers.end(), own.begin(), own.end());
+    m.extra = {{"path", std::move(path)}};
+    bench::Emit(m);
+  };
+  line("e2e_latency", r.p50, r.p99, r.p999, {{"samples", static_cast<double>(r.samples)}},
+       "push into MemoryConnector -> tick -> q0 StreamSqlTask -> output "
+       "table version published (subscriber)");
+  // Event pushed -> the WebSocket frame announcing the row's version.
+  line("e2e_ws_latency", r.ws_p50, r.ws_p99, r.ws_p999,
+       {{"samples", static_cast<double>(r.ws_samples)},
+        {"ws_frames", static_cast<double>(r.ws_frames)},
+        {"ws_versions_coalesced", static_cast<double>(r.ws_versions_coalesced)}},
+       "as nexmark_e2e_latency_ms, then the server's table:q0_out subscription "
+       "-> WebSocket frame {version} -> received by a Beast client on "
+       "127.0.0.1 (own thread, same process)");
   return r.p99;
 }
 

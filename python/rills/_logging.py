@@ -36,7 +36,6 @@ _WAIT_SECONDS = 0.25
 
 _lock = threading.Lock()
 _deliver = threading.Lock()
-_POLL_SECONDS = 0.05
 _thread: Optional[threading.Thread] = None
 _stop = threading.Event()
 _level: Optional[int] = None
@@ -88,14 +87,12 @@ def flush_logs() -> None:
 def _drain() -> None:
     while not _stop.is_set():
         try:
-            # Take and emit under _deliver, so flush_logs() never returns while
-            # records taken here are still on their way (poll, not a blocking take).
+            # Wait without taking; take and emit only under _deliver, so
+            # flush_logs() never returns while records taken here are on their way.
+            _core.wait_log_records(_WAIT_SECONDS)
             with _deliver:
-                records = _core.take_log_records(0.0)
                 _sync_level()
-                _emit(records)
-            if not records:
-                _stop.wait(_POLL_SECONDS)
+                _emit(_core.take_log_records(0.0))
         except Exception:  # a failing handler must not end log delivery
             logging.getLogger("rills").exception("delivering C++ log records failed")
 

@@ -77,6 +77,14 @@ void BindLogQueue(nb::module_& m) {
       nb::arg("wait_seconds"),
       "Return queued records as (logger, python_level, message, unix_time, thread_id), "
       "waiting up to wait_seconds for the first (GIL released).");
+  m.def(
+      "wait_log_records",
+      [](double wait_seconds) {
+        nb::gil_scoped_release release;
+        return rill::WaitForLogRecords(wait_seconds);
+      },
+      nb::arg("wait_seconds"),
+      "Wait up to wait_seconds (GIL released) for a queued record; return whether one is.");
   m.def("wake_log_waiters", &rill::WakeLogWaiters);
   m.def("dropped_log_records", &rill::DroppedLogRecords);
   m.def(

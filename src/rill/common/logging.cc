@@ -131,14 +131,30 @@ void DisableLogQueue() {
   WakeLogWaiters();
 }
 
-std::vector<LogRecord> TakeLogRecords(double wait_seconds) {
-  LogQueue& q = Queue();
-  std::unique_lock<std::mutex> lock(q.mu);
+namespace {
+
+/// Wait (holding `lock` on q.mu) until a record is queued, a wake-up, or the timeout.
+void WaitLocked(LogQueue& q, std::unique_lock<std::mutex>& lock, double wait_seconds) {
   if (q.records.empty() && wait_seconds > 0) {
     const uint64_t wakeups = q.wakeups;
     q.cv.wait_for(lock, std::chrono::duration<double>(wait_seconds),
                   [&] { return !q.records.empty() || q.wakeups != wakeups; });
   }
+}
+
+}  // namespace
+
+bool WaitForLogRecords(double wait_seconds) {
+  LogQueue& q = Queue();
+  std::unique_lock<std::mutex> lock(q.mu);
+  WaitLocked(q, lock, wait_seconds);
+  return !q.records.empty();
+}
+
+std::vector<LogRecord> TakeLogRecords(double wait_seconds) {
+  LogQueue& q = Queue();
+  std::unique_lock<std::mutex> lock(q.mu);
+  WaitLocked(q, lock, wait_seconds);
   std::vector<LogRecord> out(std::make_move_iterator(q.records.begin()),
                              std::make_move_iterator(q.records.end()));
   q.records.clear();

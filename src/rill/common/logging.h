@@ -45,7 +45,11 @@ void DisableLogQueue();
 /// DisableLogQueue(). Any thread; call it without holding locks others need.
 std::vector<LogRecord> TakeLogRecords(double wait_seconds);
 
-/// Wake the threads waiting in TakeLogRecords(). Any thread.
+/// Wait up to `wait_seconds` for a queued record without taking it, as
+/// TakeLogRecords waits; return whether one is queued. Any thread.
+bool WaitForLogRecords(double wait_seconds);
+
+/// Wake the threads waiting in TakeLogRecords() or WaitForLogRecords(). Any thread.
 void WakeLogWaiters();
 
 /// Number of records dropped because the queue was full, since start.

@@ -258,7 +258,6 @@ void Engine::PublishMetrics(double now, double latency, int64_t records) {
   std::vector<BusinessMetricValue> values = EvaluateBusinessMetrics(now);
   const int64_t duckdb_bytes = sql_->MemoryUsage();
   const double wall = SteadySeconds();
-  EngineMetrics m;
   {
     std::lock_guard<std::mutex> lock(mu_);
     metrics_.timestamp = now;
@@ -284,11 +283,8 @@ void Engine::PublishMetrics(double now, double latency, int64_t records) {
     metrics_.arrow_peak_allocated_bytes = ArrowPeakBytes();
     metrics_.duckdb_memory_bytes = duckdb_bytes;
     metrics_.business_metrics = std::move(values);
-    m = metrics_;
-  }
-  {
-    std::lock_guard<std::mutex> lock(metrics_row_mu_);
-    metrics_row_ = std::move(m);
+    std::lock_guard<std::mutex> row_lock(metrics_row_mu_);  // a leaf lock, inside mu_
+    metrics_row_ = metrics_;
   }
   // The row (23 one-value arrays and a new table version) is built when
   // rill_metrics is read, not on every tick (issue 16: the fixed cost of a

@@ -89,7 +89,7 @@ Status LiveTable::RewriteLocked(size_t begin, size_t end) {
   }
   const uint32_t slot = AllocateSlotLocked();
   SetChunkLocked(slot, std::move(merged), nullptr, total);
-  RILL_RETURN_NOT_OK(IndexMovedRowsLocked(slot, moved_scratch_.data()));
+  RILL_RETURN_NOT_OK(IndexChunkLocked(slot, moved_scratch_.data()));
   for (size_t i = begin; i < end; ++i) {
     uint32_t old = order_[i];
     slots_[old] = Chunk{};
@@ -123,7 +123,7 @@ Status LiveTable::CompactLocked(bool full) {
         for (int64_t r = 0; r < rows; ++r) {
           moved_scratch_[r] = table_internal::Location(whole, start + r);
         }
-        RILL_RETURN_NOT_OK(IndexMovedRowsLocked(slot, moved_scratch_.data()));
+        RILL_RETURN_NOT_OK(IndexChunkLocked(slot, moved_scratch_.data()));
       }
       order_.push_back(slot);
     }

@@ -223,21 +223,16 @@ void LiveTable::SetChunkLocked(uint32_t slot, std::shared_ptr<arrow::RecordBatch
   }
 }
 
-Status LiveTable::IndexChunkLocked(uint32_t slot) {
+Status LiveTable::IndexChunkLocked(uint32_t slot, const uint64_t* moved_from) {
   if (!index_) return Status::OK();
   const arrow::RecordBatch& batch = *slots_[slot].batch;
   RILL_RETURN_NOT_OK(index_->Bind(batch));
   prev_scratch_.resize(batch.num_rows());
-  index_->UpsertAll(batch.num_rows(), Location(slot, 0), prev_scratch_.data());
-  return Status::OK();
-}
-
-Status LiveTable::IndexMovedRowsLocked(uint32_t slot, const uint64_t* old) {
-  if (!index_) return Status::OK();
-  const arrow::RecordBatch& batch = *slots_[slot].batch;
-  RILL_RETURN_NOT_OK(index_->Bind(batch));
-  prev_scratch_.resize(batch.num_rows());
-  index_->RelocateAll(batch.num_rows(), old, Location(slot, 0), prev_scratch_.data());
+  if (moved_from != nullptr) {
+    index_->RelocateAll(batch.num_rows(), moved_from, Location(slot, 0), prev_scratch_.data());
+  } else {
+    index_->UpsertAll(batch.num_rows(), Location(slot, 0), prev_scratch_.data());
+  }
   return Status::OK();
 }
 

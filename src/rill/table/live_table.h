@@ -227,11 +227,10 @@ class LiveTable {
   /// retention time range.
   void SetChunkLocked(uint32_t slot, std::shared_ptr<arrow::RecordBatch> batch,
                       std::shared_ptr<arrow::Buffer> alive, int64_t live_rows);
-  /// Point the key index (if any) at every row of slots_[slot].
-  Status IndexChunkLocked(uint32_t slot);
-  /// Point the key index (if any) at every row of slots_[slot], whose row i
-  /// is a copy of the row at location old[i] (compaction).
-  Status IndexMovedRowsLocked(uint32_t slot, const uint64_t* old);
+  /// Point the key index (if any) at every row of slots_[slot]. With
+  /// `moved_from`, row i is a copy of the row at location moved_from[i]
+  /// (compaction), found by that location.
+  Status IndexChunkLocked(uint32_t slot, const uint64_t* moved_from = nullptr);
   void KillRowLocked(uint64_t location);
   void EraseKeyLocked(uint32_t slot, int64_t row);
   void DropEmptyChunksLocked();
