@@ -97,6 +97,12 @@ void BytesLocationMap::Rehash(size_t capacity) {
   }
 }
 
+void BytesLocationMap::ReserveFor(size_t keys) {
+  size_t capacity = slots_.size();
+  while ((keys + 1) * 2 > capacity) capacity *= 2;
+  if (capacity != slots_.size()) Rehash(capacity);
+}
+
 uint64_t BytesLocationMap::Upsert(std::string_view key, uint64_t hash, uint64_t location) {
   return UpsertOne(key, hash, location);
 }
@@ -106,8 +112,11 @@ void BytesLocationMap::UpsertBatch(const std::string_view* keys, const uint64_t*
                                    const uint8_t* skip) {
   // The slot array grows inside UpsertOne when a new key needs it: a batch of
   // known keys never grows it (a prefetch of a freed slot address is harmless).
+  // A batch with more rows than the map has keys (a first load) is sized for
+  // at once, as in IntLocationMap::UpsertBatch.
   // Prefetches are written in the loop itself: GCC deems a helper that only
   // prefetches pure and drops the call.
+  if (static_cast<size_t>(n) > size_) ReserveFor(static_cast<size_t>(n));
   constexpr int64_t kAhead = 16;    // the home slot
   constexpr int64_t kKeyAhead = 8;  // a long key's arena bytes, once its slot is cached
   for (int64_t i = 0; i < n; ++i) {

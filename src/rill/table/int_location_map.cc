@@ -17,6 +17,12 @@ void IntLocationMap::Rehash(size_t capacity) {
   }
 }
 
+void IntLocationMap::ReserveFor(size_t keys) {
+  size_t capacity = slots_.size();
+  while ((keys + 1) * 2 > capacity) capacity *= 2;
+  if (capacity != slots_.size()) Rehash(capacity);
+}
+
 uint64_t IntLocationMap::Upsert(int64_t key, uint64_t location) {
   return UpsertOne(key, location);
 }
@@ -25,6 +31,11 @@ void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, 
                                  const uint8_t* valid_bitmap, int64_t valid_offset) {
   // The slot array grows inside UpsertOne when a new key needs it: a batch of
   // known keys never grows it (a prefetch of a freed slot address is harmless).
+  // A batch with more rows than the map has keys (a first load) is sized for
+  // at once instead of doubling through every power of two on the way: with
+  // distinct keys the map ends with at least n keys (issue 16: rehashing was a
+  // third of the first tick of a 1K-row load).
+  if (static_cast<size_t>(n) > size_) ReserveFor(static_cast<size_t>(n));
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n) {
