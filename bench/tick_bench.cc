@@ -31,8 +31,8 @@
 // a fresh engine fed the same pre-generated batches. Prints
 // tick_latency_p99_ms_without_metrics and tick_latency_p99_ms_with_metrics
 // (median over repetitions of each repetition's p99) and, on the latter, the
-// ratio without / with (bigger is better; target >= 1/1.1, i.e. the store adds
-// under 10% to the p99).
+// ratio without / with (bigger is better; target >= 1/1.05 since issue 16, i.e. the store adds
+// under 5% to the p99; its collector and writer threads run at nice 10).
 #include <atomic>
 #include <filesystem>
 #include <random>
@@ -291,7 +291,7 @@ int Main(int argc, char** argv) {
   m_with.baseline = "tick_latency_p99_ms_without_metrics";
   m_with.baseline_value = without;
   m_with.ratio = without / with;
-  m_with.targets = {{"ratio", ">=", 1.0 / 1.1}};
+  m_with.targets = {{"ratio", ">=", 1.0 / 1.05}};
   m_with.reps = cfg.reps;
   m_with.extra_numbers = {{"p50_ms", 1e3 * Median(p50_with)},
                           {"engine_p99_ms", 1e3 * Median(ep99_with)},

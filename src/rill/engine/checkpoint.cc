@@ -1,7 +1,6 @@
 // Checkpointer: capture at a tick boundary, the writer thread, restore.
 #include "rill/engine/checkpoint.h"
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <arrow/type.h>
 
 #include "rill/common/logging.h"
+#include "rill/common/thread_priority.h"
 #include "rill/connector/connector.h"
 #include "rill/engine/checkpoint_internal.h"
 #include "rill/engine/engine.h"
@@ -35,8 +35,6 @@ const char* CheckpointFormatName(CheckpointFormat format) {
 }
 
 namespace {
-
-constexpr int kWriterNice = 10;
 
 Status MakeDirs(const std::string& dir) {
   std::string path;
@@ -191,9 +189,8 @@ void Checkpointer::OnTickEnd(double now) {
 }
 
 void Checkpointer::WriterLoop() {
-  // A background job: on a busy machine the tick thread goes first (Linux
-  // nice is per thread). Failure (no permission) changes nothing else.
-  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWriterNice);
+  // A background job: on a busy machine the tick thread goes first.
+  LowerThisThreadPriority();
   for (;;) {
     std::unique_ptr<Capture> capture;
     {

@@ -11,6 +11,7 @@
 
 #include "rill/common/host_stats.h"
 #include "rill/common/logging.h"
+#include "rill/common/thread_priority.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store_internal.h"
 
@@ -222,6 +223,9 @@ Status MetricsStore::Flush() {
 }
 
 void MetricsStore::CollectorLoop() {
+  // The collector (KPI queries, alert rules) and the writer (its DuckDB file)
+  // are background work: on a busy machine the tick thread goes first.
+  LowerThisThreadPriority();
   collector_thread_id_.store(std::this_thread::get_id());
   const double interval = options_.flush_interval_seconds;
   const double sample_interval = options_.latency_sample_interval_seconds;
@@ -258,6 +262,7 @@ void MetricsStore::CollectorLoop() {
 }
 
 void MetricsStore::WriterLoop() {
+  LowerThisThreadPriority();
   while (true) {
     std::unique_ptr<QueuedBatch> batch;
     {

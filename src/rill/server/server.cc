@@ -2,8 +2,6 @@
 #include "rill/server/server.h"
 
 #include <pthread.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
+#include "rill/common/thread_priority.h"
 #include "rill/server/auth.h"
 #include "rill/server/pgwire_handler.h"
 #include "rill/server/server_impl.h"
@@ -52,9 +51,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
-
-/// Nice value of the worker threads (relative to the process's 0).
-constexpr int kWorkerNice = 10;
 
 constexpr std::string_view kBusyReply =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -157,7 +153,7 @@ bool Server::Impl::Submit(std::function<void()> job) {
     // Worker threads yield the CPU to the engine's tick thread (Linux nice is
     // per thread): queries must not delay ticks on a busy machine.
     static thread_local bool niced = [] {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWorkerNice);
+      LowerThisThreadPriority();
       return true;
     }();
     (void)niced;

@@ -39,14 +39,19 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     return Status::OK();
   };
   if (SameUserColumns(in, *user_schema_)) {
+    // Column data, not batch->column(i): boxing an Array per column allocates,
+    // a fixed cost per push (issue 16).
     for (int i = 0; i < user_schema_->num_fields(); ++i) {
-      RILL_RETURN_NOT_OK(check_nulls(*user_schema_->field(i), batch->column(i)));
+      const arrow::Field& field = *user_schema_->field(i);
+      if (!field.nullable() && batch->column_data(i)->GetNullCount() > 0) {
+        RILL_RETURN_NOT_OK(check_nulls(field, batch->column(i)));
+      }
     }
     // Same names and types: relabel with the table's schema (its nullability
     // and metadata). No Schema::Equals: its fingerprints of a schema imported
     // per push cost more than the relabel (issue 16).
     if (batch->schema() == user_schema_) return batch;
-    return arrow::RecordBatch::Make(user_schema_, n, batch->columns());
+    return arrow::RecordBatch::Make(user_schema_, n, batch->column_data());
   }
   for (const auto& f : in.fields()) {
     if (!IsSystemColumn(f->name()) && user_schema_->GetFieldIndex(f->name()) < 0) {

@@ -1,6 +1,9 @@
 #include "rill/metrics/metrics_store.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <arrow/api.h>
@@ -10,6 +13,7 @@
 #include "metrics/metrics_test_util.h"
 #include "rill/connector/memory_connector.h"
 #include "rill/common/host_stats.h"
+#include "rill/common/thread_priority.h"
 #include "rill/engine/engine.h"
 
 namespace rill {
@@ -475,6 +479,43 @@ TEST(MetricsStore, FlushesOnItsOwnThreadOnceStarted) {
   EXPECT_EQ(stats.write_errors, 0) << stats.last_write_error;
   EXPECT_EQ(stats.batches_dropped, 0);
   EXPECT_EQ(stats.alerts_written, 2);
+}
+
+// Threads of this process whose nice value (field 19 of /proc/self/task/*/stat)
+// is `nice`.
+int ThreadsAtNice(int nice) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+      if (i == 19 && std::stoi(field) == nice) ++count;
+    }
+  }
+  return count;
+}
+
+TEST(MetricsStore, ItsThreadsYieldTheCpuToTheTickThread) {
+  // Issue 16: the collector (KPI queries, rules) and the writer run at a lower
+  // priority than the tick thread, so on a busy machine the tick goes first.
+  FakeClock clock;
+  auto engine = MakeEngine(clock);
+  auto store = MakeStore(engine.get(), InMemory());
+  const int before = ThreadsAtNice(kBackgroundNice);
+  ASSERT_TRUE(store->Start().ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ThreadsAtNice(kBackgroundNice) < before + 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ThreadsAtNice(kBackgroundNice), before + 2);
+  store->Stop();
+  EXPECT_EQ(ThreadsAtNice(kBackgroundNice), before);
+  EXPECT_GT(ThreadsAtNice(0), 0);  // this thread (the one that ticks) is not lowered
 }
 
 }  // namespace
