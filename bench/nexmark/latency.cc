@@ -130,9 +130,19 @@ class LatencyRun {
     }
     return out;
   }
+  /// (wall ms, new rows) of each output version published at or after `from_ms`.
+  std::vector<std::pair<double, int64_t>> VersionsSince(double from_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<double, int64_t>> out;
+    for (const auto& v : versions_) {
+      if (v.first >= from_ms) out.push_back(v);
+    }
+    return out;
+  }
   void ClearSamples() {
     std::lock_guard<std::mutex> lock(mu_);
     samples_.clear();
+    versions_.clear();
     stamped_.clear();
   }
   /// Event pushed -> WebSocket frame latencies of frames received in
@@ -193,6 +203,7 @@ class LatencyRun {
     std::vector<Sample> fresh;
     StampedVersion stamped{version.version(), {}};
     double newest = cursor_;
+    int64_t rows = 0;
     const auto& chunks = version.chunks();
     for (size_t i = chunks.size(); i-- > 0;) {
       const auto& b = *chunks[i].batch;
@@ -203,6 +214,7 @@ class LatencyRun {
       newest = std::max(newest, ts[n - 1]);
       const int64_t* t = b.column(dt)->data()->GetValues<int64_t>(1);
       int64_t first = std::upper_bound(ts, ts + n, cursor_) - ts;
+      rows += n - first;
       // Every 16th row is enough for percentiles and keeps the callback cheap.
       for (int64_t r = first; r < n; r += 16) {
         fresh.push_back({now, static_cast<float>(now - t[r] * to_ms)});
@@ -213,6 +225,7 @@ class LatencyRun {
     cursor_ = newest;
     std::lock_guard<std::mutex> lock(mu_);
     samples_.insert(samples_.end(), fresh.begin(), fresh.end());
+    versions_.push_back({now, rows});
     if (websocket_ && !stamped.stamps_ms.empty()) stamped_.push_back(std::move(stamped));
   }
 
@@ -228,6 +241,7 @@ class LatencyRun {
   double cursor_ = -1e300;  // tick thread
   std::mutex mu_;
   std::vector<Sample> samples_;  // guarded by mu_
+  std::vector<std::pair<double, int64_t>> versions_;  // guarded by mu_: (wall ms, new rows)
   std::vector<StampedVersion> stamped_;  // guarded by mu_; ascending versions
 };
 
@@ -378,6 +392,19 @@ LatencyPointResult MeasureLatencyPoint(int64_t tick_ms, double rate, double seco
   auto lat = Latencies(run.SamplesSince(from));
   const double achieved = (run.produced() - p0) / seconds;
   const double to = WallMs();
+  {
+    auto versions = run.VersionsSince(from);
+    std::vector<float> gaps, rows;
+    for (size_t i = 1; i < versions.size(); ++i) {
+      gaps.push_back(static_cast<float>(versions[i].first - versions[i - 1].first));
+    }
+    for (const auto& v : versions) rows.push_back(static_cast<float>(v.second));
+    Log("tick %lld ms, %.0f bids/s: %zu versions, gap ms p50 %.1f p99 %.1f max %.1f; rows/version "
+        "p50 %.0f p99 %.0f max %.0f; max tick %.1f ms",
+        (long long)tick_ms, rate, versions.size(), Percentile(gaps, 0.5), Percentile(gaps, 0.99),
+        Percentile(gaps, 1.0), Percentile(rows, 0.5), Percentile(rows, 0.99), Percentile(rows, 1.0),
+        run.engine().GetMetrics().max_batch_latency_s * 1000);
+  }
   run.Stop();
   LatencyPointResult r;
   r.p50 = Percentile(lat, 0.5);
@@ -399,11 +426,15 @@ void RunLatencySuite(const LatencyOptions& options) {
   const double sustainable =
       options.sustainable_rate > 0 ? options.sustainable_rate : MeasureSustainable();
   double normal_p99 = NAN;
-  for (int64_t tick : {100, 10}) {
-    for (double pct : {10.0, 50.0, 90.0}) {
-      const double p99 = LatencyPoint(tick, pct, sustainable, options.seconds);
-      if (tick == 10 && pct == 50) normal_p99 = p99;
+  auto points = options.points;
+  if (points.empty()) {
+    for (int64_t tick : {100, 10}) {
+      for (double pct : {10.0, 50.0, 90.0}) points.emplace_back(tick, pct);
     }
+  }
+  for (const auto& [tick, pct] : points) {
+    const double p99 = LatencyPoint(tick, pct, sustainable, options.seconds);
+    if (tick == 10 && pct == 50) normal_p99 = p99;
   }
   if (options.overload_seconds > 0) {
     Overload(sustainable, options.overload_seconds, normal_p99, options.memory_budget_bytes);

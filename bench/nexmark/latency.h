@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace rill::nexmark {
 
@@ -38,6 +40,9 @@ struct LatencyOptions {
   double overload_seconds = 60;
   /// Engine memory budget, bytes.
   int64_t memory_budget_bytes = int64_t{2} << 30;
+  /// (tick ms, % of the sustainable rate) points to measure; empty: all six
+  /// (100 and 10 ms × 10, 50, 90 %).
+  std::vector<std::pair<int64_t, double>> points;
 };
 
 /// One latency point's figures (ms; NaN when there were no samples).

@@ -206,6 +206,14 @@ int main(int argc, char** argv) {
     lo.seconds = static_cast<double>(args.Int("latency-seconds", 5));
     lo.overload_seconds = static_cast<double>(args.Int("overload-seconds", 60));
     if (args.Flag("minutes")) lo.overload_seconds = 60.0 * args.Int("minutes", 10);
+    // --points 10:50,100:10: only these (tick ms : % of sustainable) points.
+    std::stringstream s(args.Str("points", ""));
+    std::string item;
+    while (std::getline(s, item, ',')) {
+      const auto colon = item.find(':');
+      if (colon == std::string::npos) rill::bench::Die("--points wants TICK_MS:PCT,...: " + item);
+      lo.points.emplace_back(std::stoll(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+    }
     RunLatencySuite(lo);
   }
   return 0;
