@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include <arrow/table.h>
+
 #include "bench_util.h"
 #include "nexmark/generator.h"
 #include "nexmark/ws_frames.h"
@@ -69,8 +71,9 @@ struct Sample {
 class LatencyRun {
  public:
   LatencyRun(int64_t tick_ms, double rate, int64_t buffer_records, int64_t budget,
-             bool websocket = false, int producers = 1)
-      : websocket_(websocket), producers_(producers), rate_(rate) {
+             bool websocket = false, int producers = 1, int batches_per_push = 1)
+      : websocket_(websocket), producers_(producers), batches_per_push_(batches_per_push),
+        rate_(rate) {
     EngineOptions eo;
     eo.trigger_interval_ms = tick_ms;
     eo.memory_budget_bytes = budget;
@@ -221,6 +224,7 @@ class LatencyRun {
         stamp_ms = now_ms;
         stamps.clear();
       }
+      std::vector<std::shared_ptr<arrow::RecordBatch>> push;
       while (credit >= pool[next]->num_rows()) {
         auto bids = pool[next];
         next = (next + 1) % pool.size();
@@ -231,11 +235,21 @@ class LatencyRun {
           Check(b.AppendValues(std::vector<int64_t>(bids->num_rows(), now_ms)), "ts");
           ts = Check(b.Finish(), "ts");
         }
-        bids = Check(bids->SetColumn(5, bids->schema()->field(5), ts), "set");
-        (void)conn_->Push(bids);
+        push.push_back(Check(bids->SetColumn(5, bids->schema()->field(5), ts), "set"));
         credit -= static_cast<double>(bids->num_rows());
         produced_ += bids->num_rows();
+        if (static_cast<int>(push.size()) >= batches_per_push_) {
+          // Several pool batches in one push (one buffer lock): the overload's
+          // producers need it to offer 3x.
+          if (push.size() == 1) {
+            (void)conn_->Push(push[0]);
+          } else {
+            (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
+          }
+          push.clear();
+        }
       }
+      if (!push.empty()) (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
     }
   }
 
@@ -279,6 +293,7 @@ class LatencyRun {
 
   const bool websocket_;
   const int producers_;
+  const int batches_per_push_;
   std::atomic<double> rate_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> produced_{0};
@@ -383,10 +398,11 @@ double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seco
 void Overload(double sustainable, double seconds, double normal_p99, int64_t budget,
               int producers) {
   const int64_t tick_ms = 10;
-  // `producers` threads share the 3× rate (one thread alone cannot offer it
-  // next to a busy tick thread on 2 cores).
+  // `producers` threads share the 3× rate, pushing 8 pool batches (~2k bids)
+  // at a time (one thread pushing single batches cannot offer it next to a
+  // busy tick thread on 2 cores).
   LatencyRun run(tick_ms, sustainable * 3, static_cast<int64_t>(sustainable), budget,
-                 /*websocket=*/false, producers);
+                 /*websocket=*/false, producers, /*batches_per_push=*/8);
   run.Start();
   const auto m0 = run.engine().GetMetrics();
   run.TakeTickGaps();
@@ -418,8 +434,8 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   const double bound = std::max(2 * normal_p99, 50.0);
   std::this_thread::sleep_for(std::chrono::seconds(15));
   auto samples = run.SamplesSince(drop_ms);
-  // p99 of each 200 ms slice of the 15 s; recovered at the first slice from
-  // which on every slice is within the bound.
+  // Samples of the 15 s in 200 ms slices; recovered at the first slice from
+  // which on every 1 s window's p99 is within the bound.
   constexpr int kSlices = 75;
   std::vector<std::vector<float>> slices(kSlices);
   std::vector<float> last5;
@@ -428,9 +444,13 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
     if (i >= 0 && i < kSlices) slices[i].push_back(x.latency_ms);
     if (i >= 50 && i < kSlices) last5.push_back(x.latency_ms);
   }
+  // Windows of 1 s (5 slices) sliding by 200 ms: one preempted tick on a
+  // shared machine does not count as "not recovered".
   double recovered_s = NAN;
-  for (int i = kSlices - 1; i >= 0; --i) {
-    if (!slices[i].empty() && Percentile(slices[i], 0.99) > bound) break;
+  for (int i = kSlices - 5; i >= 0; --i) {
+    std::vector<float> window;
+    for (int j = i; j < i + 5; ++j) window.insert(window.end(), slices[j].begin(), slices[j].end());
+    if (!window.empty() && Percentile(window, 0.99) > bound) break;
     recovered_s = i * 0.2;
   }
   std::string timeline;
