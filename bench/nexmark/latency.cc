@@ -4,8 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
+
+#include <arrow/table.h>
 
 #include "bench_util.h"
 #include "nexmark/generator.h"
@@ -21,6 +24,12 @@ namespace {
 
 using bench::Check;
 using bench::Log;
+
+double SteadyMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 double WallMs() {
   return std::chrono::duration<double, std::milli>(
@@ -62,8 +71,9 @@ struct Sample {
 class LatencyRun {
  public:
   LatencyRun(int64_t tick_ms, double rate, int64_t buffer_records, int64_t budget,
-             bool websocket = false)
-      : websocket_(websocket), rate_(rate) {
+             bool websocket = false, int producers = 1, int batches_per_push = 1)
+      : websocket_(websocket), producers_(producers), batches_per_push_(batches_per_push),
+        rate_(rate) {
     EngineOptions eo;
     eo.trigger_interval_ms = tick_ms;
     eo.memory_budget_bytes = budget;
@@ -89,6 +99,16 @@ class LatencyRun {
           "add task");
     Check(engine_->Subscribe("q0_out", [this](const auto& v) { OnVersion(*v); }).status(),
           "subscribe");
+    // Tick ends (steady ms), for the gaps between ticks (overload).
+    engine_->SetTickEndHook([this](double) {
+      const double t = SteadyMs();
+      std::lock_guard<std::mutex> lock(tick_mu_);
+      if (last_tick_end_ms_ > 0) max_tick_gap_ms_ = std::max(max_tick_gap_ms_, t - last_tick_end_ms_);
+      last_tick_end_ms_ = t;
+      ++tick_ends_;
+      tick_records_.emplace_back(t, engine_->GetMetrics().total_records_processed);
+      if (tick_records_.size() > 100'000) tick_records_.erase(tick_records_.begin(), tick_records_.begin() + 50'000);
+    });
     if (websocket) {
       server::ServerOptions so;
       so.listen = "127.0.0.1:0";
@@ -106,11 +126,15 @@ class LatencyRun {
       ws_ = std::make_unique<WsFrameRecorder>();
       Check(ws_->Open(server_->address(), server_->token(), "q0_out"), "websocket");
     }
-    producer_ = std::thread([this] { Produce(); });
+    for (int i = 0; i < producers_; ++i) {
+      producers_threads_.emplace_back([this, i] { Produce(i); });
+    }
   }
   void Stop() {
     stop_ = true;
-    if (producer_.joinable()) producer_.join();
+    for (auto& t : producers_threads_) {
+      if (t.joinable()) t.join();
+    }
     if (server_) server_->Stop();  // closes the client's socket: its reader ends
     if (ws_) ws_->Join();
     engine_->Stop();
@@ -121,6 +145,20 @@ class LatencyRun {
   Engine& engine() { return *engine_; }
   MemoryConnector& connector() { return *conn_; }
   int64_t produced() const { return produced_.load(); }
+  /// The longest gap between two tick ends since the last call (ms), and the
+  /// tick ends counted meanwhile; resets both.
+  std::pair<double, int64_t> TakeTickGaps() {
+    std::lock_guard<std::mutex> lock(tick_mu_);
+    std::pair<double, int64_t> out{max_tick_gap_ms_, tick_ends_};
+    max_tick_gap_ms_ = 0;
+    tick_ends_ = 0;
+    return out;
+  }
+  /// (steady ms, total records processed) at each tick end so far.
+  std::vector<std::pair<double, int64_t>> TickRecords() {
+    std::lock_guard<std::mutex> lock(tick_mu_);
+    return tick_records_;
+  }
   /// Latencies of rows made visible at or after `from_ms` (wall ms).
   std::vector<Sample> SamplesSince(double from_ms) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,9 +168,19 @@ class LatencyRun {
     }
     return out;
   }
+  /// (wall ms, new rows) of each output version published at or after `from_ms`.
+  std::vector<std::pair<double, int64_t>> VersionsSince(double from_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<double, int64_t>> out;
+    for (const auto& v : versions_) {
+      if (v.first >= from_ms) out.push_back(v);
+    }
+    return out;
+  }
   void ClearSamples() {
     std::lock_guard<std::mutex> lock(mu_);
     samples_.clear();
+    versions_.clear();
     stamped_.clear();
   }
   /// Event pushed -> WebSocket frame latencies of frames received in
@@ -150,14 +198,19 @@ class LatencyRun {
   }
 
  private:
-  void Produce() {
+  // Producer `index` of producers_: its share of the rate, its own part of
+  // the pool. The date_time column of a push is one value (the push's ms), so
+  // arrays are reused while the ms and the batch length stay the same.
+  void Produce(int index) {
     const auto& pool = BidPool();
-    size_t next = 0;
+    size_t next = pool.size() * index / producers_;
     auto last = std::chrono::steady_clock::now();
     double credit = 0;
+    int64_t stamp_ms = -1;
+    std::map<int64_t, std::shared_ptr<arrow::Array>> stamps;  // by length, for stamp_ms
     while (!stop_) {
       auto now = std::chrono::steady_clock::now();
-      const double rate = rate_.load();
+      const double rate = rate_.load() / producers_;
       credit += rate * std::chrono::duration<double>(now - last).count();
       last = now;
       // Cannot keep up: do not burst (at most 50 ms of input, at most 50k bids).
@@ -167,17 +220,36 @@ class LatencyRun {
         continue;
       }
       const int64_t now_ms = static_cast<int64_t>(WallMs());
+      if (now_ms != stamp_ms) {
+        stamp_ms = now_ms;
+        stamps.clear();
+      }
+      std::vector<std::shared_ptr<arrow::RecordBatch>> push;
       while (credit >= pool[next]->num_rows()) {
         auto bids = pool[next];
         next = (next + 1) % pool.size();
-        arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MILLI),
-                                   arrow::default_memory_pool());
-        Check(ts.AppendValues(std::vector<int64_t>(bids->num_rows(), now_ms)), "ts");
-        bids = Check(bids->SetColumn(5, bids->schema()->field(5), Check(ts.Finish(), "ts")), "set");
-        (void)conn_->Push(bids);
+        auto& ts = stamps[bids->num_rows()];
+        if (!ts) {
+          arrow::TimestampBuilder b(arrow::timestamp(arrow::TimeUnit::MILLI),
+                                    arrow::default_memory_pool());
+          Check(b.AppendValues(std::vector<int64_t>(bids->num_rows(), now_ms)), "ts");
+          ts = Check(b.Finish(), "ts");
+        }
+        push.push_back(Check(bids->SetColumn(5, bids->schema()->field(5), ts), "set"));
         credit -= static_cast<double>(bids->num_rows());
         produced_ += bids->num_rows();
+        if (static_cast<int>(push.size()) >= batches_per_push_) {
+          // Several pool batches in one push (one buffer lock): the overload's
+          // producers need it to offer 3x.
+          if (push.size() == 1) {
+            (void)conn_->Push(push[0]);
+          } else {
+            (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
+          }
+          push.clear();
+        }
       }
+      if (!push.empty()) (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
     }
   }
 
@@ -193,6 +265,7 @@ class LatencyRun {
     std::vector<Sample> fresh;
     StampedVersion stamped{version.version(), {}};
     double newest = cursor_;
+    int64_t rows = 0;
     const auto& chunks = version.chunks();
     for (size_t i = chunks.size(); i-- > 0;) {
       const auto& b = *chunks[i].batch;
@@ -203,6 +276,7 @@ class LatencyRun {
       newest = std::max(newest, ts[n - 1]);
       const int64_t* t = b.column(dt)->data()->GetValues<int64_t>(1);
       int64_t first = std::upper_bound(ts, ts + n, cursor_) - ts;
+      rows += n - first;
       // Every 16th row is enough for percentiles and keeps the callback cheap.
       for (int64_t r = first; r < n; r += 16) {
         fresh.push_back({now, static_cast<float>(now - t[r] * to_ms)});
@@ -213,10 +287,13 @@ class LatencyRun {
     cursor_ = newest;
     std::lock_guard<std::mutex> lock(mu_);
     samples_.insert(samples_.end(), fresh.begin(), fresh.end());
+    versions_.push_back({now, rows});
     if (websocket_ && !stamped.stamps_ms.empty()) stamped_.push_back(std::move(stamped));
   }
 
   const bool websocket_;
+  const int producers_;
+  const int batches_per_push_;
   std::atomic<double> rate_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> produced_{0};
@@ -224,10 +301,16 @@ class LatencyRun {
   std::unique_ptr<server::Server> server_;  // declared after engine_: destroyed first
   std::unique_ptr<WsFrameRecorder> ws_;     // set before the producer starts
   std::shared_ptr<MemoryConnector> conn_;
-  std::thread producer_;
+  std::vector<std::thread> producers_threads_;
+  std::mutex tick_mu_;
+  double last_tick_end_ms_ = 0;  // guarded by tick_mu_
+  double max_tick_gap_ms_ = 0;   // guarded by tick_mu_
+  int64_t tick_ends_ = 0;        // guarded by tick_mu_
+  std::vector<std::pair<double, int64_t>> tick_records_;  // guarded by tick_mu_
   double cursor_ = -1e300;  // tick thread
   std::mutex mu_;
   std::vector<Sample> samples_;  // guarded by mu_
+  std::vector<std::pair<double, int64_t>> versions_;  // guarded by mu_: (wall ms, new rows)
   std::vector<StampedVersion> stamped_;  // guarded by mu_; ascending versions
 };
 
@@ -244,22 +327,31 @@ std::vector<float> Latencies(const std::vector<Sample>& s) {
 }
 
 double MeasureSustainable() {
-  LatencyRun run(100, 1e9, 20'000'000, 0);
+  // Saturating producer, a buffer of 2M bids (drop_oldest): ticks take what
+  // is buffered. The rate is taken between whole ticks (tick-end hook), over
+  // 5 s after 1 s of warm-up.
+  LatencyRun run(100, 1e9, 2'000'000, 0);
   run.Start();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const int64_t r0 = run.engine().GetMetrics().total_records_processed;
+  const double from = SteadyMs();
   const int64_t p0 = run.produced();
-  const double t0 = bench::NowSeconds();
-  std::this_thread::sleep_for(std::chrono::seconds(4));
-  const int64_t r1 = run.engine().GetMetrics().total_records_processed;
-  const double elapsed = bench::NowSeconds() - t0;
-  const double rate = (r1 - r0) / elapsed;
-  const double pushed = (run.produced() - p0) / elapsed;
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const double to = SteadyMs();
+  const double pushed = (run.produced() - p0) / ((to - from) / 1000);
   const int64_t buffered = run.connector().stats().buffered_records;
   run.Stop();
-  Log("sustainable rate (engine, producer saturating on the other core): %.0f bids/s "
-      "(producer pushed %.0f bids/s, %lld still buffered)",
-      rate, pushed, (long long)buffered);
+  std::pair<double, int64_t> first{0, 0}, last{0, 0};
+  int64_t ticks = 0;
+  for (const auto& t : run.TickRecords()) {
+    if (t.first < from || t.first > to) continue;
+    if (ticks++ == 0) first = t;
+    last = t;
+  }
+  const double rate =
+      ticks >= 2 ? (last.second - first.second) / ((last.first - first.first) / 1000) : NAN;
+  Log("sustainable rate (engine, producer saturating on the other core): %.0f bids/s over %lld "
+      "ticks (producer pushed %.0f bids/s, %lld still buffered)",
+      rate, (long long)ticks, pushed, (long long)buffered);
   return rate;
 }
 
@@ -303,20 +395,36 @@ double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seco
   return r.p99;
 }
 
-void Overload(double sustainable, double seconds, double normal_p99, int64_t budget) {
+void Overload(double sustainable, double seconds, double normal_p99, int64_t budget,
+              int producers) {
   const int64_t tick_ms = 10;
-  LatencyRun run(tick_ms, sustainable * 3, static_cast<int64_t>(sustainable), budget);
+  // `producers` threads share the 3× rate, pushing 8 pool batches (~2k bids)
+  // at a time (one thread pushing single batches cannot offer it next to a
+  // busy tick thread on 2 cores).
+  LatencyRun run(tick_ms, sustainable * 3, static_cast<int64_t>(sustainable), budget,
+                 /*websocket=*/false, producers, /*batches_per_push=*/8);
   run.Start();
   const auto m0 = run.engine().GetMetrics();
+  run.TakeTickGaps();
   const double t0 = bench::NowSeconds();
   const int64_t produced0 = run.produced();
   int64_t peak_rss = 0;
+  double next_log = 60;
   while (bench::NowSeconds() - t0 < seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     peak_rss = std::max(peak_rss, RssBytes());
     run.ClearSamples();  // only the recovery's samples are needed
+    const double at = bench::NowSeconds() - t0;
+    if (at >= next_log) {
+      next_log += 60;
+      const auto m = run.engine().GetMetrics();
+      Log("overload %.0f s: offered %.0f bids/s, dropped %lld, ticks %lld, peak RSS %.0f MB", at,
+          (run.produced() - produced0) / at, (long long)run.connector().stats().dropped_records,
+          (long long)(m.ticks - m0.ticks), peak_rss / 1e6);
+    }
   }
   const auto m1 = run.engine().GetMetrics();
+  const auto [max_gap_ms, tick_ends] = run.TakeTickGaps();
   const double overload_s = bench::NowSeconds() - t0;
   const int64_t dropped = run.connector().stats().dropped_records;
   const double achieved = (run.produced() - produced0) / overload_s;
@@ -324,26 +432,36 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   run.set_rate(sustainable * 0.5);
   const double drop_ms = WallMs();
   const double bound = std::max(2 * normal_p99, 50.0);
-  double recovered_s = NAN;
   std::this_thread::sleep_for(std::chrono::seconds(15));
   auto samples = run.SamplesSince(drop_ms);
-  // The first 200 ms slice after which every slice's p99 is within the bound.
-  for (double s = 0; s < 15; s += 0.2) {
-    bool ok = true;
-    for (double u = s; u < 14.8 && ok; u += 0.2) {
-      std::vector<float> slice;
-      for (const auto& x : samples) {
-        if (x.at_ms >= drop_ms + u * 1000 && x.at_ms < drop_ms + (u + 0.2) * 1000) {
-          slice.push_back(x.latency_ms);
-        }
-      }
-      ok = slice.empty() || Percentile(slice, 0.99) <= bound;
-    }
-    if (ok) {
-      recovered_s = s;
-      break;
-    }
+  // Samples of the 15 s in 200 ms slices; recovered at the first slice from
+  // which on every 1 s window's p99 is within the bound.
+  constexpr int kSlices = 75;
+  std::vector<std::vector<float>> slices(kSlices);
+  std::vector<float> last5;
+  for (const auto& x : samples) {
+    const int i = static_cast<int>((x.at_ms - drop_ms) / 200);
+    if (i >= 0 && i < kSlices) slices[i].push_back(x.latency_ms);
+    if (i >= 50 && i < kSlices) last5.push_back(x.latency_ms);
   }
+  // Windows of 1 s (5 slices) sliding by 200 ms: one preempted tick on a
+  // shared machine does not count as "not recovered".
+  double recovered_s = NAN;
+  for (int i = kSlices - 5; i >= 0; --i) {
+    std::vector<float> window;
+    for (int j = i; j < i + 5; ++j) window.insert(window.end(), slices[j].begin(), slices[j].end());
+    if (!window.empty() && Percentile(window, 0.99) > bound) break;
+    recovered_s = i * 0.2;
+  }
+  std::string timeline;
+  for (int i = 0; i < kSlices; i += 5) {
+    std::vector<float> second;
+    for (int j = i; j < i + 5; ++j) second.insert(second.end(), slices[j].begin(), slices[j].end());
+    timeline += " " + std::to_string(static_cast<int>(Percentile(second, 0.99)));
+  }
+  Log("after the load drop, p99 ms per second:%s", timeline.c_str());
+  const double after_p99 = Percentile(last5, 0.99);
+  peak_rss = std::max(peak_rss, RssBytes());
   run.Stop();
   bench::Measurement m;
   m.name = "nexmark_overload_recovery_s";
@@ -351,16 +469,22 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   m.unit = "s";
   m.targets = {{"value", "<=", 10}};
   m.extra_numbers = {{"overload_seconds", overload_s},
+                     {"sustainable_bids_per_s", sustainable},
                      {"overload_bids_per_s", 3 * sustainable},
                      {"achieved_bids_per_s", achieved},
+                     {"offered_ratio_to_sustainable", achieved / sustainable},
+                     {"producer_threads", static_cast<double>(producers)},
                      {"dropped_records", static_cast<double>(dropped)},
                      {"ticks_during_overload", static_cast<double>(m1.ticks - m0.ticks)},
                      {"ticks_expected", overload_s * 1000 / tick_ms},
+                     {"max_tick_gap_ms", max_gap_ms},
                      {"max_tick_ms", m1.max_batch_latency_s * 1000},
                      {"peak_rss_bytes", static_cast<double>(peak_rss)},
                      {"memory_budget_bytes", static_cast<double>(budget)},
                      {"memory_warnings", static_cast<double>(m1.memory_warnings)},
-                     {"recovery_p99_bound_ms", bound}};
+                     {"recovery_p99_bound_ms", bound},
+                     {"p99_ms_10_to_15_s_after", after_p99}};
+  (void)tick_ends;
   m.extra_bools = {{"rss_under_budget", peak_rss <= budget}};
   bench::Emit(m);
 }
@@ -378,6 +502,19 @@ LatencyPointResult MeasureLatencyPoint(int64_t tick_ms, double rate, double seco
   auto lat = Latencies(run.SamplesSince(from));
   const double achieved = (run.produced() - p0) / seconds;
   const double to = WallMs();
+  {
+    auto versions = run.VersionsSince(from);
+    std::vector<float> gaps, rows;
+    for (size_t i = 1; i < versions.size(); ++i) {
+      gaps.push_back(static_cast<float>(versions[i].first - versions[i - 1].first));
+    }
+    for (const auto& v : versions) rows.push_back(static_cast<float>(v.second));
+    Log("tick %lld ms, %.0f bids/s: %zu versions, gap ms p50 %.1f p99 %.1f max %.1f; rows/version "
+        "p50 %.0f p99 %.0f max %.0f; max tick %.1f ms",
+        (long long)tick_ms, rate, versions.size(), Percentile(gaps, 0.5), Percentile(gaps, 0.99),
+        Percentile(gaps, 1.0), Percentile(rows, 0.5), Percentile(rows, 0.99), Percentile(rows, 1.0),
+        run.engine().GetMetrics().max_batch_latency_s * 1000);
+  }
   run.Stop();
   LatencyPointResult r;
   r.p50 = Percentile(lat, 0.5);
@@ -399,14 +536,19 @@ void RunLatencySuite(const LatencyOptions& options) {
   const double sustainable =
       options.sustainable_rate > 0 ? options.sustainable_rate : MeasureSustainable();
   double normal_p99 = NAN;
-  for (int64_t tick : {100, 10}) {
-    for (double pct : {10.0, 50.0, 90.0}) {
-      const double p99 = LatencyPoint(tick, pct, sustainable, options.seconds);
-      if (tick == 10 && pct == 50) normal_p99 = p99;
+  auto points = options.points;
+  if (points.empty()) {
+    for (int64_t tick : {100, 10}) {
+      for (double pct : {10.0, 50.0, 90.0}) points.emplace_back(tick, pct);
     }
   }
+  for (const auto& [tick, pct] : points) {
+    const double p99 = LatencyPoint(tick, pct, sustainable, options.seconds);
+    if (tick == 10 && pct == 50) normal_p99 = p99;
+  }
   if (options.overload_seconds > 0) {
-    Overload(sustainable, options.overload_seconds, normal_p99, options.memory_budget_bytes);
+    Overload(sustainable, options.overload_seconds, normal_p99, options.memory_budget_bytes,
+             options.producers);
   }
 }
 

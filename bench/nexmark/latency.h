@@ -17,15 +17,19 @@
 // first frame announcing its version (or a later one, when the server
 // coalesced frames) − the bid's date_time.
 //
-// Overload: 3× the sustainable rate for overload_seconds with a bounded ingest
-// buffer (1 s of input, drop_oldest) and a memory budget; reports drops,
-// ticks, peak RSS and budget warnings, then the seconds until the p99 of
-// 200 ms slices returns to the normal (half-rate) p99 bound.
+// Overload: 3× the sustainable rate, offered by `producers` threads, for
+// overload_seconds (10 min; --soak: 30 min) with a bounded ingest buffer (1 s
+// of input, drop_oldest) and a memory budget; reports the rate offered, drops,
+// ticks and the longest gap between tick ends, peak RSS against the budget
+// and budget warnings, then the seconds until the p99 of 200 ms slices
+// returns to max(2 × the normal (half-rate) p99, 50 ms).
 //
 // Threads: RunLatencySuite runs everything itself (producer + engine loop threads).
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace rill::nexmark {
 
@@ -36,8 +40,13 @@ struct LatencyOptions {
   double seconds = 5;
   /// Seconds of 3× overload (0: skip the overload run).
   double overload_seconds = 60;
+  /// Producer threads offering the overload rate.
+  int producers = 2;
   /// Engine memory budget, bytes.
   int64_t memory_budget_bytes = int64_t{2} << 30;
+  /// (tick ms, % of the sustainable rate) points to measure; empty: all six
+  /// (100 and 10 ms × 10, 50, 90 %).
+  std::vector<std::pair<int64_t, double>> points;
 };
 
 /// One latency point's figures (ms; NaN when there were no samples).

@@ -16,7 +16,9 @@
 // their published Nexmark reports) are carried as reference values, NOT measured.
 //
 // Usage: nexmark_bench [--queries 0,1,2,3,4,5,7,8] [--events 1m] [--batch 10k]
-//                      [--reps 1] [--latency] [--overload-seconds 60] [--rate R]
+//                      [--reps 1] [--latency] [--latency-only] [--latency-seconds 5]
+//                      [--overload-seconds 60 | --minutes M | --soak] [--producers 2]
+//                      [--points TICK_MS:PCT,...] [--rate R]
 //                      [--kafka mock|HOST:PORT] [--kafka-partitions 4] [--kafka-brokers 1]
 //                      [--kafka-compression none|lz4|zstd] [--kafka-no-read] [--kafka-only]
 //                      (the events through Kafka and back: kafka_run.h)
@@ -206,6 +208,16 @@ int main(int argc, char** argv) {
     lo.seconds = static_cast<double>(args.Int("latency-seconds", 5));
     lo.overload_seconds = static_cast<double>(args.Int("overload-seconds", 60));
     if (args.Flag("minutes")) lo.overload_seconds = 60.0 * args.Int("minutes", 10);
+    if (args.Flag("soak")) lo.overload_seconds = 30 * 60;  // the soak mode
+    lo.producers = static_cast<int>(args.Int("producers", 2));
+    // --points 10:50,100:10: only these (tick ms : % of sustainable) points.
+    std::stringstream s(args.Str("points", ""));
+    std::string item;
+    while (std::getline(s, item, ',')) {
+      const auto colon = item.find(':');
+      if (colon == std::string::npos) rill::bench::Die("--points wants TICK_MS:PCT,...: " + item);
+      lo.points.emplace_back(std::stoll(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+    }
     RunLatencySuite(lo);
   }
   return 0;

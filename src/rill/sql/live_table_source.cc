@@ -86,7 +86,22 @@ LiveTableSource::LiveTableSource(std::shared_ptr<LiveTable> table,
     : table_(std::move(table)), cache_(std::move(cache)) {}
 LiveTableSource::~LiveTableSource() = default;
 
-std::shared_ptr<arrow::Schema> LiveTableSource::schema() const { return table_->schema(); }
+std::shared_ptr<arrow::Schema> LiveTableSource::schema() const {
+  if (auto rows = substitute()) return rows->schema();
+  return table_->schema();
+}
+
+std::shared_ptr<ScanSource> LiveTableSource::substitute() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return substitute_;
+}
+
+void LiveTableSource::Substitute(std::shared_ptr<ScanSource> rows) {
+  std::shared_ptr<ScanSource> old;  // released outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  old.swap(substitute_);
+  substitute_ = std::move(rows);
+}
 
 std::shared_ptr<const TableVersion> LiveTableSource::pinned() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -148,6 +163,7 @@ std::shared_ptr<const LiveTableSource::ScanPlan> LiveTableSource::Plan() const {
 }
 
 std::shared_ptr<arrow::Schema> LiveTableSource::ScanSchema() const {
+  if (auto rows = substitute()) return rows->ScanSchema();
   // Unpinned (a view being created), the plain schema; DuckDB sees the same
   // column types either way.
   if (pinned() == nullptr) {
@@ -158,6 +174,7 @@ std::shared_ptr<arrow::Schema> LiveTableSource::ScanSchema() const {
 
 Result<std::shared_ptr<arrow::RecordBatchReader>> LiveTableSource::Open(
     const std::vector<std::string>& columns) const {
+  if (auto rows = substitute()) return rows->Open(columns);
   // The plan keeps the version alive until DuckDB releases the stream, so
   // writes published meanwhile never show up half-way through a scan.
   auto plan = Plan();
@@ -180,6 +197,7 @@ Result<std::shared_ptr<arrow::RecordBatchReader>> LiveTableSource::Open(
 }
 
 std::optional<int64_t> LiveTableSource::FixedNumRows() const {
+  if (auto rows = substitute()) return rows->FixedNumRows();
   auto version = pinned();
   if (version == nullptr || cache_ == nullptr) {  // no cache: plans must not depend on the version
     return std::nullopt;
@@ -188,6 +206,7 @@ std::optional<int64_t> LiveTableSource::FixedNumRows() const {
 }
 
 std::optional<ColumnSummary> LiveTableSource::FixedColumnSummary(int column) const {
+  if (auto rows = substitute()) return rows->FixedColumnSummary(column);
   // Only a pinned version is what the next scans read; unpinned, a write may
   // publish a different version before they start.
   auto version = pinned();

@@ -51,6 +51,18 @@ Status DuckError(const std::string& message, duckdb::ExceptionType type, std::st
       std::make_shared<SqlErrorDetail>(duckdb::Exception::ExceptionTypeToString(type)));
 }
 
+// Same column names and types, in order (what a view's catalog entry fixes).
+bool SameColumns(const arrow::Schema& a, const arrow::Schema& b) {
+  if (a.num_fields() != b.num_fields()) return false;
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (a.field(i)->name() != b.field(i)->name() ||
+        !a.field(i)->type()->Equals(*b.field(i)->type())) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string DropTempViewSql(const std::string& name) {
   return "DROP VIEW IF EXISTS temp.main." + QuoteIdentifier(name);
 }
@@ -511,6 +523,7 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
   RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
   std::vector<std::shared_ptr<sql_internal::ScanSource>> sources;
   std::vector<std::string> created;
+  std::vector<std::shared_ptr<LiveTableSource>> substituted;
   Status status;
   for (const auto& [name, table] : views) {
     if (table == nullptr) {
@@ -518,6 +531,14 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
       break;
     }
     auto source = sql_internal::MakeTableSource(table);
+    // Rows with a registered table's columns (a StreamSqlTask's new rows):
+    // its view reads them for this query; no view to create and drop.
+    auto live = pc->views.find(name);
+    if (live != pc->views.end() && SameColumns(*live->second->schema(), *table->schema())) {
+      live->second->Substitute(std::move(source));
+      substituted.push_back(live->second);
+      continue;
+    }
     try {
       CreateScanView(*pc->conn, name, *source, /*temporary=*/true);
     } catch (const std::exception& e) {
@@ -533,6 +554,7 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
   }
   Result<std::shared_ptr<arrow::Table>> result =
       status.ok() ? impl_->Run(*pc, sql) : Result<std::shared_ptr<arrow::Table>>(status);
+  for (const auto& live : substituted) live->Substitute(nullptr);
   bool healthy = true;
   for (const auto& name : created) {
     try {

@@ -112,7 +112,11 @@ class SqlEngine {
   /// Run `sql` with each (name, table) pair of `views` exposed as a temporary
   /// view called `name`, visible to this query only (it hides a registered
   /// table of the same name). The tables are scanned without copying. Used by
-  /// tasks that query a batch that is not a registered table.
+  /// tasks that query a batch that is not a registered table. A table with
+  /// exactly the columns (names, types) of the registered table it hides is
+  /// read through that table's own view instead of a new one, which saves
+  /// creating and dropping a view (about 2 ms) per call (StreamSqlTask's new
+  /// rows).
   Result<std::shared_ptr<arrow::Table>> QueryWith(
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);

@@ -136,8 +136,19 @@ Status LiveTable::CompactLocked(bool full) {
   // per upserted row from about 2 to about 1.2 under random upserts.
   const int64_t max_chunks =
       std::max(options_.auto_compact_chunks, live_rows_ / kMinAverageChunkRows);
-  const bool merge = options_.auto_compact_chunks > 0 &&
-                     static_cast<int64_t>(order_.size()) > max_chunks;
+  // Merge only while there are too many chunks: one merge per write in a
+  // steady state, not every small chunk at once (hundreds of thousands of
+  // rows copied in one tick).
+  auto merging = [&] {
+    return options_.auto_compact_chunks > 0 && static_cast<int64_t>(order_.size()) > max_chunks;
+  };
+  // Merging makes chunks of kMinAverageChunkRows to twice that (or up to
+  // `target`, if smaller): enough for the average above, and a merged chunk
+  // is not merged again. Merging up to `target` made a growing chunk that every
+  // merge copied again (up to 128k rows in one tick, for a few new rows: the
+  // tail of the 10 ms-tick latency, issue 15).
+  const int64_t small_rows = std::min(target / 2, kMinAverageChunkRows);
+  const int64_t merge_rows = std::min(target, 2 * kMinAverageChunkRows);
   auto dirty = [&](const Chunk& c) {
     return c.live_rows < c.batch->num_rows() &&
            (full || c.batch->num_rows() - c.live_rows >
@@ -146,20 +157,22 @@ Status LiveTable::CompactLocked(bool full) {
   size_t i = 0;
   while (i < order_.size()) {
     const Chunk& first = slots_[order_[i]];
-    bool small = merge && first.live_rows < target / 2;
+    const bool merge = merging();
+    bool small = merge && first.live_rows < small_rows;
     if (!dirty(first) && !small) {
       ++i;
       continue;
     }
-    // Grow a group of adjacent chunks, up to target rows, that are dirty (their
+    // Grow a group of adjacent chunks, up to `cap` rows, that are dirty (their
     // rewrite is due anyway, so grouping them costs nothing) or, when merging,
     // small.
     size_t j = i + 1;
     int64_t rows = first.live_rows;
+    const int64_t cap = dirty(first) ? target : merge_rows;
     while (j < order_.size()) {
       const Chunk& next = slots_[order_[j]];
-      const bool joins = dirty(next) || (merge && next.live_rows < target / 2);
-      if (!joins || rows + next.live_rows > target) break;
+      const bool joins = dirty(next) || (merge && next.live_rows < small_rows);
+      if (!joins || rows + next.live_rows > cap) break;
       rows += next.live_rows;
       ++j;
     }

@@ -41,3 +41,18 @@ Result<std::shared_ptr<arrow::RecordBatch>> GatherLiveRows(
     arrow::MemoryPool* pool);
 
 }  // namespace rill::table_internal
+
+namespace rill::table_internal {
+
+/// Coalesce runs of adjacent small batches (each under `max_rows` / 2 rows)
+/// into batches of at most `max_rows` rows, one copy each (GatherLiveRows);
+/// larger batches and lone small ones pass through uncopied, order kept. An
+/// unkeyed table's write uses it so that a tick's many small pushes become one
+/// chunk, instead of many tiny chunks that compaction merges later, copying a
+/// growing chunk again on every tick (the Nexmark latency tail, issue 15).
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> CoalesceSmallBatches(
+    const std::shared_ptr<arrow::Schema>& schema,
+    std::vector<std::shared_ptr<arrow::RecordBatch>> batches, int64_t max_rows,
+    arrow::MemoryPool* pool);
+
+}  // namespace rill::table_internal

@@ -362,6 +362,12 @@ Result<WriteStats> LiveTable::Write(
     RILL_ASSIGN_OR_RAISE(auto r, Reconcile(b));
     reconciled.push_back(std::move(r));
   }
+  if (!keyed() && options_.auto_compact_chunks > 0) {
+    // One chunk for a write's small batches (before the lock: a pure copy).
+    RILL_ASSIGN_OR_RAISE(reconciled, table_internal::CoalesceSmallBatches(
+                                         user_schema_, std::move(reconciled),
+                                         options_.target_chunk_rows, TableMemoryPool()));
+  }
   WriteStats stats;
   std::shared_ptr<const TableVersion> published;
   {

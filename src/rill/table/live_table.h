@@ -95,11 +95,14 @@ struct TableOptions {
   std::optional<TableMode> mode;
   std::optional<RetentionPolicy> retention;
   /// When a table has more chunks than this, and more than one per 8192 live
-  /// rows, adjacent small chunks are merged. 0 disables merging.
+  /// rows, adjacent small chunks (under 8192 rows) are merged, into chunks of
+  /// at most 16384 rows, until it has no more. 0 disables merging (and the
+  /// coalescing of an unkeyed table's small batches written together).
   int64_t auto_compact_chunks = 32;
   /// A chunk whose dead rows exceed this fraction is rewritten.
   double compact_dead_fraction = 0.5;
-  /// Merged chunks grow up to this many rows.
+  /// Rewritten chunks (dead rows) and the coalesced batches of a write grow
+  /// up to this many rows.
   int64_t target_chunk_rows = 128 * 1024;
   /// Source of z_insert_ts / z_update_ts and of "now" for retention.
   Clock clock;

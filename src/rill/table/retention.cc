@@ -147,6 +147,14 @@ Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
         c.live_rows = 0;
         continue;
       }
+      if (!index_ && !c.alive) {
+        // Unkeyed, no dead rows: the oldest `excess` rows are a prefix. Slice
+        // it off (no copy, no bitmap, no rewrite once half of it is dead).
+        SetChunkLocked(slot, c.batch->Slice(excess), nullptr, rows - excess);
+        live_rows_ -= excess;
+        excess = 0;
+        break;
+      }
       for (int64_t r = 0; r < rows && excess > 0 && c.live_rows > 0; ++r) {
         if (!alive(c, r)) continue;
         kill(slot, r);

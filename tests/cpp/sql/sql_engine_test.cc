@@ -260,6 +260,42 @@ TEST(SqlEngine, QueryWithShowsTablesToThatQueryOnly) {
   EXPECT_EQ(CountRows(*sql, "orders"), 0);
 }
 
+// Rows with a registered table's very columns (a StreamSqlTask's new rows)
+// are shown through that table's own view for the one query, without a view
+// of their own; the view reads the live table again afterwards, also after a
+// failed query, and other tables stay visible (a join of new rows with them).
+TEST(SqlEngine, QueryWithRowsOfARegisteredTablesColumnsReadsThemForThatQueryOnly) {
+  auto sql = MakeEngine();
+  auto orders = MakeOrders();
+  ASSERT_OK(sql->RegisterTable(orders));
+  ASSERT_OK(orders->Write(BatchOf(OrdersSchema(), {"[1, 2, 3]", R"(["a", "b", "c"])",
+                                                   "[1.0, 2.0, 3.0]"})));
+  auto fresh = MakeOrders("fresh");
+  ASSERT_OK(fresh->Write(BatchOf(OrdersSchema(), {"[10, 20]", R"(["a", "z"])", "[5.5, 7.0]"})));
+  auto rows = fresh->snapshot()->ToTable().ValueOrDie();
+  ASSERT_TRUE(rows->schema()->Equals(*orders->schema()));
+
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_OK_AND_ASSIGN(auto result,
+                         sql->QueryWith("SELECT count(*)::BIGINT, sum(amount) FROM orders",
+                                        {{"orders", rows}}));
+    EXPECT_EQ(sqltest::RowStrings(*result), (std::vector<std::string>{"2|12.5"}));
+    EXPECT_EQ(CountRows(*sql, "orders"), 3);
+    // A failing query clears the substitution too.
+    EXPECT_FALSE(sql->QueryWith("SELECT no_such_column FROM orders", {{"orders", rows}}).ok());
+    EXPECT_EQ(CountRows(*sql, "orders"), 3);
+  }
+  // The new rows joined with the live table of another name.
+  auto tiers = MakeOrders("tiers");
+  ASSERT_OK(sql->RegisterTable(tiers));
+  ASSERT_OK(tiers->Write(BatchOf(OrdersSchema(), {"[7]", R"(["a"])", "[0.0]"})));
+  ASSERT_OK_AND_ASSIGN(
+      auto joined,
+      sql->QueryWith("SELECT o.order_id FROM orders o JOIN tiers t USING (user_tier)",
+                     {{"orders", rows}}));
+  EXPECT_EQ(sqltest::RowStrings(*joined), (std::vector<std::string>{"10"}));
+}
+
 /// `rows` orders with distinct ids, 24-character tiers and amounts.
 std::shared_ptr<arrow::RecordBatch> ManyOrders(int64_t rows) {
   arrow::Int64Builder ids;
