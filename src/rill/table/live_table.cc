@@ -180,9 +180,26 @@ void ComputeTimeRange(const std::shared_ptr<arrow::Array>& column, bool* has, do
     const double* v = column->data()->GetValues<double>(1);
     const int64_t n = column->length();
     if (column->null_count() == 0) {
-      for (int64_t i = 0; i < n; ++i) {
-        mn = std::min(mn, v[i]);
-        mx = std::max(mx, v[i]);
+      // Four independent minima and maxima: one pair is a dependency chain
+      // of a compare and a select per row (issue 16: this scan was a tenth of
+      // appending a 200k-row batch). `v < m ? v : m` keeps std::min's result,
+      // NaN skipped, and maps onto minpd / maxpd.
+      double lo4[4] = {mn, mn, mn, mn};
+      double hi4[4] = {mx, mx, mx, mx};
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4) {
+        for (int k = 0; k < 4; ++k) {
+          lo4[k] = v[i + k] < lo4[k] ? v[i + k] : lo4[k];
+          hi4[k] = hi4[k] < v[i + k] ? v[i + k] : hi4[k];
+        }
+      }
+      for (; i < n; ++i) {
+        lo4[0] = v[i] < lo4[0] ? v[i] : lo4[0];
+        hi4[0] = hi4[0] < v[i] ? v[i] : hi4[0];
+      }
+      for (int k = 0; k < 4; ++k) {
+        mn = std::min(mn, lo4[k]);
+        mx = std::max(mx, hi4[k]);
       }
       *has = n > 0;
     } else {
