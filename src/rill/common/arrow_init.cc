@@ -18,8 +18,8 @@ Status InitializeArrowCompute() {
 arrow::MemoryPool* TableMemoryPool() {
   static arrow::MemoryPool* pool = [] {
     const char* choice = std::getenv("RILL_TABLE_MEMORY_POOL");
-    if (choice && std::strcmp(choice, "default") == 0) return arrow::default_memory_pool();
-    return arrow::system_memory_pool();
+    if (choice && std::strcmp(choice, "system") == 0) return arrow::system_memory_pool();
+    return arrow::default_memory_pool();
   }();
   return pool;
 }
