@@ -29,6 +29,7 @@
 #include "rill/sql/duckdb_result.h"
 #include "rill/sql/query_interrupt.h"
 #include "rill/table/live_table.h"
+#include "rill/table/schema.h"
 
 namespace rill {
 namespace {
@@ -49,18 +50,6 @@ Status QueryError(const std::string& message, std::string_view sql) {
 Status DuckError(const std::string& message, duckdb::ExceptionType type, std::string_view sql) {
   return QueryError(message, sql).WithDetail(
       std::make_shared<SqlErrorDetail>(duckdb::Exception::ExceptionTypeToString(type)));
-}
-
-// Same column names and types, in order (what a view's catalog entry fixes).
-bool SameColumns(const arrow::Schema& a, const arrow::Schema& b) {
-  if (a.num_fields() != b.num_fields()) return false;
-  for (int i = 0; i < a.num_fields(); ++i) {
-    if (a.field(i)->name() != b.field(i)->name() ||
-        !a.field(i)->type()->Equals(*b.field(i)->type())) {
-      return false;
-    }
-  }
-  return true;
 }
 
 std::string DropTempViewSql(const std::string& name) {
@@ -534,7 +523,8 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
     // Rows with a registered table's columns (a StreamSqlTask's new rows):
     // its view reads them for this query; no view to create and drop.
     auto live = pc->views.find(name);
-    if (live != pc->views.end() && SameColumns(*live->second->schema(), *table->schema())) {
+    if (live != pc->views.end() &&
+        SameColumnNamesAndTypes(*live->second->schema(), *table->schema())) {
       live->second->Substitute(std::move(source));
       substituted.push_back(live->second);
       continue;

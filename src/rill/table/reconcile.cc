@@ -10,21 +10,6 @@
 
 namespace rill {
 
-namespace {
-
-bool SameUserColumns(const arrow::Schema& a, const arrow::Schema& b) {
-  if (a.num_fields() != b.num_fields()) return false;
-  for (int i = 0; i < a.num_fields(); ++i) {
-    if (a.field(i)->name() != b.field(i)->name() ||
-        !a.field(i)->type()->Equals(*b.field(i)->type())) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     const std::shared_ptr<arrow::RecordBatch>& batch) const {
   const auto& in = *batch->schema();
@@ -38,7 +23,7 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     }
     return Status::OK();
   };
-  if (SameUserColumns(in, *user_schema_)) {
+  if (SameColumnNamesAndTypes(in, *user_schema_)) {
     // Column data, not batch->column(i): boxing an Array per column allocates,
     // a fixed cost per push (issue 16).
     for (int i = 0; i < user_schema_->num_fields(); ++i) {

@@ -180,4 +180,15 @@ int64_t EstimateRecordsCapacity(const arrow::Schema& schema, int64_t memory_byte
   return memory_bytes / EstimateRowSize(schema, avg_string_bytes);
 }
 
+bool SameColumnNamesAndTypes(const arrow::Schema& a, const arrow::Schema& b) {
+  if (a.num_fields() != b.num_fields()) return false;
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (a.field(i)->name() != b.field(i)->name() ||
+        !a.field(i)->type()->Equals(*b.field(i)->type())) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace rill

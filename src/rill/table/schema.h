@@ -54,6 +54,10 @@ Result<std::shared_ptr<arrow::Schema>> WithTableMetadata(
 /// Return true if `name` is one of the two system timestamp columns.
 bool IsSystemColumn(std::string_view name);
 
+/// Return true if `a` and `b` have the same column names and types, in order
+/// (nullability and metadata aside).
+bool SameColumnNamesAndTypes(const arrow::Schema& a, const arrow::Schema& b);
+
 /// Return `schema` without system columns, then with z_insert_ts and
 /// z_update_ts (float64, not null) appended.
 std::shared_ptr<arrow::Schema> WithSystemColumns(const std::shared_ptr<arrow::Schema>& schema);
