@@ -97,12 +97,6 @@ void BytesLocationMap::Rehash(size_t capacity) {
   }
 }
 
-void BytesLocationMap::ReserveFor(size_t keys) {
-  size_t capacity = slots_.size();
-  while ((keys + 1) * 2 > capacity) capacity *= 2;
-  if (capacity != slots_.size()) Rehash(capacity);
-}
-
 uint64_t BytesLocationMap::Upsert(std::string_view key, uint64_t hash, uint64_t location) {
   return UpsertOne(key, hash, location);
 }
@@ -116,7 +110,10 @@ void BytesLocationMap::UpsertBatch(const std::string_view* keys, const uint64_t*
   // at once, as in IntLocationMap::UpsertBatch.
   // Prefetches are written in the loop itself: GCC deems a helper that only
   // prefetches pure and drops the call.
-  if (static_cast<size_t>(n) > size_) ReserveFor(static_cast<size_t>(n));
+  if (static_cast<size_t>(n) > size_) {
+    const size_t capacity = CapacityFor(slots_.size(), static_cast<size_t>(n));
+    if (capacity != slots_.size()) Rehash(capacity);
+  }
   constexpr int64_t kAhead = 16;    // the home slot
   constexpr int64_t kKeyAhead = 8;  // a long key's arena bytes, once its slot is cached
   for (int64_t i = 0; i < n; ++i) {

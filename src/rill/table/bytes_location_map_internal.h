@@ -121,8 +121,6 @@ class BytesLocationMap {
   void StoreKey(Slot* s, std::string_view key);
   uint64_t AppendToArena(const char* data, size_t len);
   void Rehash(size_t capacity);
-  /// Grow (never shrink) so that `keys` keys fit without a further rehash.
-  void ReserveFor(size_t keys);
   void CompactArenaIfMostlyDead();
 
   std::vector<Slot, HugePageAllocator<Slot>> slots_;

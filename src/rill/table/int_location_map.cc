@@ -17,12 +17,6 @@ void IntLocationMap::Rehash(size_t capacity) {
   }
 }
 
-void IntLocationMap::ReserveFor(size_t keys) {
-  size_t capacity = slots_.size();
-  while ((keys + 1) * 2 > capacity) capacity *= 2;
-  if (capacity != slots_.size()) Rehash(capacity);
-}
-
 uint64_t IntLocationMap::Upsert(int64_t key, uint64_t location) {
   return UpsertOne(key, location);
 }
@@ -35,7 +29,10 @@ void IntLocationMap::UpsertBatch(const int64_t* keys, int64_t n, uint64_t base, 
   // at once instead of doubling through every power of two on the way: with
   // distinct keys the map ends with at least n keys (issue 16: rehashing was a
   // third of the first tick of a 1K-row load).
-  if (static_cast<size_t>(n) > size_) ReserveFor(static_cast<size_t>(n));
+  if (static_cast<size_t>(n) > size_) {
+    const size_t capacity = CapacityFor(slots_.size(), static_cast<size_t>(n));
+    if (capacity != slots_.size()) Rehash(capacity);
+  }
   constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < n; ++i) {
     if (i + kAhead < n) {

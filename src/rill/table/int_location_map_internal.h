@@ -109,8 +109,6 @@ class IntLocationMap {
   }
 
   void Rehash(size_t capacity);
-  /// Grow (never shrink) so that `keys` keys fit without a further rehash.
-  void ReserveFor(size_t keys);
 
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;

@@ -33,4 +33,12 @@ size_t BackwardShiftErase(Slots& slots, size_t mask, size_t i, HomeFn home,
   return hole;
 }
 
+/// Return the capacity (a power of two, at least `capacity`) of a table kept
+/// at most half full that holds `keys` keys: what a map grows to at once for a
+/// batch larger than itself, instead of doubling through every size between.
+inline size_t CapacityFor(size_t capacity, size_t keys) {
+  while ((keys + 1) * 2 > capacity) capacity *= 2;
+  return capacity;
+}
+
 }  // namespace rill
