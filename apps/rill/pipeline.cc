@@ -60,7 +60,8 @@ Result<std::shared_ptr<arrow::DataType>> ParseType(std::string text) {
 }  // namespace
 
 Status Parser::ParseEngine(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"trigger_interval_ms", "memory_budget_mb", "max_reject_rows"}));
+  RILL_RETURN_NOT_OK(Keys(at, {"trigger_interval_ms", "memory_budget_mb", "max_reject_rows",
+                               "max_records_per_tick"}));
   if (Has(at, "trigger_interval_ms")) {
     At v = Child(at, "trigger_interval_ms");
     RILL_ASSIGN_OR_RAISE(p->engine.trigger_interval_ms, Int(v));
@@ -74,6 +75,11 @@ Status Parser::ParseEngine(const At& at, Pipeline* p) const {
   }
   if (Has(at, "max_reject_rows")) {
     RILL_ASSIGN_OR_RAISE(p->engine.max_reject_rows, Int(Child(at, "max_reject_rows")));
+  }
+  if (Has(at, "max_records_per_tick")) {
+    At v = Child(at, "max_records_per_tick");
+    RILL_ASSIGN_OR_RAISE(p->engine.max_records_per_tick, Int(v));
+    if (p->engine.max_records_per_tick < 0) return Error(v, "must not be negative (0: no limit)");
   }
   return Status::OK();
 }

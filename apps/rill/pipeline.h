@@ -2,7 +2,7 @@
 //
 // A pipeline file declares, at the top level (every key optional):
 //
-//   engine:      trigger_interval_ms, memory_budget_mb, max_reject_rows
+//   engine:      trigger_interval_ms, memory_budget_mb, max_reject_rows, max_records_per_tick
 //   metrics:     path, flush_interval_seconds, telemetry_retention_seconds,
 //                alert_retention_seconds
 //   server:      listen, token, allow_private_webhooks, queue_db (flags

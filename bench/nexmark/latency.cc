@@ -44,12 +44,14 @@ int64_t RssBytes() {
   return rss * 4096;
 }
 
-/// Bids generated once by the Nexmark generator (in batches of ~256, each
+/// Bids generated once by the Nexmark generator (in batches of ~278, each
 /// with its own buffers) and cycled by every producer: a push is then only a
 /// new date_time column, so the producer outruns the engine and the
-/// sustainable rate is the engine's, not the generator's.
-const std::vector<std::shared_ptr<arrow::RecordBatch>>& BidPool() {
-  static const auto pool = [] {
+/// sustainable rate is the engine's, not the generator's. `per_batch` > 1:
+/// the same bids, `per_batch` generator batches to a batch (the overload's
+/// producers push ~2k bids at a time, as a Kafka or WebSocket reader would).
+const std::vector<std::shared_ptr<arrow::RecordBatch>>& BidPool(int per_batch = 1) {
+  static const auto single = [] {
     GeneratorConfig c;
     c.rate = 1e6;
     Generator gen(c);
@@ -57,6 +59,16 @@ const std::vector<std::shared_ptr<arrow::RecordBatch>>& BidPool() {
     for (int i = 0; i < 1200; ++i) out.push_back(Check(gen.Next(278), "generate").bid);
     return out;
   }();
+  if (per_batch == 1) return single;
+  static std::mutex mu;
+  static std::map<int, std::vector<std::shared_ptr<arrow::RecordBatch>>> grouped;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& pool = grouped[per_batch];
+  for (size_t i = pool.size() * per_batch; i + per_batch <= single.size(); i += per_batch) {
+    std::vector<std::shared_ptr<arrow::RecordBatch>> group(single.begin() + i,
+                                                           single.begin() + i + per_batch);
+    pool.push_back(Check(arrow::ConcatenateRecordBatches(group), "concatenate"));
+  }
   return pool;
 }
 
@@ -71,13 +83,24 @@ struct Sample {
 class LatencyRun {
  public:
   LatencyRun(int64_t tick_ms, double rate, int64_t buffer_records, int64_t budget,
-             bool websocket = false, int producers = 1, int batches_per_push = 1)
-      : websocket_(websocket), producers_(producers), batches_per_push_(batches_per_push),
+             bool websocket = false, int producers = 1, int batches_per_push = 0,
+             int64_t max_records_per_tick = 0)
+      : websocket_(websocket),
+        producers_(producers),
+        // 0: as many generator batches (~278 bids) to a push as ~1 ms of each
+        // producer's share of the rate, at most 8 (~2.2k bids, a network
+        // reader's batch).
+        batches_per_push_(batches_per_push > 0
+                              ? batches_per_push
+                              : static_cast<int>(std::clamp(rate / producers / 1000 / 278, 1.0, 8.0))),
         rate_(rate) {
+    BidPool(batches_per_push_);  // generated before the clock starts
     EngineOptions eo;
     eo.trigger_interval_ms = tick_ms;
     eo.memory_budget_bytes = budget;
     eo.log_repeat_window_seconds = 60;
+    eo.max_records_per_tick = max_records_per_tick;
+    eo.sql_threads = 1;  // the tick thread runs the query itself: no hand-off to a DuckDB worker
     engine_ = Check(Engine::Make(std::move(eo)), "engine");
     TableOptions t;
     t.mode = TableMode::kAppend;
@@ -90,7 +113,7 @@ class LatencyRun {
     conn_ = std::make_shared<MemoryConnector>("bid", BidSchema(), limits, "bid_in");
     Check(engine_->AddConnector(conn_), "connector");
     TableOptions out = t;
-    out.retention->max_rows = 500'000;
+    out.retention->max_rows = 2'000'000;  // > one 100 ms tick's rows at the sustainable rate
     Check(engine_->DeclareTable("q0_out", out), "declare");
     Check(engine_->AddSqlTask(Check(
               StreamSqlTask::Make("q0", "SELECT auction, bidder, price, date_time FROM bid",
@@ -202,7 +225,7 @@ class LatencyRun {
   // the pool. The date_time column of a push is one value (the push's ms), so
   // arrays are reused while the ms and the batch length stay the same.
   void Produce(int index) {
-    const auto& pool = BidPool();
+    const auto& pool = BidPool(batches_per_push_);
     size_t next = pool.size() * index / producers_;
     auto last = std::chrono::steady_clock::now();
     double credit = 0;
@@ -213,8 +236,8 @@ class LatencyRun {
       const double rate = rate_.load() / producers_;
       credit += rate * std::chrono::duration<double>(now - last).count();
       last = now;
-      // Cannot keep up: do not burst (at most 50 ms of input, at most 50k bids).
-      credit = std::min(credit, std::clamp(rate * 0.05, 1000.0, 50'000.0));
+      // Preempted or behind: catch up at most 20 ms of input at once.
+      credit = std::min(credit, std::max(rate * 0.02, 1000.0));
       if (credit < pool[next]->num_rows()) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
         continue;
@@ -224,9 +247,8 @@ class LatencyRun {
         stamp_ms = now_ms;
         stamps.clear();
       }
-      std::vector<std::shared_ptr<arrow::RecordBatch>> push;
       while (credit >= pool[next]->num_rows()) {
-        auto bids = pool[next];
+        const auto& bids = pool[next];
         next = (next + 1) % pool.size();
         auto& ts = stamps[bids->num_rows()];
         if (!ts) {
@@ -235,21 +257,10 @@ class LatencyRun {
           Check(b.AppendValues(std::vector<int64_t>(bids->num_rows(), now_ms)), "ts");
           ts = Check(b.Finish(), "ts");
         }
-        push.push_back(Check(bids->SetColumn(5, bids->schema()->field(5), ts), "set"));
+        (void)conn_->Push(Check(bids->SetColumn(5, bids->schema()->field(5), ts), "set"));
         credit -= static_cast<double>(bids->num_rows());
         produced_ += bids->num_rows();
-        if (static_cast<int>(push.size()) >= batches_per_push_) {
-          // Several pool batches in one push (one buffer lock): the overload's
-          // producers need it to offer 3x.
-          if (push.size() == 1) {
-            (void)conn_->Push(push[0]);
-          } else {
-            (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
-          }
-          push.clear();
-        }
       }
-      if (!push.empty()) (void)conn_->Push(Check(arrow::Table::FromRecordBatches(push), "table"));
     }
   }
 
@@ -326,33 +337,67 @@ std::vector<float> Latencies(const std::vector<Sample>& s) {
   return out;
 }
 
-double MeasureSustainable() {
-  // Saturating producer, a buffer of 2M bids (drop_oldest): ticks take what
-  // is buffered. The rate is taken between whole ticks (tick-end hook), over
-  // 5 s after 1 s of warm-up.
-  LatencyRun run(100, 1e9, 2'000'000, 0);
+/// Rows one tick takes at most in the latency and overload runs: 2 tick
+/// intervals' worth of `rate` (EngineOptions::max_records_per_tick), so a
+/// backlog (a cold start, a preempted tick, overload) is worked off in ticks
+/// of bounded length, back to back, instead of one tick of seconds.
+int64_t TickCap(double rate, int64_t tick_ms) {
+  return std::max<int64_t>(10'000, static_cast<int64_t>(rate * tick_ms / 1000 * 2));
+}
+
+/// One probe of MeasureSustainable: `rate` offered for 1 s of warm-up and
+/// 5 s of measurement at a 10 ms tick; true when the engine kept up.
+bool KeepsUp(double rate, int producers) {
+  constexpr int64_t kTickMs = 10;
+  LatencyRun run(kTickMs, rate, static_cast<int64_t>(rate), 0, false, producers, 0,
+                 TickCap(rate, kTickMs));
   run.Start();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const double from = SteadyMs();
+  const auto m0 = run.engine().GetMetrics();
   const int64_t p0 = run.produced();
-  std::this_thread::sleep_for(std::chrono::seconds(5));
-  const double to = SteadyMs();
-  const double pushed = (run.produced() - p0) / ((to - from) / 1000);
-  const int64_t buffered = run.connector().stats().buffered_records;
-  run.Stop();
-  std::pair<double, int64_t> first{0, 0}, last{0, 0};
-  int64_t ticks = 0;
-  for (const auto& t : run.TickRecords()) {
-    if (t.first < from || t.first > to) continue;
-    if (ticks++ == 0) first = t;
-    last = t;
+  const double from = SteadyMs();
+  int64_t max_backlog = 0;
+  while (SteadyMs() - from < 5000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    max_backlog = std::max(max_backlog, run.connector().stats().buffered_records);
   }
-  const double rate =
-      ticks >= 2 ? (last.second - first.second) / ((last.first - first.first) / 1000) : NAN;
-  Log("sustainable rate (engine, producer saturating on the other core): %.0f bids/s over %lld "
-      "ticks (producer pushed %.0f bids/s, %lld still buffered)",
-      rate, (long long)ticks, pushed, (long long)buffered);
-  return rate;
+  const double seconds = (SteadyMs() - from) / 1000;
+  const auto m1 = run.engine().GetMetrics();
+  const double offered = (run.produced() - p0) / seconds;
+  const double processed = (m1.total_records_processed - m0.total_records_processed) / seconds;
+  const auto stats = run.connector().stats();
+  run.Stop();
+  const bool ok = offered >= 0.95 * rate && processed >= 0.98 * offered &&
+                  stats.dropped_records == 0 && max_backlog < rate * 0.1;
+  Log("  probe %.1fM bids/s: offered %.1fM, processed %.1fM, dropped %lld, longest backlog %.0f "
+      "ms of input: %s",
+      rate / 1e6, offered / 1e6, processed / 1e6, (long long)stats.dropped_records,
+      max_backlog / rate * 1000, ok ? "keeps up" : "falls behind");
+  return ok;
+}
+
+double MeasureSustainable(int producers) {
+  // The highest rate the engine keeps up with, offered the way the latency
+  // and overload runs offer it (paced producers, the same batches, a 10 ms
+  // tick): doubling from 2M bids/s until a probe falls behind, then bisecting
+  // 4 times. Keeping up: >= 98% of what was offered processed in a 5 s
+  // window, nothing dropped, and never 100 ms of input or more waiting in the
+  // buffer (sampled every 20 ms): latency stays bounded, not just throughput.
+  double lo = 0, hi = 0;
+  for (double r = 2e6; r <= 256e6; r *= 2) {
+    if (!KeepsUp(r, producers)) {
+      hi = r;
+      break;
+    }
+    lo = r;
+  }
+  if (hi == 0) return lo;
+  for (int i = 0; i < 4; ++i) {
+    const double mid = (lo + hi) / 2;
+    (KeepsUp(mid, producers) ? lo : hi) = mid;
+  }
+  Log("sustainable rate (10 ms tick, %d paced producer threads): %.0f bids/s", producers, lo);
+  return lo;
 }
 
 double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seconds) {
@@ -398,11 +443,15 @@ double LatencyPoint(int64_t tick_ms, double pct, double sustainable, double seco
 void Overload(double sustainable, double seconds, double normal_p99, int64_t budget,
               int producers) {
   const int64_t tick_ms = 10;
-  // `producers` threads share the 3× rate, pushing 8 pool batches (~2k bids)
-  // at a time (one thread pushing single batches cannot offer it next to a
-  // busy tick thread on 2 cores).
+  // `producers` threads share the 3× rate, pushing batches of 8 generator
+  // batches (~2.2k bids) at a time (one thread pushing single batches cannot
+  // offer it next to a busy tick thread on 2 cores).
+  // A tick takes at most 4 intervals' worth of the sustainable rate, however
+  // deep the backlog; the rest waits in the 1 s buffer, whose drop_oldest
+  // policy sheds the excess.
+  const int64_t per_tick = TickCap(sustainable, tick_ms);
   LatencyRun run(tick_ms, sustainable * 3, static_cast<int64_t>(sustainable), budget,
-                 /*websocket=*/false, producers, /*batches_per_push=*/8);
+                 /*websocket=*/false, producers, 0, per_tick);
   run.Start();
   const auto m0 = run.engine().GetMetrics();
   run.TakeTickGaps();
@@ -453,13 +502,24 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
     if (!window.empty() && Percentile(window, 0.99) > bound) break;
     recovered_s = i * 0.2;
   }
-  std::string timeline;
+  // Per second after the drop: p99 latency, the longest gap between tick ends
+  // and the backlog left in the buffer.
+  const auto ticks = run.TickRecords();
+  std::string timeline, gaps;
+  const double drop_steady = SteadyMs() - (WallMs() - drop_ms);
   for (int i = 0; i < kSlices; i += 5) {
     std::vector<float> second;
     for (int j = i; j < i + 5; ++j) second.insert(second.end(), slices[j].begin(), slices[j].end());
     timeline += " " + std::to_string(static_cast<int>(Percentile(second, 0.99)));
+    double gap = 0;
+    for (size_t k = 1; k < ticks.size(); ++k) {
+      const double at = ticks[k].first - drop_steady;
+      if (at >= i * 200 && at < (i + 5) * 200) gap = std::max(gap, ticks[k].first - ticks[k - 1].first);
+    }
+    gaps += " " + std::to_string(static_cast<int>(gap));
   }
-  Log("after the load drop, p99 ms per second:%s", timeline.c_str());
+  Log("after the load drop, per second: p99 ms%s; longest tick gap ms%s", timeline.c_str(),
+      gaps.c_str());
   const double after_p99 = Percentile(last5, 0.99);
   peak_rss = std::max(peak_rss, RssBytes());
   run.Stop();
@@ -474,6 +534,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
                      {"achieved_bids_per_s", achieved},
                      {"offered_ratio_to_sustainable", achieved / sustainable},
                      {"producer_threads", static_cast<double>(producers)},
+                     {"max_records_per_tick", static_cast<double>(per_tick)},
                      {"dropped_records", static_cast<double>(dropped)},
                      {"ticks_during_overload", static_cast<double>(m1.ticks - m0.ticks)},
                      {"ticks_expected", overload_s * 1000 / tick_ms},
@@ -493,7 +554,8 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
 
 LatencyPointResult MeasureLatencyPoint(int64_t tick_ms, double rate, double seconds,
                                        bool websocket) {
-  LatencyRun run(tick_ms, rate, static_cast<int64_t>(rate * 2), 0, websocket);
+  LatencyRun run(tick_ms, rate, static_cast<int64_t>(rate * 2), 0, websocket, 1, 0,
+                 TickCap(rate, tick_ms));
   run.Start();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const double from = WallMs();
@@ -534,7 +596,7 @@ LatencyPointResult MeasureLatencyPoint(int64_t tick_ms, double rate, double seco
 
 void RunLatencySuite(const LatencyOptions& options) {
   const double sustainable =
-      options.sustainable_rate > 0 ? options.sustainable_rate : MeasureSustainable();
+      options.sustainable_rate > 0 ? options.sustainable_rate : MeasureSustainable(options.producers);
   double normal_p99 = NAN;
   auto points = options.points;
   if (points.empty()) {

@@ -67,6 +67,7 @@ class RillEngine:
         metrics_options: Optional[Union[MetricsStoreOptions, Dict[str, Any]]] = None,
         checkpoint_dir: Optional[str] = None,
         checkpoint_interval_seconds: float = 60.0,
+        max_records_per_tick: int = 0,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -102,6 +103,11 @@ class RillEngine:
                 connector positions and KPI/rule definitions there every
                 interval and on stop(); start() restores the newest checkpoint
                 (see rills.checkpoint and docs/checkpoints.md).
+            max_records_per_tick: rows a tick takes from each connector at most
+                (0: everything buffered). Under overload a tick then stays
+                short: the rest waits in the connector's buffer (its limits and
+                on_overflow apply), and ticks run back to back, without waiting
+                for the interval, until the backlog is gone.
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -117,6 +123,9 @@ class RillEngine:
             raise ValueError(f"memory_budget_bytes must be >= 0, got {memory_budget_bytes}")
         if on_memory_warning is not None and not callable(on_memory_warning):
             raise TypeError("on_memory_warning must be callable")
+        if max_records_per_tick is None or int(max_records_per_tick) < 0:
+            raise ValueError(f"max_records_per_tick must be >= 0, got {max_records_per_tick!r}")
+        self.max_records_per_tick = int(max_records_per_tick)
         if int(auto_compact_chunks) < 0:
             raise ValueError(f"auto_compact_chunks must be >= 0, got {auto_compact_chunks}")
         self.trigger_interval_ms = float(trigger_interval_ms)
@@ -134,6 +143,7 @@ class RillEngine:
             self.memory_budget_bytes or 0,
             _memory_hook(self._self_ref),
             self.auto_compact_chunks,
+            max_records_per_tick=self.max_records_per_tick,
         )
         self._finalizer = weakref.finalize(self, _close_core, self._core)
         self._lock = threading.RLock()

@@ -38,6 +38,9 @@ class RillEngine:
         metrics_flush_interval_seconds: float = 1.0,
         allow_private_webhooks: bool = False,
         metrics_options: Optional[Union[MetricsStoreOptions, Dict[str, Any]]] = None,
+        checkpoint_dir: Optional[str] = None,
+        checkpoint_interval_seconds: float = 60.0,
+        max_records_per_tick: int = 0,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     def register_table(

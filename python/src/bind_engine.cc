@@ -67,13 +67,15 @@ void SetMetricsOptions(nb::dict extra, rill::MetricsOptions* o) {
 class PyEngine {
  public:
   PyEngine(int64_t trigger_interval_ms, int64_t memory_budget_bytes,
-           nb::handle on_memory_warning, int64_t auto_compact_chunks, int sql_threads)
+           nb::handle on_memory_warning, int64_t auto_compact_chunks, int sql_threads,
+           int64_t max_records_per_tick)
       : reporter_(std::make_shared<Reporter>()) {
     rill::EngineOptions options;
     options.trigger_interval_ms = trigger_interval_ms;
     options.memory_budget_bytes = memory_budget_bytes;
     options.auto_compact_chunks = auto_compact_chunks;
     options.sql_threads = sql_threads;
+    options.max_records_per_tick = max_records_per_tick;
     if (!on_memory_warning.is_none()) {
       PyRef cb = MakePyRef(on_memory_warning);
       ReporterPtr reporter = reporter_;
@@ -332,10 +334,10 @@ EngineAccess AccessEngine(nb::handle core) {
 void BindEngine(nb::module_& m) {
   using Table = std::shared_ptr<LiveTable>;
   nb::class_<PyEngine>(m, "Engine", "The C++ engine (see rills.RillEngine).")
-      .def(nb::init<int64_t, int64_t, nb::handle, int64_t, int>(),
+      .def(nb::init<int64_t, int64_t, nb::handle, int64_t, int, int64_t>(),
            nb::arg("trigger_interval_ms"), nb::arg("memory_budget_bytes"),
            nb::arg("on_memory_warning").none(), nb::arg("auto_compact_chunks"),
-           nb::arg("sql_threads") = 0)
+           nb::arg("sql_threads") = 0, nb::arg("max_records_per_tick") = 0)
       .def("close", &PyEngine::Close)
       .def_prop_ro("reporter", [](PyEngine& e) { return e.reporter(); })
       .def_prop_ro("closed", [](PyEngine& e) { return !e.open(); })

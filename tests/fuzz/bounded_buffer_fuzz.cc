@@ -8,8 +8,10 @@
 //     nothing but refused_records (error policy);
 //   - no row is lost or invented: offered = pushed + refused (+ dropped for
 //     drop_newest), pushed = drained + buffered (+ dropped for drop_oldest);
-//   - a drain returns exactly buffered_records rows, in push order (sequence
-//     numbers increase across all drains), and empties the buffer.
+//   - a drain returns exactly buffered_records rows (a capped drain: at most
+//     its cap), in push order (sequence numbers increase across all drains),
+//     and leaves the rest buffered (an empty buffer holds no bytes).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -106,7 +108,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (limits.max_records > 0) FUZZ_CHECK(after.buffered_records <= limits.max_records);
       if (limits.max_bytes > 0) FUZZ_CHECK(after.buffered_bytes <= limits.max_bytes);
     } else {
-      const auto batches = buffer.Drain();
+      // A drain of everything, or of at most `cap` rows (a capped tick).
+      const int64_t cap = in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<int64_t>(1, 48);
+      const auto batches = buffer.Drain(cap);
       int64_t rows = 0;
       for (const auto& b : batches) {
         FUZZ_CHECK(b->num_rows() > 0);
@@ -117,9 +121,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         rows += b->num_rows();
       }
-      FUZZ_CHECK(rows == before.buffered_records);
+      const int64_t expected =
+          cap == 0 ? before.buffered_records : std::min(cap, before.buffered_records);
+      FUZZ_CHECK(rows == expected);
       const auto after = buffer.stats();
-      FUZZ_CHECK(after.buffered_records == 0 && after.buffered_bytes == 0);
+      FUZZ_CHECK(after.buffered_records == before.buffered_records - rows);
+      FUZZ_CHECK(after.buffered_bytes <= before.buffered_bytes);
+      if (after.buffered_records == 0) FUZZ_CHECK(after.buffered_bytes == 0);
       FUZZ_CHECK(after.drained_records == before.drained_records + rows);
     }
     const auto s = buffer.stats();

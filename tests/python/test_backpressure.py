@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from rills import MemoryConnector
+from rills import MemoryConnector, RillEngine
 
 
 def test_drop_oldest_slices_across_batches():
@@ -93,3 +93,26 @@ def test_unbounded_by_default_and_bad_arguments():
         c.push("not data")
     c.push([])  # empty pushes are ignored
     c.push({})
+
+
+def test_max_records_per_tick_takes_the_oldest_rows_and_leaves_the_rest_buffered():
+    engine = RillEngine(metrics_path=None, max_records_per_tick=40)
+    engine.register_table("t", pa.schema([("id", pa.int64())]), primary_key="id")
+    c = MemoryConnector("t")
+    engine.add_connector(c)
+    for first in range(0, 100, 25):
+        c.push(pa.table({"id": pa.array(range(first, first + 25), pa.int64())}))
+    engine.step()
+    assert engine.query_sql("SELECT min(id), max(id), count(*) FROM t").to_pylist() == [
+        {"min(id)": 0, "max(id)": 39, "count_star()": 40}
+    ]
+    assert c.buffered_records == 60
+    engine.step()
+    engine.step()
+    assert engine.query_sql("SELECT count(DISTINCT id) AS n FROM t").column("n").to_pylist() == [100]
+    assert c.buffered_records == 0
+
+
+def test_max_records_per_tick_must_not_be_negative():
+    with pytest.raises(ValueError, match="max_records_per_tick"):
+        RillEngine(metrics_path=None, max_records_per_tick=-1)

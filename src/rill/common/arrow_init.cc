@@ -4,6 +4,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <sys/prctl.h>
+
 #include <arrow/compute/initialize.h>
 
 namespace rill {
@@ -15,8 +17,18 @@ Status InitializeArrowCompute() {
   return status;
 }
 
+void DisableTransparentHugePagesUnlessAsked() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* keep = std::getenv("RILL_TRANSPARENT_HUGE_PAGES");
+    if (keep && std::strcmp(keep, "1") == 0) return;
+    (void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);  // best effort: a refusal changes nothing
+  });
+}
+
 arrow::MemoryPool* TableMemoryPool() {
   static arrow::MemoryPool* pool = [] {
+    DisableTransparentHugePagesUnlessAsked();
     const char* choice = std::getenv("RILL_TABLE_MEMORY_POOL");
     if (choice && std::strcmp(choice, "system") == 0) return arrow::system_memory_pool();
     return arrow::default_memory_pool();

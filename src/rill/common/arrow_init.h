@@ -18,8 +18,19 @@ namespace rill {
 /// kernel zeroing pages), and on 2026-12-01 the default pool was faster on every
 /// table benchmark (upsert 1M int keys 15.2M vs 13.2M rows/s, string keys 9.0M vs
 /// 7.1M, append 482M vs 460M, Python 1M-product upsert tick 2.2 vs 4.3 ms).
-/// Any thread.
+/// The first call also calls DisableTransparentHugePagesUnlessAsked(). Any thread.
 arrow::MemoryPool* TableMemoryPool();
+
+/// Turn transparent huge pages off for this process (prctl PR_SET_THP_DISABLE),
+/// unless RILL_TRANSPARENT_HUGE_PAGES=1. mimalloc marks its 1 GiB arena
+/// MADV_HUGEPAGE and returns freed 64 KiB ranges to the kernel after 10 ms, so
+/// a streaming tick that allocates and frees chunks keeps faulting in fresh
+/// 2 MiB pages, each zeroed by the kernel: 44% of the CPU of a Nexmark q0 run
+/// at 0.9M bids/s was clear_page_erms, and its 10 ms tick p99 was 184–394 ms
+/// against 15 ms without huge pages (issue 15, 2026-12-01). The cost: upserts
+/// into 1M integer keys run ~20% slower without them (10.0M vs 8.2M rows/s).
+/// Process-wide and inherited by child processes; idempotent; any thread.
+void DisableTransparentHugePagesUnlessAsked();
 
 /// Bytes allocated by Arrow's default pool plus the table pool (if different).
 int64_t ArrowAllocatedBytes();

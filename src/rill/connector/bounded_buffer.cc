@@ -1,6 +1,7 @@
 #include "rill/connector/bounded_buffer.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <arrow/array/data.h>
 #include <arrow/record_batch.h>
@@ -193,17 +194,33 @@ Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>
   return Status::OK();
 }
 
-std::vector<std::shared_ptr<arrow::RecordBatch>> BoundedBuffer::Drain() {
+std::vector<std::shared_ptr<arrow::RecordBatch>> BoundedBuffer::Drain(int64_t max_records) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<arrow::RecordBatch>> out;
-  out.reserve(queue_.size());
-  for (auto& e : queue_) {
-    stats_.drained_records += e.batch->num_rows();
-    out.push_back(std::move(e.batch));
+  int64_t room = max_records > 0 ? max_records : INT64_MAX;
+  while (!queue_.empty() && room > 0) {
+    Entry& front = queue_.front();
+    const int64_t n = front.batch->num_rows();
+    if (n <= room) {
+      room -= n;
+      stats_.drained_records += n;
+      stats_.buffered_records -= n;
+      stats_.buffered_bytes -= front.bytes;
+      out.push_back(std::move(front.batch));
+      queue_.pop_front();
+      continue;
+    }
+    // Take the first `room` rows; the rest stays at the front.
+    const int64_t taken_bytes = ProRate(front.bytes, room, n);
+    out.push_back(front.batch->Slice(0, room));
+    front.batch = front.batch->Slice(room);
+    front.bytes -= taken_bytes;
+    stats_.drained_records += room;
+    stats_.buffered_records -= room;
+    stats_.buffered_bytes -= taken_bytes;
+    room = 0;
   }
-  queue_.clear();
-  stats_.buffered_records = 0;
-  stats_.buffered_bytes = 0;
+  if (queue_.empty()) stats_.buffered_bytes = 0;  // no pro-rating remainder left behind
   return out;
 }
 

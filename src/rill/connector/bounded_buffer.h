@@ -52,7 +52,10 @@ class BoundedBuffer {
               bool oversize_when_empty = false);
 
   /// Remove and return everything buffered, oldest first.
-  std::vector<std::shared_ptr<arrow::RecordBatch>> Drain();
+  std::vector<std::shared_ptr<arrow::RecordBatch>> Drain() { return Drain(0); }
+  /// Remove and return the oldest `max_records` rows at most (0: all), slicing
+  /// the last batch taken; the rest stays buffered, in order.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> Drain(int64_t max_records);
 
   /// Counters (buffered_*, pushed, dropped, refused, drained).
   ConnectorStats stats() const;

@@ -71,6 +71,16 @@ class Connector {
   /// An error is recorded by the engine against this connector; the engine
   /// calls Poll again next tick.
   virtual Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() = 0;
+  /// As Poll, but return at most `max_records` rows (0: no limit) and keep the
+  /// rest buffered for the next tick, in order (EngineOptions::
+  /// max_records_per_tick). Default: Poll(), for connectors whose own buffer
+  /// already bounds one tick's intake because their reader waits for room
+  /// (Kafka, files: their positions advance by whole reads).
+  virtual Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> PollAtMost(
+      int64_t max_records) {
+    (void)max_records;
+    return Poll();
+  }
 
   /// Return a copy of the counters. Any thread.
   virtual ConnectorStats stats() const = 0;

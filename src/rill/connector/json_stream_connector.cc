@@ -112,6 +112,11 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> JsonStreamConnector::Po
   return buffer_.Drain();
 }
 
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> JsonStreamConnector::PollAtMost(
+    int64_t max_records) {
+  return buffer_.Drain(max_records);
+}
+
 std::vector<RejectedRecord> JsonStreamConnector::TakeRejects() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::move(rejects_);

@@ -69,6 +69,8 @@ class JsonStreamConnector : public Connector {
   const BufferLimits& limits() const { return buffer_.limits(); }
 
   Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> PollAtMost(
+      int64_t max_records) override;
   std::vector<RejectedRecord> TakeRejects() override;
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
   /// Accept pushes again (after Stop). Engine threads.

@@ -25,4 +25,9 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> MemoryConnector::Poll()
   return buffer_.Drain();
 }
 
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> MemoryConnector::PollAtMost(
+    int64_t max_records) {
+  return buffer_.Drain(max_records);
+}
+
 }  // namespace rill

@@ -23,6 +23,8 @@ class MemoryConnector : public Connector {
   Status Push(const std::shared_ptr<arrow::Table>& table);
 
   Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> PollAtMost(
+      int64_t max_records) override;
   ConnectorStats stats() const override { return buffer_.stats(); }
   const BoundedBuffer& buffer() const { return buffer_; }
 

@@ -296,6 +296,11 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> WebSocketConnector::Pol
   return buffer_.Drain();
 }
 
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> WebSocketConnector::PollAtMost(
+    int64_t max_records) {
+  return buffer_.Drain(max_records);
+}
+
 std::vector<RejectedRecord> WebSocketConnector::TakeRejects() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::move(rejects_);

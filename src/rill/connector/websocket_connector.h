@@ -62,6 +62,8 @@ class WebSocketConnector : public Connector {
   /// Close the connection and join the reader thread. Safe twice.
   void Stop() override;
   Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> PollAtMost(
+      int64_t max_records) override;
   std::vector<RejectedRecord> TakeRejects() override;
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
   ConnectorStats stats() const override;

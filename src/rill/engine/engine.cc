@@ -45,11 +45,16 @@ Engine::Engine(EngineOptions options)
     : options_(std::move(options)), clock_(OrSystemClock(options_.clock)) {}
 
 Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
+  DisableTransparentHugePagesUnlessAsked();  // before the tables' first allocations
   if (options.trigger_interval_ms <= 0) {
     return Status::Invalid("trigger_interval_ms must be > 0, got ", options.trigger_interval_ms);
   }
   if (options.memory_budget_bytes < 0) {
     return Status::Invalid("memory_budget_bytes must be >= 0, got ", options.memory_budget_bytes);
+  }
+  if (options.max_records_per_tick < 0) {
+    return Status::Invalid("max_records_per_tick must be >= 0, got ",
+                           options.max_records_per_tick);
   }
   std::unique_ptr<Engine> engine(new Engine(std::move(options)));
   RILL_RETURN_NOT_OK(engine->Init());
@@ -461,7 +466,9 @@ void Engine::Loop() {
     next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(interval));
     const auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now;  // overloaded: run the next tick at once, don't pile up
+    // Overloaded (the tick overran, or a connector's backlog is over
+    // max_records_per_tick): run the next tick at once, don't pile up.
+    if (next < now || backlog_.load()) next = now;
     std::unique_lock<std::mutex> lock(loop_mu_);
     loop_cv_.wait_until(lock, next, [this] { return stop_requested_.load(); });
   }

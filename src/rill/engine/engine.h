@@ -68,6 +68,12 @@ struct EngineOptions {
   int64_t memory_budget_bytes = 0;
   /// Called (on the tick thread) when allocated bytes cross the budget.
   std::function<void(int64_t allocated, int64_t budget)> on_memory_warning;
+  /// Rows one tick takes from each connector at most (0: everything buffered).
+  /// Under overload this bounds a tick's duration: the rest stays in the
+  /// connector's buffer (whose limits and overflow policy then apply), and the
+  /// next tick starts as soon as this one ends, without waiting for the
+  /// interval, until the backlog is gone.
+  int64_t max_records_per_tick = 0;
   /// Default auto_compact_chunks for tables created by the engine (see TableOptions).
   int64_t auto_compact_chunks = 32;
   /// Rows kept in `rill_rejects`.
@@ -354,6 +360,9 @@ class Engine {
   std::mutex tick_mu_;  // serializes ticks
   std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
   double last_tick_now_ = 0;                   // guarded by tick_mu_
+  // A connector still had rows buffered after the last tick took its
+  // max_records_per_tick: the loop starts the next tick at once.
+  std::atomic<bool> backlog_{false};
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

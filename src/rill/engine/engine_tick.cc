@@ -104,8 +104,15 @@ void Engine::RejectBatch(const std::string& table, const std::string& source,
 }
 
 void Engine::IngestConnectors(double now, int64_t* records) {
+  const int64_t cap = options_.max_records_per_tick;
+  bool backlog = false;
   for (const auto& connector : Connectors()) {
-    auto polled = connector->Poll();
+    auto polled = cap > 0 ? connector->PollAtMost(cap) : connector->Poll();
+    if (cap > 0 && polled.ok() && connector->stats().buffered_records > 0) {
+      int64_t rows = 0;
+      for (const auto& b : *polled) rows += b->num_rows();
+      backlog = backlog || rows >= cap;
+    }
     if (!polled.ok()) {
       RecordEvent(EngineEvent::Engine(Severity::kError, connector->name(),
                                       "Connector '" + connector->name() + "' failed to read",
@@ -149,6 +156,7 @@ void Engine::IngestConnectors(double now, int64_t* records) {
     }
     *records += written->rows_in;
   }
+  backlog_.store(backlog);
 }
 
 void Engine::ApplyRetention(double now) {

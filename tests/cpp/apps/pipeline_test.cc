@@ -199,6 +199,14 @@ TEST(LoadPipeline, MissingFileIsAnIOError) {
   EXPECT_NE(parsed.status().message().find("/nonexistent/pipeline.yaml"), std::string::npos);
 }
 
+TEST(ParsePipeline, EngineTakesMaxRecordsPerTick) {
+  auto parsed = ParsePipeline("engine:\n  max_records_per_tick: 5000\n", "p.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->engine.max_records_per_tick, 5000);
+  ExpectError("engine:\n  max_records_per_tick: -1\n",
+              {"p.yaml:2: engine.max_records_per_tick: must not be negative"});
+}
+
 TEST(ParsePipeline, ErrorsNameFileLineAndKey) {
   ExpectError("tables:\n  - name: t\n    columns: {a: int64\n", {"p.yaml:", "YAML syntax error"});
   ExpectError("engine: {}\ntabels: []\n", {"p.yaml:2: tabels: unknown key", "tables"});

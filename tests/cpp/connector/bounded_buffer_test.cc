@@ -1,6 +1,7 @@
 // BoundedBuffer: overflow strategies slice exactly across batch boundaries.
 #include "rill/connector/bounded_buffer.h"
 
+#include <deque>
 #include <random>
 
 #include <arrow/api.h>
@@ -178,6 +179,61 @@ TEST(BoundedBuffer, HasRoomAgainAfterADrain) {
     EXPECT_EQ(IdValues(buffer.Drain()), IdRange(4, 8));
     EXPECT_EQ(buffer.stats().dropped_records, 0);
     EXPECT_EQ(buffer.stats().drained_records, 8);
+  }
+}
+
+TEST(BoundedBuffer, ADrainOfAtMostNRowsSlicesTheLastBatchAndKeepsTheRestInOrder) {
+  BoundedBuffer buffer(Records(100, OverflowPolicy::kDropOldest));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(0, 3), IdBatch(3, 5)}));
+  RILL_ASSERT_OK(buffer.Push({IdBatch(5, 10)}));
+  const int64_t bytes = buffer.stats().buffered_bytes;
+  auto first = buffer.Drain(4);
+  ASSERT_EQ(first.size(), 2u);  // [0, 3) whole, then [3, 4) sliced off [3, 5)
+  EXPECT_EQ(IdValues(first), IdRange(0, 4));
+  auto stats = buffer.stats();
+  EXPECT_EQ(stats.buffered_records, 6);
+  EXPECT_EQ(stats.drained_records, 4);
+  EXPECT_GT(stats.buffered_bytes, 0);
+  EXPECT_LT(stats.buffered_bytes, bytes);
+  EXPECT_EQ(IdValues(buffer.Drain(1)), IdRange(4, 5));
+  EXPECT_EQ(IdValues(buffer.Drain(0)), IdRange(5, 10));  // 0: no limit
+  stats = buffer.stats();
+  EXPECT_EQ(stats.buffered_records, 0);
+  EXPECT_EQ(stats.buffered_bytes, 0);
+  EXPECT_EQ(stats.drained_records, 10);
+  EXPECT_TRUE(buffer.Drain(3).empty());
+}
+
+// Random pushes (drop_oldest overflow) and capped drains against a deque of
+// the ids that should be buffered: every drain returns the oldest min(cap,
+// buffered) ids, and the counters add up.
+TEST(BoundedBuffer, CappedDrainsMatchAReferenceQueue) {
+  std::mt19937 rng(15);
+  BoundedBuffer buffer(Records(50, OverflowPolicy::kDropOldest));
+  std::deque<int64_t> reference;
+  int64_t next = 0;
+  for (int step = 0; step < 2000; ++step) {
+    if (rng() % 3 != 0) {
+      std::vector<std::shared_ptr<arrow::RecordBatch>> push;
+      for (int b = static_cast<int>(rng() % 3); b >= 0; --b) {
+        const int64_t n = rng() % 12;
+        push.push_back(IdBatch(next, next + n));
+        for (int64_t i = next; i < next + n; ++i) reference.push_back(i);
+        next += n;
+      }
+      RILL_ASSERT_OK(buffer.Push(push));
+      while (reference.size() > 50) reference.pop_front();
+    } else {
+      const int64_t cap = rng() % 4 == 0 ? 0 : 1 + rng() % 30;
+      const size_t take = cap == 0 ? reference.size() : std::min<size_t>(cap, reference.size());
+      std::vector<int64_t> expected(reference.begin(), reference.begin() + take);
+      reference.erase(reference.begin(), reference.begin() + take);
+      ASSERT_EQ(IdValues(buffer.Drain(cap)), expected) << "step " << step;
+    }
+    const auto s = buffer.stats();
+    ASSERT_EQ(s.buffered_records, static_cast<int64_t>(reference.size()));
+    ASSERT_EQ(s.buffered_bytes == 0, reference.empty());
+    ExpectConserved(s, next);
   }
 }
 
