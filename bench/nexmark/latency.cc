@@ -236,8 +236,8 @@ class LatencyRun {
       const double rate = rate_.load() / producers_;
       credit += rate * std::chrono::duration<double>(now - last).count();
       last = now;
-      // Preempted or behind: catch up at most 20 ms of input at once.
-      credit = std::min(credit, std::max(rate * 0.02, 1000.0));
+      // Preempted or behind: catch up at most 50 ms of input at once.
+      credit = std::min(credit, std::max(rate * 0.05, 1000.0));
       if (credit < pool[next]->num_rows()) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
         continue;
