@@ -182,14 +182,19 @@ class LatencyRun {
     std::lock_guard<std::mutex> lock(tick_mu_);
     return tick_records_;
   }
-  /// Latencies of rows made visible at or after `from_ms` (wall ms).
-  std::vector<Sample> SamplesSince(double from_ms) {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Sample> out;
-    for (const auto& s : samples_) {
-      if (s.at_ms >= from_ms) out.push_back(s);
+  /// Take the latencies of rows made visible at or after `from_ms` (wall ms);
+  /// the samples are moved out under the lock (the tick thread's subscriber
+  /// waits on it) and filtered after.
+  std::vector<Sample> TakeSamplesSince(double from_ms) {
+    std::vector<Sample> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      all.swap(samples_);
     }
-    return out;
+    all.erase(std::remove_if(all.begin(), all.end(),
+                             [&](const Sample& s) { return s.at_ms < from_ms; }),
+              all.end());
+    return all;
   }
   /// (wall ms, new rows) of each output version published at or after `from_ms`.
   std::vector<std::pair<double, int64_t>> VersionsSince(double from_ms) {
@@ -482,7 +487,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   const double drop_ms = WallMs();
   const double bound = std::max(2 * normal_p99, 50.0);
   std::this_thread::sleep_for(std::chrono::seconds(15));
-  auto samples = run.SamplesSince(drop_ms);
+  auto samples = run.TakeSamplesSince(drop_ms);
   // Samples of the 15 s in 200 ms slices; recovered at the first slice from
   // which on every 1 s window's p99 is within the bound.
   constexpr int kSlices = 75;
@@ -561,7 +566,7 @@ LatencyPointResult MeasureLatencyPoint(int64_t tick_ms, double rate, double seco
   const double from = WallMs();
   const int64_t p0 = run.produced();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  auto lat = Latencies(run.SamplesSince(from));
+  auto lat = Latencies(run.TakeSamplesSince(from));
   const double achieved = (run.produced() - p0) / seconds;
   const double to = WallMs();
   {
