@@ -50,7 +50,7 @@ int64_t RssBytes() {
 /// sustainable rate is the engine's, not the generator's. `per_batch` > 1:
 /// the same bids, `per_batch` generator batches to a batch (the overload's
 /// producers push ~2k bids at a time, as a Kafka or WebSocket reader would).
-const std::vector<std::shared_ptr<arrow::RecordBatch>>& BidPool(int per_batch = 1) {
+const std::vector<std::shared_ptr<arrow::RecordBatch>>& BidPool(int per_batch) {
   static const auto single = [] {
     GeneratorConfig c;
     c.rate = 1e6;
@@ -451,7 +451,7 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
   // `producers` threads share the 3× rate, pushing batches of 8 generator
   // batches (~2.2k bids) at a time (one thread pushing single batches cannot
   // offer it next to a busy tick thread on 2 cores).
-  // A tick takes at most 4 intervals' worth of the sustainable rate, however
+  // A tick takes at most 2 intervals' worth of the sustainable rate, however
   // deep the backlog; the rest waits in the 1 s buffer, whose drop_oldest
   // policy sheds the excess.
   const int64_t per_tick = TickCap(sustainable, tick_ms);
@@ -507,8 +507,8 @@ void Overload(double sustainable, double seconds, double normal_p99, int64_t bud
     if (!window.empty() && Percentile(window, 0.99) > bound) break;
     recovered_s = i * 0.2;
   }
-  // Per second after the drop: p99 latency, the longest gap between tick ends
-  // and the backlog left in the buffer.
+  // Per second after the drop: p99 latency and the longest gap between tick
+  // ends.
   const auto ticks = run.TickRecords();
   std::string timeline, gaps;
   const double drop_steady = SteadyMs() - (WallMs() - drop_ms);

@@ -107,17 +107,18 @@ void Engine::IngestConnectors(double now, int64_t* records) {
   const int64_t cap = options_.max_records_per_tick;
   bool backlog = false;
   for (const auto& connector : Connectors()) {
-    auto polled = cap > 0 ? connector->PollAtMost(cap) : connector->Poll();
-    if (cap > 0 && polled.ok() && connector->stats().buffered_records > 0) {
-      int64_t rows = 0;
-      for (const auto& b : *polled) rows += b->num_rows();
-      backlog = backlog || rows >= cap;
-    }
+    auto polled = connector->PollAtMost(cap);  // cap 0: everything buffered
     if (!polled.ok()) {
       RecordEvent(EngineEvent::Engine(Severity::kError, connector->name(),
                                       "Connector '" + connector->name() + "' failed to read",
                                       polled.status().ToString(), now));
       continue;
+    }
+    if (cap > 0 && !backlog) {
+      int64_t rows = 0;
+      for (const auto& b : *polled) rows += b->num_rows();
+      // Only a connector that gave its maximum can have rows left behind.
+      backlog = rows >= cap && connector->stats().buffered_records > 0;
     }
     TakeConnectorRejects(*connector, now);
     if (polled->empty()) continue;
