@@ -24,6 +24,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <arrow/api.h>
@@ -357,6 +358,19 @@ inline std::shared_ptr<arrow::RecordBatch> WithSeq(const std::shared_ptr<arrow::
   return Check(batch->AddColumn(batch->num_columns(), arrow::field("seq", arrow::int64()),
                                 Check(b.Finish(), "seq")),
                "add seq");
+}
+
+/// Run `rill` and `other` (each returning a figure) in the order that
+/// alternates with `rep` (Rill first on even repetitions), so that neither
+/// always runs on a warmer or cooler machine; return {rill's, other's}.
+template <typename A, typename B>
+std::pair<double, double> RunAlternating(int rep, A&& rill, B&& other) {
+  if (rep % 2 == 0) {
+    const double r = rill();
+    return {r, other()};
+  }
+  const double o = other();
+  return {rill(), o};
 }
 
 // ---------------------------------------------------------------------------

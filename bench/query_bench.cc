@@ -83,15 +83,7 @@ void Compare(const std::string& name, const std::string& note, Engine& engine,
       DuckExecute(*native);
       return 1e3 * (NowSeconds() - start);
     };
-    double l;
-    double n;
-    if (rep % 2 == 0) {
-      l = run_live();
-      n = run_native();
-    } else {
-      n = run_native();
-      l = run_live();
-    }
+    const auto [l, n] = RunAlternating(rep, run_live, run_native);
     if (rep >= 0) {
       live_ms.push_back(l);
       native_ms.push_back(n);

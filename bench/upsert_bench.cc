@@ -5,6 +5,9 @@
 //       PRIMARY KEY with the same `keys` distinct keys, then time upserts of
 //       10,000-row batches of random existing keys into both. Prints
 //       upsert_rows_per_s_[string_]keys_<n> with DuckDB as baseline.
+//       With --change-feed, a ChangeFeed is open on the Rill table during the
+//       timed upserts (acknowledged after each write, so the log stays small):
+//       the write path's recording cost (measurement name + "_change_feed").
 //   upsert_bench --growth [--small 1k] [--large 1m]
 //       Rill only: time upserts into a small and a large table, interleaved,
 //       and print upsert_cost_growth_<large>_vs_<small> (per-row cost ratio).
@@ -33,6 +36,8 @@ struct Workload {
   /// DuckDB upserts the first this-many of the same batches (its rate is steady).
   int64_t duck_batches_per_rep = 20;
   int reps = 7;
+  /// Keep a change feed open on the Rill table (acknowledged after each write).
+  bool change_feed = false;
 };
 
 std::shared_ptr<LiveTable> MakeRillTable(const Workload& w, std::mt19937_64& rng) {
@@ -54,12 +59,13 @@ std::shared_ptr<LiveTable> MakeRillTable(const Workload& w, std::mt19937_64& rng
 /// return the rows that were applied (one per distinct key of each batch: the
 /// rows a later row of the same batch supersedes are not).
 double TimeRill(LiveTable& table, const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
-                int64_t* applied = nullptr) {
+                int64_t* applied = nullptr, ChangeFeed* feed = nullptr) {
   int64_t rows = 0;
   int64_t distinct = 0;
   double start = NowSeconds();
   for (const auto& batch : batches) {
     WriteStats stats = Check(table.Write(batch), "rill upsert");
+    if (feed != nullptr) feed->Acknowledge(feed->current_version());
     rows += batch->num_rows();
     distinct += stats.inserted + stats.updated;
   }
@@ -164,6 +170,7 @@ int RunComparison(const Workload& w, int duckdb_threads, uint64_t seed) {
 
   std::vector<double> rill_rates;
   std::vector<double> duck_rates;
+  std::shared_ptr<ChangeFeed> feed = w.change_feed ? table->OpenChangeFeed() : nullptr;
   for (int rep = -1; rep < w.reps; ++rep) {  // rep -1 warms both up, untimed
     std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
     // The warm-up repetition is short: it only has to touch the code paths.
@@ -192,11 +199,11 @@ int RunComparison(const Workload& w, int duckdb_threads, uint64_t seed) {
     double r;
     double d;
     if (rep % 2 == 0) {  // alternate who goes first
-      r = TimeRill(*table, batches);
+      r = TimeRill(*table, batches, nullptr, feed.get());
       d = run_duck();
     } else {
       d = run_duck();
-      r = TimeRill(*table, batches);
+      r = TimeRill(*table, batches, nullptr, feed.get());
     }
     if (rep >= 0) {
       rill_rates.push_back(r);
@@ -221,7 +228,7 @@ int RunComparison(const Workload& w, int duckdb_threads, uint64_t seed) {
   }
 
   Measurement m;
-  m.name = "upsert_rows_per_s_" + label;
+  m.name = "upsert_rows_per_s_" + label + (w.change_feed ? "_change_feed" : "");
   m.value = Median(rill_rates);
   m.unit = "rows/s";
   m.baseline = "duckdb_insert_or_replace_pk";
@@ -322,7 +329,8 @@ int main(int argc, char** argv) {
   Args args(argc, argv);
   if (args.Flag("help")) {
     std::printf(
-        "upsert_bench --keys N [--string-keys] [--reps R] [--batches B] [--duck-batches B]\n"
+        "upsert_bench --keys N [--string-keys] [--change-feed] [--reps R] [--batches B]\n"
+        "             [--duck-batches B]\n"
         "             [--batch-rows N] [--duckdb-threads T] [--seed S]\n"
         "upsert_bench --growth [--small 1k] [--large 1m] [--reps R]\n");
     return 0;
@@ -337,6 +345,7 @@ int main(int argc, char** argv) {
   Workload w;
   w.keys = args.Int("keys", 1000000);
   w.string_keys = args.Flag("string-keys");
+  w.change_feed = args.Flag("change-feed");
   w.reps = reps;
   w.batch_rows = args.Int("batch-rows", 10000);
   w.batches_per_rep = args.Int("batches", DefaultBatches(w.keys, w.batch_rows));

@@ -76,5 +76,7 @@ else()
 endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(RILL_RDKAFKA REQUIRED IMPORTED_TARGET GLOBAL rdkafka)
+# sink/: libpq (libpq-dev, PostgreSQL 15), the PostgreSQL sink.
+pkg_check_modules(RILL_LIBPQ REQUIRED IMPORTED_TARGET GLOBAL libpq)
 # toolkit/: SQLite 3 (libsqlite3-dev), the durable message queues of seed 001.
 find_package(SQLite3 REQUIRED)

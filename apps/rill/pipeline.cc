@@ -61,7 +61,7 @@ Result<std::shared_ptr<arrow::DataType>> ParseType(std::string text) {
 
 Status Parser::ParseEngine(const At& at, Pipeline* p) const {
   RILL_RETURN_NOT_OK(Keys(at, {"trigger_interval_ms", "memory_budget_mb", "max_reject_rows",
-                               "max_records_per_tick"}));
+                               "max_records_per_tick", "memory_budget_policy"}));
   if (Has(at, "trigger_interval_ms")) {
     At v = Child(at, "trigger_interval_ms");
     RILL_ASSIGN_OR_RAISE(p->engine.trigger_interval_ms, Int(v));
@@ -72,6 +72,16 @@ Status Parser::ParseEngine(const At& at, Pipeline* p) const {
     RILL_ASSIGN_OR_RAISE(double mb, Num(v));
     if (mb < 0) return Error(v, "must not be negative");
     p->engine.memory_budget_bytes = static_cast<int64_t>(mb * 1024 * 1024);
+  }
+  if (Has(at, "memory_budget_policy")) {
+    At v = Child(at, "memory_budget_policy");
+    RILL_ASSIGN_OR_RAISE(std::string policy, Str(v));
+    auto parsed = ParseMemoryBudgetPolicy(policy);
+    if (!parsed.ok()) return Error(v, "must be 'warn' or 'shed', got '" + policy + "'");
+    p->engine.memory_budget_policy = *parsed;
+    if (*parsed == MemoryBudgetPolicy::kShed && p->engine.memory_budget_bytes <= 0) {
+      return Error(v, "'shed' needs engine.memory_budget_mb > 0");
+    }
   }
   if (Has(at, "max_reject_rows")) {
     RILL_ASSIGN_OR_RAISE(p->engine.max_reject_rows, Int(Child(at, "max_reject_rows")));
@@ -259,7 +269,7 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
   }
   try {
     RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "tables", "connectors",
-                                         "tasks", "windows", "kpis", "alert_rules"}));
+                                         "tasks", "windows", "kpis", "alert_rules", "sinks"}));
     if (parser.Has(top, "engine")) {
       RILL_RETURN_NOT_OK(parser.ParseEngine(parser.Child(top, "engine"), &p));
     }
@@ -281,6 +291,9 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
         parser.ForEach(top, "kpis", [&](const At& at) { return parser.ParseKpi(at, &p); }));
     RILL_RETURN_NOT_OK(parser.ForEach(top, "alert_rules",
                                       [&](const At& at) { return parser.ParseRule(at, &p); }));
+    // After tables and tasks: a sink names one of their tables.
+    RILL_RETURN_NOT_OK(
+        parser.ForEach(top, "sinks", [&](const At& at) { return parser.ParseSink(at, &p); }));
   } catch (const YAML::Exception& e) {
     return Status::Invalid(file, ":", e.mark.line + 1, ": ", e.msg);
   }

@@ -2,7 +2,8 @@
 //
 // A pipeline file declares, at the top level (every key optional):
 //
-//   engine:      trigger_interval_ms, memory_budget_mb, max_reject_rows, max_records_per_tick
+//   engine:      trigger_interval_ms, memory_budget_mb, memory_budget_policy, max_reject_rows,
+//                max_records_per_tick
 //   metrics:     path, flush_interval_seconds, telemetry_retention_seconds,
 //                alert_retention_seconds
 //   server:      listen, token, allow_private_webhooks, queue_db (flags
@@ -32,6 +33,18 @@
 //   alert_rules: - name, metric, op, threshold, cooldown_seconds, severity,
 //                  message, enabled, webhook (a URL, or {url, format:
 //                  slack | google_chat | custom})
+//   sinks:       - name, type (kafka | postgres | file), table (declared under
+//                  tables, or a task's or window's output), mode (changelog |
+//                  upsert | append), interval_seconds, max_batch_rows,
+//                  on_error (retry | drop), retry_initial_seconds,
+//                  retry_max_seconds, max_backlog_rows, emit_retention_deletes;
+//                  kafka: topic, kafka_config {property: value}, format (json |
+//                  avro), key_columns, key_format (json | string), exactly_once,
+//                  transactional_id (default rill-<name>);
+//                  postgres: dsn, target_table, create_table,
+//                  connect_timeout_seconds; file: path, format (parquet |
+//                  ndjson | csv | arrow), partition_by, roll_rows, roll_seconds
+//                  (pipeline_sinks.cc; the options of rills.sinks, docs/sinks.md)
 //
 // Types: int8..int64, uint8..uint64, float32 (float), float64 (double),
 // bool, string (utf8), large_string, binary, date32 (date), timestamp
@@ -58,6 +71,10 @@
 #include "rill/metrics/alert_rule.h"
 #include "rill/metrics/kpi_query.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/sink/file_sink.h"
+#include "rill/sink/kafka_sink.h"
+#include "rill/sink/postgres_sink.h"
+#include "rill/sink/sink.h"
 #include "rill/table/live_table.h"
 
 namespace rill::app {
@@ -118,6 +135,16 @@ struct RuleSpec {
   AlertRule rule;
 };
 
+/// One entry of `sinks:`: the common options and those of its type.
+struct SinkSpec {
+  SourceRef where;
+  std::string type;  ///< "kafka", "postgres" or "file"
+  SinkOptions options;
+  KafkaSinkOptions kafka;        ///< type "kafka"
+  PostgresSinkOptions postgres;  ///< type "postgres" (sink_name = options.name)
+  FileSinkOptions file;          ///< type "file"
+};
+
 /// Settings of the `server:` section; unset values take the CLI's defaults.
 struct PipelineServerSettings {
   std::optional<std::string> listen;
@@ -142,6 +169,7 @@ struct Pipeline {
   std::vector<WindowTaskSpec> window_tasks;
   std::vector<KpiSpec> kpis;
   std::vector<RuleSpec> rules;
+  std::vector<SinkSpec> sinks;
 };
 
 /// Read and check the pipeline file at `path`. IOError when it cannot be
@@ -154,9 +182,17 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
 
 /// Create the pipeline's tables, connectors and tasks in `engine`, and its
 /// KPI queries and alert rules in `metrics` (required when the pipeline has
-/// any; may be null otherwise). Stops at the first error, returned with the
+/// any; may be null otherwise), and start the sinks whose tables exist
+/// (AddPendingSinks). Stops at the first error, returned with the
 /// file, line and key of the declaration that failed. Call before
 /// Engine::Start; any thread.
 Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* metrics);
+
+/// Start each sink of `pipeline` that `engine` does not run yet and whose
+/// table exists now (a task's output table appears after the task's first
+/// run; a sink started late begins with a snapshot of the table, so nothing
+/// is missed). Return how many sinks are still waiting for their table, or the
+/// first error (file, line and key). Any thread but the tick's.
+Result<int> AddPendingSinks(const Pipeline& pipeline, Engine& engine);
 
 }  // namespace rill::app

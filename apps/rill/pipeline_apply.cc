@@ -57,7 +57,9 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
   for (const RuleSpec& r : pipeline.rules) {
     RILL_RETURN_NOT_OK(r.where.Wrap(metrics->AddAlertRule(r.rule)));
   }
-  return Status::OK();
+  // Sinks of declared tables start now; those of task outputs when the table
+  // appears (serve.cc calls AddPendingSinks again).
+  return AddPendingSinks(pipeline, engine).status();
 }
 
 }  // namespace rill::app

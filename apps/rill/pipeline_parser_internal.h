@@ -40,6 +40,9 @@ class Parser {
 
   /// Invalid unless `at` is a mapping whose keys are all in `allowed`.
   Status Keys(const At& at, std::initializer_list<const char*> allowed) const {
+    return Keys(at, std::vector<std::string>(allowed.begin(), allowed.end()));
+  }
+  Status Keys(const At& at, const std::vector<std::string>& allowed) const {
     if (!at.node.IsMap()) {
       return Error(at, "expected a mapping");
     }
@@ -48,8 +51,8 @@ class Parser {
       const std::string key = kv.first.Scalar();
       if (ok.count(key) == 0) {
         std::string list;
-        for (const char* a : allowed) {
-          list += list.empty() ? a : std::string(", ") + a;
+        for (const std::string& a : allowed) {
+          list += list.empty() ? a : ", " + a;
         }
         At bad{kv.first, (at.path.empty() ? "" : at.path + ".") + key};
         return Error(bad, "unknown key (expected one of: ", list, ")");
@@ -177,6 +180,10 @@ class Parser {
   Status ParseKpi(const At& at, Pipeline* p) const;
   Status ParseRule(const At& at, Pipeline* p) const;
   Status ParseWindow(const At& at, Pipeline* p) const;  // pipeline_windows.cc
+  Status ParseSink(const At& at, Pipeline* p) const;    // pipeline_sinks.cc
+  Status ParseSinkCommon(const At& at, SinkOptions* o) const;
+  Status ParseKafkaSink(const At& at, KafkaSinkOptions* o) const;
+  Status ParseFileSink(const At& at, FileSinkOptions* o) const;
   Status ParseWindowAggregations(const At& aggs, WindowSpec* spec) const;
   Result<std::optional<RetentionPolicy>> ParseRetention(const At& at) const;
   Result<std::shared_ptr<arrow::Schema>> ParseColumns(const At& at) const;

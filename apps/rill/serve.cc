@@ -127,17 +127,21 @@ Status Serve(const ServeOptions& options, Running* run) {
   RILL_RETURN_NOT_OK(run->metrics->Start());
   if (!options.pipeline.empty()) {
     std::printf("rill serve: pipeline %s: %zu tables, %zu connectors, %zu tasks, %zu KPI "
-                "queries, %zu alert rules; metrics in %s\n",
+                "queries, %zu alert rules, %zu sinks; metrics in %s\n",
                 options.pipeline.c_str(), pipeline.tables.size(), pipeline.connectors.size(),
                 pipeline.sql_tasks.size() + pipeline.join_tasks.size(), pipeline.kpis.size(),
-                pipeline.rules.size(), metrics_options.path.c_str());
+                pipeline.rules.size(), pipeline.sinks.size(), metrics_options.path.c_str());
   }
   const std::string queue_db = options.queue_db.value_or(pipeline.server.queue_db.value_or(""));
   RILL_RETURN_NOT_OK(StartServer(run, listen, token, allow_private, queue_db));
 
   const auto start = std::chrono::steady_clock::now();
+  int waiting_sinks = 1;  // sinks whose table (a task's output) does not exist yet
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (waiting_sinks > 0) {
+      RILL_ASSIGN_OR_RAISE(waiting_sinks, AddPendingSinks(pipeline, *run->engine));
+    }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.duration_s > 0 && elapsed >= options.duration_s) {

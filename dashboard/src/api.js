@@ -10,6 +10,7 @@ export const ROUTES = {
   telemetry: '/api/v1/telemetry/history',
   tables: '/api/v1/tables',
   stats: '/api/v1/telemetry/connectors',
+  sinks: '/api/v1/telemetry/sinks',
   alerts: '/api/v1/alerts',
   kpis: '/api/v1/kpis',
   rules: '/api/v1/rules',

@@ -71,6 +71,7 @@ export class ServerState {
     this.unseen = 0;
     this.tables = [];
     this.connectors = [];
+    this.sinks = [];
     this.rules = [];
     this.listeners = new Set();
     conn.addEventListener('metrics', (e) => this.onMetrics(e.detail));
@@ -142,10 +143,11 @@ export class ServerState {
   }
 
   async refreshTables() {
-    const [tables, stats] = await Promise.allSettled([
-      this.conn.get(ROUTES.tables), this.conn.get(ROUTES.stats)]);
+    const [tables, stats, sinks] = await Promise.allSettled([
+      this.conn.get(ROUTES.tables), this.conn.get(ROUTES.stats), this.conn.get(ROUTES.sinks)]);
     if (tables.status === 'fulfilled') this.tables = listOf(tables.value, 'tables');
     if (stats.status === 'fulfilled') this.connectors = listOf(stats.value, 'connectors');
+    if (sinks.status === 'fulfilled') this.sinks = listOf(sinks.value, 'sinks');
     this.notify('tables');
   }
 
@@ -269,6 +271,33 @@ export function pivotKpiCells(cells) {
 }
 
 /** The array in a response that may be an array or {key: array}. */
+/**
+ * Rows of the Connectors table: the connectors (inputs), then the sinks
+ * (outputs, /api/v1/telemetry/sinks). Each row: {kind, name, cells, title}
+ * with cells [name, table, buffered | lag, dropped, rejected | errors].
+ */
+export function connectorRows(connectors, sinks, formatValue = String) {
+  const rows = (connectors || []).map((c) => {
+    const name = c.connector ?? c.name;
+    return {kind: 'connector', name, title: '', cells: [
+      name, c.table || c.target_table || '', formatValue(c.buffered_records),
+      formatValue(c.dropped_records), formatValue((c.rejected_records ?? 0) + (c.refused_records ?? 0))]};
+  });
+  for (const s of sinks || []) {
+    const lag = `lag ${formatValue(s.lag_versions ?? 0)} v` +
+      (Number(s.lag_seconds) > 0 ? ` / ${Number(s.lag_seconds).toFixed(1)} s` : '');
+    rows.push({kind: 'sink', name: s.sink ?? s.name,
+      title: `${s.type || ''} sink, mode ${s.mode || ''}: ${formatValue(s.rows_written ?? 0)} rows in ` +
+        `${formatValue(s.batches ?? 0)} commits, ${formatValue(s.retries ?? 0)} retries` +
+        (s.backpressure ? ', holding its table\'s connectors back' : '') +
+        (s.last_error ? `; last error: ${s.last_error}` : ''),
+      cells: [`→ ${s.sink ?? s.name} (${s.type || 'sink'})`, s.table || '',
+        lag + (s.backpressure ? ' (backpressure)' : ''), formatValue(s.dropped_rows ?? 0),
+        formatValue(s.errors ?? 0)]});
+  }
+  return rows;
+}
+
 export function listOf(data, ...keys) {
   if (Array.isArray(data)) return data;
   if (!data || typeof data !== 'object') return [];

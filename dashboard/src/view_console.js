@@ -4,6 +4,7 @@ import {makeChart, PALETTE} from './charts.js';
 import {formatValue, formatBytes, formatDuration, formatRate, formatAge, kindOf, memoryLevel,
         trend} from './format.js';
 import {downsampleMinMax} from './buffers.js';
+import {connectorRows} from './state.js';
 
 export class ConsoleView {
   constructor(root, app) {
@@ -42,7 +43,7 @@ export class ConsoleView {
           h('div', {}, h('h3', {text: 'Tables'}), h('table.grid#tables-table', {'aria-label': 'Tables'},
             h('thead', {}, h('tr', {}, ['Table', 'Mode', 'Rows', 'Bytes', 'Freshness (last write)'].map((c) => h('th', {text: c})))), this.tablesBody)),
           h('div', {}, h('h3', {text: 'Connectors'}), h('table.grid#connectors-table', {'aria-label': 'Connectors'},
-            h('thead', {}, h('tr', {}, ['Connector', 'Table', 'Buffered', 'Dropped', 'Rejected'].map((c) => h('th', {text: c})))), this.connBody)))));
+            h('thead', {}, h('tr', {}, ['Connector / sink', 'Table', 'Buffered / lag', 'Dropped', 'Rejected / errors'].map((c) => h('th', {text: c})))), this.connBody)))));
     this.sysChart = makeChart('system', sysHost, {type: 'line', xKind: 'time',
       series: [{label: 'CPU %', color: PALETTE[0]}, {label: 'Memory %', color: PALETTE[1]}]});
   }
@@ -151,10 +152,9 @@ export class ConsoleView {
     setChildren(this.tablesBody, state.tables.map((t) => h('tr', {dataset: {table: t.name}}, [
       t.name, t.mode || '', formatValue(t.rows ?? t.num_rows), formatBytes(t.bytes ?? t.memory_bytes),
       formatAge(t.published_at ?? t.last_write_ts, now)].map((v) => h('td', {text: v})))));
-    setChildren(this.connBody, state.connectors.map((c) => h('tr', {dataset: {connector: c.connector ?? c.name}}, [
-      c.connector ?? c.name, c.table || c.target_table || '', formatValue(c.buffered_records),
-      formatValue(c.dropped_records), formatValue((c.rejected_records ?? 0) + (c.refused_records ?? 0))]
-      .map((v) => h('td', {text: String(v)})))));
+    // Inputs, then the sinks (outputs) of the same tables.
+    setChildren(this.connBody, connectorRows(state.connectors, state.sinks, formatValue).map((r) =>
+      h('tr', {dataset: {[r.kind]: r.name}, title: r.title}, r.cells.map((v) => h('td', {text: String(v)})))));
   }
 }
 

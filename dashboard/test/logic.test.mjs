@@ -9,7 +9,7 @@ import {normalizeAlert, visibleAlerts, sourceKind} from '../src/alerts.js';
 import {normalizeAddress} from '../src/api.js';
 import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS, SoundPlayer} from '../src/sound.js';
 import {readResult} from '../src/result.js';
-import {readMetrics, listOf, businessValues, pivotKpiCells} from '../src/state.js';
+import {readMetrics, listOf, businessValues, pivotKpiCells, connectorRows} from '../src/state.js';
 
 test('values format by kind', () => {
   assert.equal(formatValue(13025.214, 'currency'), '$13,025.21');
@@ -236,4 +236,18 @@ test('KPI rows from rill_kpi_history cells', () => {
   assert.deepEqual(pivotKpiCells(cells), {columns: ['region', 'revenue'],
     rows: [{region: 'EU', revenue: 530.75}, {region: 'US', revenue: 99}]});
   assert.deepEqual(pivotKpiCells([]), {columns: [], rows: []});
+});
+
+test('the Connectors table lists the sinks after the connectors, with lag, drops and errors', () => {
+  const rows = connectorRows(
+    [{connector: 'in', table: 'orders', buffered_records: 3, dropped_records: 0, rejected_records: 1}],
+    [{sink: 'out', type: 'kafka', table: 'orders', mode: 'upsert', lag_versions: 2, lag_seconds: 0.5,
+      dropped_rows: 4, errors: 1, rows_written: 10, batches: 2, retries: 1, backpressure: true,
+      last_error: 'broker down'}]);
+  assert.equal(rows.length, 2);
+  assert.deepEqual(rows[0].cells, ['in', 'orders', '3', '0', '1']);
+  assert.equal(rows[1].kind, 'sink');
+  assert.deepEqual(rows[1].cells, ['→ out (kafka)', 'orders', 'lag 2 v / 0.5 s (backpressure)', '4', '1']);
+  assert.match(rows[1].title, /10 rows in 2 commits, 1 retries, holding .* back; last error: broker down/);
+  assert.deepEqual(connectorRows([], undefined), []);
 });

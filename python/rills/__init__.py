@@ -94,3 +94,9 @@ _install_logging()
 __all__ += ["join_tables", "filter_table", "aggregate_table", "flush_logs", "SQLError",
             "CatalogError", "ParserError", "BinderError", "ConversionError",
             "InvalidInputError", "OutOfRangeError", "InterruptError", "MetricsStoreOptions"]
+
+# Sinks over the change feed (issue 24): Kafka, PostgreSQL, files, Python.
+from . import sinks  # noqa: E402
+from .sinks import FileSink, KafkaSink, PostgresSink, PythonSink, Sink  # noqa: E402
+
+__all__ += ["Sink", "KafkaSink", "PostgresSink", "FileSink", "PythonSink"]

@@ -50,3 +50,11 @@ from .errors import (
     SQLError as SQLError,
 )
 from .metrics_options import MetricsStoreOptions as MetricsStoreOptions
+from . import sinks as sinks
+from .sinks import (
+    FileSink as FileSink,
+    KafkaSink as KafkaSink,
+    PostgresSink as PostgresSink,
+    PythonSink as PythonSink,
+    Sink as Sink,
+)

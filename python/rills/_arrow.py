@@ -116,3 +116,49 @@ def key_public(keys: list) -> Any:
     if len(keys) == 1:
         return keys[0]
     return list(keys)
+
+
+# The operation column of a push (src/rill/common/row_ops.h): int8 codes.
+WRITE_OP_COLUMN = "_rill_op"
+OP_DELETE = 1
+
+
+def keys_table(keys: Any, schema: Optional[pa.Schema], key_columns: list,
+               what: str = "delete()") -> Optional[pa.Table]:
+    """Return the keys to delete as a pyarrow Table, or None when there are none.
+
+    Accepts what to_table accepts (a Table or RecordBatch of keys, a dict of
+    key columns, a list of row dicts); a dict of scalars is one key, and a
+    list of scalars the values of a single-column key. `schema` types them.
+    """
+    hints = None
+    if schema is not None:
+        fields = [schema.field(k) for k in key_columns if k in schema.names]
+        hints = pa.schema(fields) if fields else None
+    if isinstance(keys, dict) and keys and not any(
+        isinstance(v, (list, tuple, pa.Array, pa.ChunkedArray)) or hasattr(v, "__array__")
+        for v in keys.values()
+    ):
+        keys = {k: [v] for k, v in keys.items()}
+    elif (isinstance(keys, (list, tuple)) and keys
+          and not any(isinstance(item, (dict, pa.RecordBatch, pa.Table)) for item in keys)):
+        if len(key_columns) != 1:
+            raise TypeError(f"{what}: a list of values needs a single-column key; the key is "
+                            f"{key_columns} (pass a dict of key columns or a list of row dicts)")
+        keys = {key_columns[0]: list(keys)}
+    return to_table(keys, hints, what=what)
+
+
+def with_delete_ops(table: pa.Table) -> pa.Table:
+    """Return `table` with the operation column saying "delete" on every row."""
+    ops = pa.array([OP_DELETE] * table.num_rows, type=pa.int8())
+    return table.append_column(pa.field(WRITE_OP_COLUMN, pa.int8(), nullable=False), ops)
+
+
+def rename_op_column(data: Any, op_column: Optional[str]) -> Any:
+    """Return a Table or RecordBatch with `op_column` renamed to the operation column."""
+    if not op_column or op_column not in data.schema.names:
+        return data
+    return data.rename_columns([WRITE_OP_COLUMN if n == op_column else n
+                                for n in data.schema.names])
+

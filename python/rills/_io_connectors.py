@@ -175,7 +175,11 @@ class FileStreamConnector(_ReaderConnector):
         target_table: the table this connector feeds.
         watch_path: the folder to watch (ValueError if it is not a folder).
         file_pattern: shell pattern of the file names to read (default "*").
-        delete_after_process: delete a file once read.
+        delete_after_process: delete a file once its rows are applied (with
+            ``checkpoint_dir``: once a complete checkpoint holds them), so a
+            crash before that reads it again; a file that failed to read is
+            not deleted but moved to ``<watch_path>/failed/`` (its reject in
+            ``rill_rejects`` says so).
         tail: follow NDJSON files as they grow (complete lines after the last
             byte read); other formats are read once.
         schema: decode JSON / CSV with these columns (default: the table's).
@@ -244,7 +248,11 @@ class FileStreamConnector(_ReaderConnector):
         present now count as complete: call it once their writers are done.
         """
         self._core.scan_once(True)
-        return super().read_batch()
+        out = super().read_batch()
+        # The caller holds the rows now: commit them (the state file, and the
+        # deletion of read files with delete_after_process).
+        self._core.commit_applied()
+        return out
 
     def processed_files(self) -> List[str]:
         """Names of the files read so far (kept across restarts)."""
@@ -262,7 +270,9 @@ class KafkaConnector(_ReaderConnector):
     Each message value holds one or more NDJSON rows (or a JSON array); bad
     lines go to ``rill_rejects`` with their topic, partition and offset. The
     next offset of every partition is kept by the connector (``positions()``)
-    and committed to the consumer group after the rows are buffered. Partition
+    and committed to the consumer group only once the engine applied the rows
+    (with a checkpoint directory: once a checkpoint holds them), so
+    ``start="committed"`` after a crash is at-least-once (docs/connectors.md). Partition
     EOF is not an error; a broker outage is recorded once as an engine alert
     and retried by librdkafka. ``stats()["lag"]`` is the total lag (high
     watermark - position); ``lags()`` gives it per partition.
@@ -346,7 +356,9 @@ class WebSocketConnector(_ReaderConnector):
     ``reconnect_max_seconds``; ``stats()["reconnects"]`` counts the
     re-established connections, ``stats()["errors"]`` the failures
     (``last_error`` says the latest). Bad lines go to ``rill_rejects`` with
-    their message number, line and byte offset.
+    their message number, line and byte offset; a binary frame that is not a
+    valid Arrow IPC stream and a message over ``max_message_bytes`` go there
+    as one record each (its bytes, "message N, byte B").
 
     Args:
         target_table: the table this connector feeds.
@@ -355,9 +367,12 @@ class WebSocketConnector(_ReaderConnector):
         parse_options: as for JSONStreamConnector (explicit_schema,
             unexpected_field_behavior).
         tls_verify / ca_file: wss:// certificate checking (system CAs plus ca_file).
-        max_message_bytes: bigger messages close the connection (then retried).
+        max_message_bytes: a bigger message becomes one reject (its first
+            bytes kept); the connection stays open.
         max_buffer_records / max_buffer_bytes / on_overflow: backpressure as
-            MemoryConnector (with "error", rows that do not fit are refused and counted).
+            MemoryConnector; with "error" nothing is refused: the client holds
+            the message that does not fit and stops reading the socket until a
+            tick makes room.
         name: unique name within an engine (default: derived from target_table).
     """
 

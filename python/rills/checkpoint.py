@@ -186,3 +186,5 @@ def on_stop(engine: "RillEngine") -> None:
         checkpointer.save_snapshots(engine)
     except ValueError as error:  # stop() from a callback inside a tick
         _log.warning("no final checkpoint: %s", error)
+    except OSError as error:  # disk full, read-only: counted and alerted by the engine
+        _log.error("the final checkpoint failed (the earlier ones are kept): %s", error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import warnings
@@ -12,12 +13,14 @@ import pyarrow as pa
 
 from . import _arrow, _core, _quack
 from . import checkpoint as _checkpoint
+from . import sinks as _sinks
 from ._sequence import EngineList
 from .connectors.base import BaseConnector, connector_of
 from .metrics import MetricsRegistry
 from .metrics_options import MetricsStoreOptions
 from .retention import RetentionPolicy
 from .schema import normalize_mode
+from .sinks import Sink
 from .table import RillTable, _check_table_args
 from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
 
@@ -28,7 +31,15 @@ _log = logging.getLogger("rills")
 
 def _close_core(core: Any) -> None:
     # weakref.finalize callback: runs when the engine is collected and at exit.
+    # Closed (or collected) from one of its own callbacks, the engine is destroyed
+    # on the reaper thread once that tick is over (see _core.Engine.close).
     core.close()
+
+
+# At exit, wait for the engines handed to the reaper while Python is still alive to
+# release their callbacks (engines still open are closed at exit on the main thread,
+# which never hands them over).
+atexit.register(_core.wait_for_deferred_closes)
 
 
 class RillEngine:
@@ -40,9 +51,10 @@ class RillEngine:
     checks the memory budget. step() runs one tick on the calling thread.
 
     The C++ engine alone holds the tables, connectors and tasks: the tables
-    returned here are views over it by name, and `connectors`, `sql_tasks`
-    and `join_tasks` are live sequences over it (append() adds to the
-    engine, remove()/del remove from it).
+    returned here are views over it by name, and `connectors`, `sql_tasks`,
+    `join_tasks` and `sinks` are live sequences over it (append() adds to the
+    engine, remove()/del remove from it). Sinks (rills.sinks, add_sink) write
+    a table's changes on to Kafka, PostgreSQL or files from their own threads.
 
     Threads: all methods may be called from any thread, including from
     callbacks. The GIL is released while the engine works; Python callbacks
@@ -68,6 +80,7 @@ class RillEngine:
         checkpoint_dir: Optional[str] = None,
         checkpoint_interval_seconds: float = 60.0,
         max_records_per_tick: int = 0,
+        memory_budget_policy: str = "warn",
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -108,6 +121,12 @@ class RillEngine:
                 short: the rest waits in the connector's buffer (its limits and
                 on_overflow apply), and ticks run back to back, without waiting
                 for the interval, until the backlog is gone.
+            memory_budget_policy: what happens over the memory budget: "warn"
+                (the default: a warning event, a ResourceWarning and
+                on_memory_warning) or "shed" (the same, and the ticks stop
+                draining the connectors until allocated memory is below 90 %
+                of the budget; their buffers fill and their on_overflow policy
+                applies, counted as dropped). "shed" needs a budget.
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -123,6 +142,14 @@ class RillEngine:
             raise ValueError(f"memory_budget_bytes must be >= 0, got {memory_budget_bytes}")
         if on_memory_warning is not None and not callable(on_memory_warning):
             raise TypeError("on_memory_warning must be callable")
+        if memory_budget_policy not in ("warn", "shed"):
+            raise ValueError(
+                f"memory_budget_policy must be 'warn' or 'shed', got {memory_budget_policy!r}")
+        if memory_budget_policy == "shed" and not memory_budget_bytes:
+            raise ValueError(
+                "memory_budget_policy='shed' needs a memory budget "
+                "(memory_budget_bytes or memory_budget_mb > 0)")
+        self.memory_budget_policy = memory_budget_policy
         if max_records_per_tick is None or int(max_records_per_tick) < 0:
             raise ValueError(f"max_records_per_tick must be >= 0, got {max_records_per_tick!r}")
         self.max_records_per_tick = int(max_records_per_tick)
@@ -144,6 +171,7 @@ class RillEngine:
             _memory_hook(self._self_ref),
             self.auto_compact_chunks,
             max_records_per_tick=self.max_records_per_tick,
+            memory_budget_policy=self.memory_budget_policy,
         )
         self._finalizer = weakref.finalize(self, _close_core, self._core)
         self._lock = threading.RLock()
@@ -297,6 +325,45 @@ class RillEngine:
             self.remove_connector,
         )
 
+    # Sinks -------------------------------------------------------------------------
+
+    def add_sink(self, sink: Sink) -> None:
+        """Start a sink (rills.sinks: KafkaSink, PostgresSink, FileSink, PythonSink).
+
+        The sink reads its table's changes on its own thread from now on,
+        running or not running loop alike. Adding the same sink again does
+        nothing. ValueError for a duplicate name, a table the engine does not
+        have, a mode the table cannot have (upsert needs a primary key), or a
+        sink already running in another engine; TypeError for anything but a
+        rills.sinks sink. See docs/sinks.md.
+        """
+        if isinstance(sink, Sink) and self.get_table(sink.table) is None:
+            raise ValueError(f"{type(sink).__name__} '{sink.name}': table '{sink.table}' does not "
+                             "exist in this engine (register it first)")
+        with self._lock:
+            _sinks.add_sink(self._core, sink)
+
+    def remove_sink(self, sink: Union[Sink, str]) -> None:
+        """Stop a sink (or the sink of that name) after a final flush, and forget it.
+
+        KeyError if the engine has no such sink. Its stats() stay readable.
+        """
+        with self._lock:
+            _sinks.remove_sink(self._core, sink)
+
+    @property
+    def sinks(self) -> EngineList[Sink]:
+        """The running sinks, in the order they were added: a live sequence over the engine.
+
+        `engine.sinks.append(s)` is add_sink(s); remove()/del stop the sink.
+        """
+        return EngineList(
+            "sinks",
+            lambda: _sinks.engine_sinks(self._core),
+            self.add_sink,
+            self.remove_sink,
+        )
+
     # Tasks ---------------------------------------------------------------------------
 
     def add_sql_task(self, task: ScheduledSQLTask) -> None:
@@ -436,11 +503,14 @@ class RillEngine:
             "rejected_records": m["rejected_records"],
             "errors": m["errors"],
             "memory_warnings": m["memory_warnings"],
+            "checkpoint_failures": m["checkpoint_failures"],
+            "shedding": m["shedding"],
             "arrow_allocated_bytes": m["arrow_allocated_bytes"],
             "duckdb_memory_bytes": m["duckdb_memory_bytes"],
             "table_row_counts": counts,
             "connectors": self._core.connector_stats(),
             "tasks": self._core.task_stats(),
+            "sinks": _sinks.sink_stats(self._core),
             "timestamp": m["timestamp"],
         }
 
@@ -450,8 +520,9 @@ class RillEngine:
         Keys: total_records_processed, last_batch_records, last_batch_latency_ms,
         avg_batch_latency_ms, max_batch_latency_ms, records_per_second, ticks,
         rejected_batches, rejected_records, errors, memory_warnings,
-        arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
-        connectors, tasks, timestamp, business_metrics. The same figures (and
+        checkpoint_failures, shedding (True while memory_budget_policy="shed"
+        holds input back), arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
+        connectors, tasks, sinks ({name: sink stats}), timestamp, business_metrics. The same figures (and
         host CPU and memory) are in the live table rill_metrics, whose columns
         are described in src/rill/engine/README.md.
         """
@@ -641,7 +712,14 @@ class RillEngine:
         return (not self._core.closed) and self._core.running
 
     def close(self) -> None:
-        """Stop the loop and free the engine. Further calls raise RuntimeError."""
+        """Stop the loop as stop() does (with checkpoint_dir: a final checkpoint after
+        the last tick), then free the engine. Further calls raise RuntimeError.
+        """
+        if not self._core.closed:
+            # Without this the checkpointer was only destroyed (no final checkpoint,
+            # no log line), so rows published since the last periodic checkpoint
+            # were gone after a restart (issue 23).
+            self.stop()
         self._finalizer()
 
     def __enter__(self) -> "RillEngine":

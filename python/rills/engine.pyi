@@ -9,6 +9,7 @@ from .connectors import BaseConnector
 from .metrics import MetricsRegistry
 from .metrics_options import MetricsStoreOptions
 from .retention import RetentionPolicy
+from .sinks import Sink
 from .table import RillTable
 from .tasks import DuckDBBridge, ScheduledSQLTask, TableJoinTask
 
@@ -17,6 +18,7 @@ class RillEngine:
 
     trigger_interval_ms: float
     memory_budget_bytes: Optional[int]
+    memory_budget_policy: str
     on_memory_warning: Optional[Callable[[int, int], None]]
     quack_address: Optional[str]
     quack_token: Optional[str]
@@ -41,6 +43,7 @@ class RillEngine:
         checkpoint_dir: Optional[str] = None,
         checkpoint_interval_seconds: float = 60.0,
         max_records_per_tick: int = 0,
+        memory_budget_policy: str = "warn",
     ) -> None:
         """Create an engine (the loop starts with start())."""
     def register_table(
@@ -77,6 +80,13 @@ class RillEngine:
     @property
     def connectors(self) -> EngineList[BaseConnector]:
         """The attached connectors, by name: a live sequence (append() adds, remove()/del detach)."""
+    def add_sink(self, sink: Sink) -> None:
+        """Start a sink (rills.sinks) reading its table's changes."""
+    def remove_sink(self, sink: Union[Sink, str]) -> None:
+        """Stop a sink after a final flush; KeyError if unknown."""
+    @property
+    def sinks(self) -> EngineList[Sink]:
+        """The running sinks, in the order added: a live sequence (append() adds, remove()/del stop)."""
     def add_sql_task(self, task: ScheduledSQLTask) -> None:
         """Schedule a SQL task."""
     def remove_sql_task(self, task: Union[ScheduledSQLTask, str]) -> None:

@@ -225,6 +225,35 @@ class RillTable:
         core.write(data, None if current_time is None else float(current_time))
         return self.to_arrow()
 
+    def delete(self, keys: Any, current_time: Optional[float] = None) -> Optional[pa.Table]:
+        """Delete the rows with these keys; return the table's new state.
+
+        `keys`: a pyarrow Table or RecordBatch holding (at least) the key
+        columns, a dict of key columns (lists, or scalars for one key), a list
+        of row dicts, or a list of values of a single-column key. Keys not in
+        the table are ignored. One new version, seen by SQL, subscribers, the
+        change feed and checkpoints. ValueError for an append table or a table
+        without a primary key, and for keys missing a key column.
+        """
+        core = self._core
+        declaration = None if core is not None else self._declaration()
+        keys_of = list(core.primary_key) if core is not None else list(
+            (declaration or {}).get("primary_key") or [])
+        data = _arrow.keys_table(keys, self.schema if core is not None else None, keys_of,
+                                 what="delete()")
+        if core is None:
+            mode = (declaration or {}).get("mode")
+            if not keys_of or mode == "append":
+                raise ValueError(f"Table '{self._name}' is "
+                                 f"{'an append table' if mode == 'append' else 'not keyed'}: "
+                                 "rows cannot be deleted by key")
+            return self.to_arrow()  # no rows yet
+        if data is not None and data.num_rows:
+            core.delete(data, None if current_time is None else float(current_time))
+        elif not core.keyed:
+            core.delete(pa.table({}), None)  # the table's own error
+        return self.to_arrow()
+
     def replace_state(self, new_table: Any, current_time: Optional[float] = None) -> pa.Table:
         """Replace all rows with `new_table` (last row per key wins). Returns the new state."""
         data = _arrow.to_table(new_table, self._type_hints(new_table), what="replace_state()")

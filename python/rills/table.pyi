@@ -51,6 +51,8 @@ class RillTable:
         self, batch_or_table: Any, promote_options: str = "default", current_time: Optional[float] = None
     ) -> pa.Table:
         """Write rows (upsert or append); return the new state."""
+    def delete(self, keys: Any, current_time: Optional[float] = None) -> Optional[pa.Table]:
+        """Delete the rows with these keys (keyed tables); return the new state."""
     def replace_state(self, new_table: Any, current_time: Optional[float] = None) -> pa.Table:
         """Replace all rows; return the new state."""
     def apply_retention(self, current_time: Optional[float] = None) -> Optional[pa.Table]:

@@ -68,5 +68,6 @@ void BindServer(nb::module_& m);
 void BindToolkit(nb::module_& m);  // bind_toolkit.cc
 void BindSeed(nb::module_& m);  // bind_seed.cc: log queue, run_task_now, alert rules
 void BindCheckpoint(nb::module_& m);  // bind_checkpoint.cc
+void BindSink(nb::module_& m);        // bind_sink.cc: rills.sinks
 
 }  // namespace rills

@@ -176,6 +176,10 @@ void BindConnector(nb::module_& m) {
             ThrowIfError(status);
           },
           nb::arg("data"))
+      .def_prop_rw(
+          "op_column", [](const rill::MemoryConnector& c) { return c.op_column(); },
+          [](rill::MemoryConnector& c, const std::string& column) { c.set_op_column(column); },
+          "The op_column option (\"\": none).")
       .def_prop_ro("limits",
                    [](const rill::MemoryConnector& c) {
                      const auto& l = c.buffer().limits();

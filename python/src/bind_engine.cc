@@ -7,7 +7,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "py_arrow.h"
 #include "py_callback.h"
 #include "py_status.h"
+#include "rill/common/reaper.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
@@ -68,9 +68,11 @@ class PyEngine {
  public:
   PyEngine(int64_t trigger_interval_ms, int64_t memory_budget_bytes,
            nb::handle on_memory_warning, int64_t auto_compact_chunks, int sql_threads,
-           int64_t max_records_per_tick)
+           int64_t max_records_per_tick, const std::string& memory_budget_policy)
       : reporter_(std::make_shared<Reporter>()) {
     rill::EngineOptions options;
+    options.memory_budget_policy =
+        ValueOrRaise(rill::ParseMemoryBudgetPolicy(memory_budget_policy));
     options.trigger_interval_ms = trigger_interval_ms;
     options.memory_budget_bytes = memory_budget_bytes;
     options.auto_compact_chunks = auto_compact_chunks;
@@ -95,34 +97,30 @@ class PyEngine {
 
   ~PyEngine() { Close(); }
 
-  /// Stop and destroy the metrics store and the engine. Idempotent. Needs
-  /// the GIL (released inside).
+  /// Stop and destroy the checkpointer, the server, the metrics store and the
+  /// engine, in that order. Idempotent. Needs the GIL (released inside).
+  /// From one of the engine's callbacks (its tick thread, or a thread inside
+  /// step()), the tick that runs the callback must end first: the loop is asked
+  /// to stop and the rest is done on the reaper thread (rill/common/reaper.h);
+  /// rills._core.wait_for_deferred_closes() waits for it.
   void Close() {
     if (!engine_) {
       return;
     }
-    std::shared_ptr<void> checkpointer = std::move(checkpointer_);
-    std::shared_ptr<void> server = std::move(server_);
-    std::unique_ptr<Engine> engine = std::move(engine_);
-    std::unique_ptr<rill::MetricsStore> store = std::move(store_);
+    auto parts = std::make_shared<Parts>();
+    parts->checkpointer = std::move(checkpointer_);
+    parts->server = std::move(server_);
+    parts->store = std::move(store_);
+    parts->engine = std::move(engine_);
+    parts->reporter = reporter_;
     nb::gil_scoped_release release;
-    checkpointer.reset();  // stops its writer; before the store its section reads
-    server.reset();  // the network server goes before the store and the engine
-    reporter_->Detach();
     if (CallbackScope::active()) {
-      // Collected from inside one of its own callbacks (possibly on its loop
-      // thread, which the destructor joins): stop now, destroy elsewhere.
-      engine->Stop();
-      std::thread([doomed = std::move(engine), doomed_store = std::move(store)]() mutable {
-        doomed_store.reset();  // the store must go before its engine
-        doomed.reset();
-      }).detach();
+      parts->engine->Stop();  // inside a tick: only asks the loop to end after it
+      rill::DeferDestruction([parts = std::move(parts)]() mutable { parts.reset(); });
       return;
     }
-    store.reset();
-    engine.reset();
+    parts.reset();
   }
-
   /// Open the metrics database at `path` and start its threads. Once.
   void OpenMetrics(const std::string& path, double flush_interval_seconds, nb::dict extra) {
     Engine& e = engine();
@@ -169,6 +167,22 @@ class PyEngine {
   std::shared_ptr<void>* checkpointer_slot() { return &checkpointer_; }
 
  private:
+  /// What Close() destroys; its destructor keeps the order.
+  struct Parts {
+    std::shared_ptr<void> checkpointer;
+    std::shared_ptr<void> server;
+    std::unique_ptr<rill::MetricsStore> store;
+    std::unique_ptr<Engine> engine;
+    ReporterPtr reporter;
+    ~Parts() {
+      checkpointer.reset();  // stops its writer; before the store its section reads
+      server.reset();  // the network server goes before the store and the engine
+      reporter->Detach();
+      store.reset();  // the store must go before its engine
+      engine.reset();
+    }
+  };
+
   ReporterPtr reporter_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<rill::MetricsStore> store_;  // destroyed before engine_
@@ -241,6 +255,8 @@ nb::dict MetricsToDict(const rill::EngineMetrics& m) {
   d["rejected_records"] = m.rejected_records;
   d["errors"] = m.errors;
   d["memory_warnings"] = m.memory_warnings;
+  d["checkpoint_failures"] = m.checkpoint_failures;
+  d["shedding"] = m.shedding;
   d["arrow_allocated_bytes"] = m.arrow_allocated_bytes;
   d["arrow_peak_allocated_bytes"] = m.arrow_peak_allocated_bytes;
   d["duckdb_memory_bytes"] = m.duckdb_memory_bytes;
@@ -334,10 +350,11 @@ EngineAccess AccessEngine(nb::handle core) {
 void BindEngine(nb::module_& m) {
   using Table = std::shared_ptr<LiveTable>;
   nb::class_<PyEngine>(m, "Engine", "The C++ engine (see rills.RillEngine).")
-      .def(nb::init<int64_t, int64_t, nb::handle, int64_t, int, int64_t>(),
+      .def(nb::init<int64_t, int64_t, nb::handle, int64_t, int, int64_t, const std::string&>(),
            nb::arg("trigger_interval_ms"), nb::arg("memory_budget_bytes"),
            nb::arg("on_memory_warning").none(), nb::arg("auto_compact_chunks"),
-           nb::arg("sql_threads") = 0, nb::arg("max_records_per_tick") = 0)
+           nb::arg("sql_threads") = 0, nb::arg("max_records_per_tick") = 0,
+           nb::arg("memory_budget_policy") = "warn")
       .def("close", &PyEngine::Close)
       .def_prop_ro("reporter", [](PyEngine& e) { return e.reporter(); })
       .def_prop_ro("closed", [](PyEngine& e) { return !e.open(); })

@@ -329,6 +329,11 @@ void BindIoConnectors(nb::module_& m) {
           },
           nb::arg("present_are_complete") = false)
       .def("poll", [](rill::FileStreamConnector& c) { return PollToStream(c); })
+      .def("commit_applied",
+           [](rill::FileStreamConnector& c) {
+             nb::gil_scoped_release release;
+             c.CommitApplied();
+           })
       .def("take_rejects",
            [](rill::FileStreamConnector& c) { return RejectsToList(c.TakeRejects()); })
       .def("processed_files", &rill::FileStreamConnector::processed_files)

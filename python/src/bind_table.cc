@@ -75,7 +75,20 @@ nb::dict WriteStatsToDict(const rill::WriteStats& stats) {
   d["inserted"] = stats.inserted;
   d["updated"] = stats.updated;
   d["expired"] = stats.expired;
+  d["deleted"] = stats.deleted;
+  d["delete_misses"] = stats.delete_misses;
   return d;
+}
+
+/// Run a table write (returning WriteStats) without the GIL; its stats as a dict.
+template <typename Write>
+nb::dict WriteReleased(Write write) {
+  rill::Result<rill::WriteStats> result;
+  {
+    nb::gil_scoped_release release;
+    result = write();
+  }
+  return WriteStatsToDict(ValueOrRaise(std::move(result)));
 }
 
 
@@ -125,24 +138,27 @@ void BindTable(nb::module_& m) {
           "write",
           [](LiveTable& t, nb::handle data, std::optional<double> now) {
             auto imported = ValueOrRaise(ImportBatches(data));
-            rill::Result<rill::WriteStats> result;
-            {
-              nb::gil_scoped_release release;
-              result = t.Write(imported.batches, now);
-            }
-            return WriteStatsToDict(ValueOrRaise(std::move(result)));
+            return WriteReleased([&] { return t.Write(imported.batches, now); });
           },
           nb::arg("data"), nb::arg("now").none() = nb::none())
+      .def(
+          "delete",
+          [](LiveTable& t, nb::handle data, std::optional<double> now) {
+            auto table = ValueOrRaise(ImportTable(data));
+            return WriteReleased([&] { return t.Delete(table, now); });
+          },
+          nb::arg("keys"), nb::arg("now").none() = nb::none())
+      .def(
+          "truncate",
+          [](LiveTable& t, std::optional<double> now) {
+            return WriteReleased([&] { return t.Truncate(now); });
+          },
+          nb::arg("now").none() = nb::none())
       .def(
           "replace_state",
           [](LiveTable& t, nb::handle data, std::optional<double> now) {
             auto table = ValueOrRaise(ImportTable(data));
-            rill::Result<rill::WriteStats> result;
-            {
-              nb::gil_scoped_release release;
-              result = t.ReplaceState(table, now);
-            }
-            return WriteStatsToDict(ValueOrRaise(std::move(result)));
+            return WriteReleased([&] { return t.ReplaceState(table, now); });
           },
           nb::arg("data"), nb::arg("now").none() = nb::none())
       .def(

@@ -4,6 +4,7 @@
 
 #include "bind_common.h"
 #include "py_arrow.h"
+#include "rill/common/reaper.h"
 
 namespace rills {
 void BindAggregation(nanobind::module_& m);  // bind_aggregation.cc
@@ -25,4 +26,13 @@ NB_MODULE(_core, m) {
   rills::BindAggregation(m);
   rills::BindSeed(m);
   rills::BindCheckpoint(m);
+  rills::BindSink(m);
+  m.def(
+      "wait_for_deferred_closes",
+      [] {
+        nanobind::gil_scoped_release release;
+        rill::WaitForDeferredDestructions();
+      },
+      "Block until every engine closed from one of its own callbacks is destroyed "
+      "(rills.RillEngine.close); never from a callback.");
 }

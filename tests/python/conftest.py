@@ -1,8 +1,80 @@
 """Shared fixtures for the rills tests."""
 
+import importlib
+import os
+import sys
+
 import pytest
 
 import rills
+
+
+# ---- Missing dependencies: skipped locally, failed under CI=true -----------------------
+# .ci/run exports CI=true: on the CI machine every dependency (Kafka, psql, pgjdbc,
+# chromium + Playwright, websockets, pandas, the built `rill` binary, ...) must be
+# there, so a test that would skip for lack of one fails instead.
+
+
+def under_ci():
+    """True when the environment says CI=true (.ci/run sets it)."""
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def require(reason):
+    """A dependency of the calling test is missing (`reason` says which): skip the
+    test (or the module, at import time), or fail it under CI=true."""
+    if under_ci():
+        pytest.fail(f"missing dependency under CI=true: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+class _MissingModule:
+    """Stands for a module that could not be imported, so that a test module still
+    imports under CI=true and each of its tests fails (rather than the whole run
+    stopping at a collection error)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return _MissingModule(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise ImportError(f"{self._name} is not installed")
+
+
+def require_module(name, reason=None):
+    """Import and return module `name`; require(...) when it cannot be imported.
+    At a test module's top level under CI=true, return a stand-in and make every
+    test of that module fail instead."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        reason = reason or f"the Python module {name} is not installed ({error})"
+        caller = sys._getframe(1)
+        if under_ci() and caller.f_code.co_name == "<module>":
+            caller.f_globals.setdefault("_rill_missing", []).append(reason)
+            return _MissingModule(name)
+        require(reason)
+
+
+def requires(missing, reason):
+    """A mark for a test or module: when `missing` is true, require(reason) before
+    the test runs (skip, or fail under CI=true)."""
+    return pytest.mark.rill_requires(missing=bool(missing), reason=reason)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "rill_requires(missing, reason): a dependency check (conftest.requires)")
+
+
+def pytest_runtest_setup(item):
+    for reason in getattr(item.module, "_rill_missing", ()):
+        require(reason)
+    for mark in item.iter_markers("rill_requires"):
+        if mark.kwargs.get("missing"):
+            require(mark.kwargs.get("reason", "a dependency is missing"))
 
 
 @pytest.fixture
@@ -68,16 +140,11 @@ def _quack_on_loopback(monkeypatch):
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    import os
-
     import kafka_broker as kb
 
     reason = kb.missing_requirements()
     if reason:
-        message = f"real Kafka broker unavailable: {reason}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        require(f"real Kafka broker unavailable: {reason}")
     broker = kb.KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
     try:
         broker.start()
@@ -87,6 +154,29 @@ def kafka_broker(tmp_path_factory):
     _kafka_users["broker"] = broker
     yield broker
     broker.stop(timeout=10)
+
+
+# ---- A real PostgreSQL server (tests/python/pg_server.py) ---------------------------------
+# One PostgreSQL 15 on 127.0.0.1 (initdb into a temporary directory, wal_level=logical) for
+# the whole session, started by the first test that asks for `postgres_server`, stopped at
+# session end. Without Debian's postgresql or psycopg: skipped, or failed under CI=true.
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    import pg_server
+
+    reason = pg_server.missing_requirements()
+    if reason:
+        require(f"PostgreSQL server unavailable: {reason}")
+    server = pg_server.PostgresServer()
+    try:
+        server.start()
+    except Exception as error:
+        server.close()
+        pytest.fail(f"the PostgreSQL server did not start: {error}", pytrace=False)
+    yield server
+    server.close()
 
 
 _kafka_users = {}  # "last": the last collected test using the broker; "broker": it

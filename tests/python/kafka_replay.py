@@ -9,10 +9,10 @@ moments; each new child restores the newest checkpoint (tables and partition
 offsets) and reads on from the stored offsets. The parent then compares the
 final checkpoint with what it produced.
 
-The connectors start from the group's committed offsets (the default): these
-run ahead of the checkpoint (the connector commits what it buffered), so
-resuming from them after a kill would lose rows; the checkpoint's offsets must
-win. Used by tests/python/test_kafka_broker_replay.py.
+The connectors start from the group's committed offsets (the default): with a
+checkpoint directory they are committed only once a checkpoint holding them is
+complete, so they can lag the checkpoint but never pass it; the checkpoint's
+offsets must win where they differ. Used by tests/python/test_kafka_broker_replay.py.
 """
 
 from __future__ import annotations

@@ -17,11 +17,13 @@ import time
 import duckdb
 import pytest
 
+from conftest import require, requires
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
 EXAMPLE = ROOT / "examples" / "pipelines" / "orders.yaml"
 
-pytestmark = pytest.mark.skipif(not RILL.exists(), reason=f"{RILL} not built")
+pytestmark = requires(not RILL.exists(), f"{RILL} not built")
 
 
 class FakeQueryServer:
@@ -151,7 +153,7 @@ def test_serve_and_query_end_to_end(tmp_path):
             if not line:
                 break
             if "no network server" in line:
-                pytest.skip("this build of rill has no network server yet")
+                require("this build of rill has no network server")
             if "listening on " in line:
                 address = line.split("listening on ", 1)[1].strip()
         assert address, "rill serve did not print its address"

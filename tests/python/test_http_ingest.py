@@ -18,6 +18,7 @@ import pyarrow.json
 import pytest
 
 from rills import JSONStreamConnector, RillEngine, schema
+from conftest import require_module
 
 TOKEN = "ingest-token"
 SCHEMA = [("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()),
@@ -224,7 +225,7 @@ def test_four_concurrent_clients_lose_nothing(served):
 
 
 def test_websocket_ingest_messages_are_acknowledged_per_batch(served):
-    websockets = pytest.importorskip("websockets")
+    websockets = require_module("websockets")
     host, port = host_port(served)
 
     async def run():
@@ -284,3 +285,36 @@ def test_connector_counters_in_telemetry_prometheus_and_the_metrics_store(served
             "WHERE connector = 'http:events' AND parsed_records = 40").to_pylist()
         time.sleep(0.1)
     assert rows and rows[-1] == {"parsed_records": 40, "rejected_records": 2}
+
+
+def test_wait_true_counts_rows_drop_oldest_dropped_from_the_same_push(tmp_path):
+    # Issue 23: a body larger than a drop_oldest buffer loses its oldest rows;
+    # the reply used to say published with every row accepted.
+    eng = RillEngine(trigger_interval_ms=20, quack_address="quack:127.0.0.1:0",
+                     quack_token=TOKEN)
+    eng.register_table("events", schema=schema(SCHEMA, primary_key="id", mode="snapshot"))
+    conn = JSONStreamConnector(target_table="events", max_buffer_records=5,
+                               on_overflow="drop_oldest", name="http:events")
+    eng.add_connector(conn)
+    eng.start()
+    try:
+        status, _, payload = post(eng, "/api/v1/ingest/events?wait=true", rows_ndjson(0, 8))
+        reply = json.loads(payload)
+        assert status == 200, reply
+        assert (reply["records"], reply["accepted"], reply["dropped"]) == (8, 5, 3), reply
+        assert reply["published"] is True  # every accepted row is in the table
+        ids = [r["id"] for r in table_rows(eng).to_pylist()]
+        assert ids == [3, 4, 5, 6, 7]
+    finally:
+        eng.close()
+
+
+def test_ingest_into_system_tables_is_refused(served):
+    forged = json.dumps({"connector": "kafka", "position": "p", "error": "forged",
+                         "raw": "x"}) + "\n"
+    for table in ("rill_rejects", "rill_alerts"):
+        status, _, payload = post(served, f"/api/v1/ingest/{table}?wait=true", forged)
+        reply = json.loads(payload)
+        assert status == 403, reply
+        assert reply["code"] == "Forbidden" and "system table" in reply["message"]
+    assert served.query_sql("SELECT count(*) AS n FROM rill_rejects").column("n")[0].as_py() == 0

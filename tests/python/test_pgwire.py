@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 
 from rills import MemoryConnector, RillEngine, _core, schema
+from conftest import require, require_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROWS = 100
@@ -98,7 +99,7 @@ def orders_oracle():
 
 def psql(server, *args, password=None, timeout=30, **kwargs):
     if shutil.which("psql") is None:
-        pytest.skip("psql (Debian postgresql-client) is not installed")
+        require("psql (Debian postgresql-client) is not installed")
     env = dict(os.environ, PGPASSWORD=password or server.token, PGCONNECT_TIMEOUT="10")
     if "-d" not in args:
         args = ("-d", "rill", *args)
@@ -146,18 +147,17 @@ def test_psql_rejects_a_wrong_token(server):
 
 def test_psql_ctrl_c_cancels_a_long_query(server):
     if shutil.which("psql") is None:
-        pytest.skip("psql is not installed")
+        require("psql (Debian postgresql-client) is not installed")
     env = dict(os.environ, PGPASSWORD=server.token)
     proc = subprocess.Popen(
         ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "tester", "-d", "rill",
          "-c", "SELECT count(*) FROM range(1000000000000) a"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
-    start = time.time()
     proc.send_signal(signal.SIGINT)  # psql sends a CancelRequest
-    out, err = proc.communicate(timeout=30)
+    # The count runs for hours: psql ends (with the cancel message) only if it was cancelled.
+    out, err = proc.communicate(timeout=60)
     assert "canceling statement due to user request" in err
-    assert time.time() - start < 10
 
 
 def test_psql_sees_rows_pushed_after_a_tick(server):
@@ -343,12 +343,13 @@ def test_idle_in_transaction_sessions_are_closed_and_idle_sessions_stay(tmp_path
         # Idle outside a transaction (psql, a pool): stays open, like PostgreSQL.
         assert idle.execute("SELECT 2").fetchone() == (2,)
         idle.close()
-        # A client that never finishes authenticating is closed too.
+        # A client that never finishes authenticating is closed too, at the
+        # login deadline (login_timeout_seconds, 10 s by default).
         import socket
         with socket.create_connection(("127.0.0.1", s.port), timeout=10) as raw:
             raw.sendall(b"\x00\x00\x00\x08\x04\xd2\x16\x2f")  # SSLRequest
             assert raw.recv(1) == b"N"
-            raw.settimeout(5)
+            raw.settimeout(30)
             data = b""
             while chunk := raw.recv(4096):  # ends when the server closes
                 data += chunk
@@ -391,6 +392,38 @@ def test_connection_limit_counts_postgres_connections(tmp_path):
         s.close()
 
 
+def test_idle_unauthenticated_sockets_leave_room_for_psycopg(tmp_path):
+    """Sockets that start up and never answer the SCRAM challenge hold at most
+    max_unauthenticated_connections (here max_connections / 2 = 4) slots: the
+    oldest are closed as new ones come, and psycopg logs in."""
+    import socket
+    s = Server(tmp_path, rows=1, max_connections=8)
+    idle = []
+    try:
+        startup = b"user\0tester\0database\0rill\0\0"
+        packet = (len(startup) + 8).to_bytes(4, "big") + (196608).to_bytes(4, "big") + startup
+        for _ in range(8):  # every slot of max_connections
+            raw = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            raw.sendall(packet)
+            assert raw.recv(1) == b"R"  # AuthenticationSASL: waiting for the client
+            idle.append(raw)
+
+        def closed_by_server(raw):
+            data = b""
+            while chunk := raw.recv(4096):  # ends when the server closes
+                data += chunk
+            return data
+
+        for raw in idle[:4]:  # the oldest four made room (each an event)
+            assert b"53300" in closed_by_server(raw)
+        with psycopg.connect(s.dsn(), autocommit=True, connect_timeout=30) as conn:
+            assert conn.execute("SELECT count(*) FROM orders").fetchone() == (1,)
+    finally:
+        for raw in idle:
+            raw.close()
+        s.close()
+
+
 def test_cancel_request_from_psycopg(server):
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
         threading.Timer(1.0, conn.cancel).start()
@@ -429,8 +462,8 @@ def test_psql_lists_and_describes_the_metrics_database(server):
 # ---- SQLAlchemy + pandas ------------------------------------------------------------
 
 def test_sqlalchemy_pandas_read_sql_and_inspect(server):
-    sa = pytest.importorskip("sqlalchemy")
-    pd = pytest.importorskip("pandas")
+    sa = require_module("sqlalchemy")
+    pd = require_module("pandas")
     engine = sa.create_engine(
         f"postgresql+psycopg://tester:{server.token}@127.0.0.1:{server.port}/rill")
     try:
@@ -502,7 +535,7 @@ def test_grafana_health_check_and_query_builder_listings(server):
 
 def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_path):
     if shutil.which("javac") is None:
-        pytest.skip("no JDK (javac) on this machine")
+        require("no JDK (javac) on this machine")
     jar_dir = ROOT / "build" / "pgjdbc"
     if not list(jar_dir.glob("postgresql-*.jar")) and shutil.which("mvn"):
         # What scripts/setup does, for a checkout whose set-up ran before it did.
@@ -511,7 +544,7 @@ def test_pgjdbc_connects_lists_tables_and_runs_prepared_statements(server, tmp_p
                         f"-DoutputDirectory={jar_dir}"], timeout=300, check=False)
     jars = sorted(jar_dir.glob("postgresql-*.jar"))
     if not jars:
-        pytest.skip("pgjdbc jar (scripts/setup fetches it into build/pgjdbc) or the JDK is missing")
+        require("pgjdbc jar (scripts/setup fetches it into build/pgjdbc) or the JDK is missing")
     source = ROOT / "tests" / "java" / "PgwireJdbc.java"
     subprocess.run(["javac", "-d", str(tmp_path), "-cp", str(jars[-1]), str(source)], check=True,
                    timeout=120)

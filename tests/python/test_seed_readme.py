@@ -1,14 +1,13 @@
-"""The seed README's examples (sections 2 and 3), run unchanged where the API exists.
+"""The seed README's examples (sections 2 and 3), run unchanged.
 
-Lines that need the metrics/alerts API (add_dashboard_scheduled_query,
-query_metrics, push_alert/alert/warn/error) run only once it is bound.
+test_section_2_without_metrics_api also runs section 2 without its metrics API
+lines (add_dashboard_scheduled_query, query_metrics), so a failure there tells
+the core from the metrics database.
 """
 
 import pytest
 
-from rills import RillEngine
-
-HAS_ALERTS = hasattr(RillEngine, "push_alert") and hasattr(RillEngine, "query_metrics")
+from conftest import wait_until
 
 SECTION_2 = '''
 import time
@@ -151,15 +150,25 @@ def _in_tmp_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # rill_metrics.db is written to the working directory
 
 
-@pytest.mark.skipif(not HAS_ALERTS, reason="metrics/alerts API not bound yet")
 def test_section_2_unchanged():
     scope = {}
     exec(compile(SECTION_2, "seed_section_2", "exec"), scope)
-    assert isinstance(scope["alerts"], list)
-    scope["engine"].close()
+    engine = scope["engine"]
+    # A clean run records no alert (a failing task or KPI query would).
+    assert scope["alerts"] == []
+    revenue = {r["user_tier"]: r["total_revenue"]
+               for r in engine.get_table("revenue_by_tier").to_arrow().to_pylist()}
+    assert revenue == {"Gold": 350.5, "Silver": 45.0}
+    # The dashboard KPI runs on the metrics store's schedule (every second).
+    kpi = lambda: engine.latest_kpis()["Max Order Amount"]  # noqa: E731
+    wait_until(lambda: kpi()["value"] == 250.0, timeout=30, what="the KPI 'Max Order Amount'")
+    assert kpi()["errors"] == 0 and kpi()["last_error"] == ""
+    assert engine.query_metrics(
+        "SELECT max(value) AS v FROM rill_kpi_history WHERE query = 'Max Order Amount'"
+    ).to_pylist() == [{"v": 250.0}]
+    engine.close()
 
 
-@pytest.mark.skipif(not HAS_ALERTS, reason="metrics/alerts API not bound yet")
 def test_section_3_unchanged():
     scope = {}
     exec(compile(SECTION_3, "seed_section_3", "exec"), scope)

@@ -156,7 +156,10 @@ def test_tables_and_info(served):
     info = json.loads(body)
     assert info["tables"] == ["orders"]
     assert "quack:" + info["address"] == served.quack_address
-    assert info["uptime_seconds"] >= 0
+    # Counted from the server's start: positive, and growing between two requests.
+    assert info["uptime_seconds"] > 0
+    later = json.loads(request(served, "GET", "/api/v1/info")[2])
+    assert later["uptime_seconds"] > info["uptime_seconds"]
 
 
 def test_alerts_pushed_over_http_reach_query_metrics(served):

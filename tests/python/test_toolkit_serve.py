@@ -15,11 +15,13 @@ import urllib.request
 
 import pytest
 
+from conftest import requires
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
 TOKEN = "toolkit-token"
 
-pytestmark = pytest.mark.skipif(not RILL.exists(), reason=f"{RILL} not built")
+pytestmark = requires(not RILL.exists(), f"{RILL} not built")
 
 PIPELINE = """
 engine: {trigger_interval_ms: 50}

@@ -14,6 +14,7 @@ import pytest
 
 import rills
 from test_toolkit_serve import RILL, TOKEN, call
+from conftest import requires
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def _stop(proc):
     assert proc.returncode == 0
 
 
-@pytest.mark.skipif(not RILL.exists(), reason=f"{RILL} not built")
+@requires(not RILL.exists(), f"{RILL} not built")
 @pytest.mark.parametrize("how", ["flag", "file"])
 def test_rill_serve_queue_db_keeps_queues_across_restarts(tmp_path, how):
     db = tmp_path / "queues.db"
@@ -127,7 +128,7 @@ def test_rill_serve_queue_db_keeps_queues_across_restarts(tmp_path, how):
         _stop(proc)
 
 
-@pytest.mark.skipif(not RILL.exists(), reason=f"{RILL} not built")
+@requires(not RILL.exists(), f"{RILL} not built")
 def test_rill_serve_queues_stay_in_memory_without_queue_db(tmp_path):
     proc, address = _serve([])
     try:

@@ -15,9 +15,10 @@ import pytest
 
 from rills import RillEngine, schema
 from rills.connectors.websocket import WebSocketConnector
+from conftest import require, require_module
 
-websockets = pytest.importorskip("websockets")
-from websockets.asyncio.server import serve  # noqa: E402
+websockets = require_module("websockets")
+serve = require_module("websockets.asyncio.server").serve
 
 SCHEMA = [("id", pa.int64()), ("name", pa.string()), ("v", pa.float64())]
 
@@ -130,7 +131,7 @@ def test_wss_verifies_the_server_certificate(tmp_path):
     import subprocess
 
     if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is needed to make a test certificate")
+        require("the openssl command is needed to make a test certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",

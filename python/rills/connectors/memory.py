@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Union
 import pyarrow as pa
 
 from .. import _arrow, _core
+from ..schema import extract_primary_key
 from .base import BaseConnector, _check_limit, _register_core, register_view_type
 
 __all__ = ["MemoryConnector"]
@@ -29,6 +30,7 @@ class MemoryConnector(BaseConnector):
         on_overflow: str = "drop_oldest",
         max_buffer_bytes: Optional[int] = None,
         name: Optional[str] = None,
+        op_column: Optional[str] = None,
     ):
         """Args:
             target_table: the table this connector feeds.
@@ -39,6 +41,12 @@ class MemoryConnector(BaseConnector):
                 (refuse the whole push with BufferError).
             max_buffer_bytes: buffered bytes before on_overflow applies (None: unlimited).
             name: unique name within an engine (default: derived from target_table).
+            op_column: a column of the pushed rows saying what each row does:
+                "insert", "upsert", "update" (or "c", "u", "r") upsert the row,
+                "delete" ("d") deletes its key, "truncate" ("t") empties the
+                table; rows apply in order, so one push can mix upserts and
+                deletes of a key and the last one wins (keyed tables only
+                delete). None: every row is an upsert.
         """
         super().__init__(target_table, max_buffer_records, on_overflow, name)
         if schema is not None and not isinstance(schema, pa.Schema):
@@ -53,6 +61,11 @@ class MemoryConnector(BaseConnector):
             on_overflow,
             self.name,
         )
+        if op_column is not None:
+            if not isinstance(op_column, str) or not op_column:
+                raise TypeError(f"op_column must be a non-empty str, got {op_column!r}")
+            self._core.op_column = op_column
+        self.op_column = op_column
         _register_core(self._core, self)
 
     @classmethod
@@ -67,6 +80,7 @@ class MemoryConnector(BaseConnector):
         view.name = core.name
         view.schema = None if capsule is None else _arrow.schema_from_capsule(capsule)
         view.max_buffer_bytes = max_bytes or None
+        view.op_column = core.op_column or None
         view._core = core
         _register_core(core, view)
         return view
@@ -94,6 +108,25 @@ class MemoryConnector(BaseConnector):
         if table is None or table.num_rows == 0:
             return
         self._core.push(table)
+
+    def delete(self, keys: Any) -> None:
+        """Buffer deletes of the rows with these keys for the next tick. Any thread.
+
+        `keys`: a dict of key columns (lists, or scalars for one key), a list
+        of row dicts, a pyarrow Table or RecordBatch of keys, or a list of
+        values when the schema's primary key has one column. The deletes keep
+        their place among the pushes: a push after them upserts again. The
+        target must be a keyed table (a ValueError alert and a rill_rejects
+        row otherwise, at the tick). Same buffer limits as push().
+        """
+        key_columns = extract_primary_key(self.schema) if self.schema is not None else None
+        if isinstance(key_columns, str):
+            key_columns = [key_columns]
+        table = _arrow.keys_table(keys, self.schema, list(key_columns or []),
+                                  what="MemoryConnector.delete()")
+        if table is None or table.num_rows == 0:
+            return
+        self._core.push(_arrow.with_delete_ops(table))
 
     def read_batch(self) -> Optional[pa.Table]:
         """Take everything buffered as one pyarrow Table, or None when empty.

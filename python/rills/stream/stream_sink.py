@@ -11,7 +11,14 @@ __all__ = ["StreamSink", "ConsoleSink", "DatabaseSink", "QueueSink", "TableSink"
 
 
 class StreamSink:
-    """Base class: `write(event)`, `write_batch(events)`; counts what it wrote."""
+    """Base class: `write(event)`, `write_batch(events)`; counts what it wrote.
+
+    A stream sink can also follow an engine table over the engine's sink
+    runtime (the change feed, its own thread, batching, retries, counters):
+    `engine.add_sink(ConsoleSink().for_table("orders"))` calls write_batch()
+    with each batch of the table's changes, one dict per changed row (the
+    table's columns plus `_op` and `_version`; see rills.sinks.PythonSink).
+    """
 
     def __init__(self, name: str):
         self.name = name
@@ -29,6 +36,17 @@ class StreamSink:
 
     def close(self) -> None:
         pass
+
+    def for_table(self, table: str, name: Optional[str] = None, mode: str = "changelog",
+                  **options: Any) -> Any:
+        """Return a rills.sinks.PythonSink that writes `table`'s changes here
+        (pass it to engine.add_sink). `name` defaults to "<this sink's
+        name>_<table>"; `mode` and `options` are the common sink options
+        (interval_seconds, max_batch_rows, on_error, ...)."""
+        from ..sinks import PythonSink
+
+        return PythonSink(name or f"{self.name}_{table}", table, self.write_batch,
+                          format="rows", mode=mode, **options)
 
 
 class ConsoleSink(StreamSink):

@@ -1,7 +1,9 @@
 // Writing JSON text by hand: the small documents of checkpoints (manifests,
-// connector positions) need only strings and numbers.
+// connector positions) need only strings and numbers. The one JSON string
+// escaper of the tree (common/arrow_json.h writes Arrow values with it).
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -11,8 +13,14 @@ namespace rill {
 /// Append `text` to `out` as a JSON string literal (quotes, escapes; bytes
 /// above 0x7f are copied as they are, so UTF-8 stays UTF-8).
 inline void AppendJsonString(std::string* out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
-  for (char c : text) {
+  size_t run = 0;  // start of the pending run of bytes that need no escape
+  for (size_t k = 0; k < text.size(); ++k) {
+    const unsigned char c = static_cast<unsigned char>(text[k]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(text.data() + run, k - run);
+    run = k + 1;
     switch (c) {
       case '"': *out += "\\\""; break;
       case '\\': *out += "\\\\"; break;
@@ -20,15 +28,12 @@ inline void AppendJsonString(std::string* out, std::string_view text) {
       case '\r': *out += "\\r"; break;
       case '\t': *out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          *out += buf;
-        } else {
-          out->push_back(c);
-        }
+        *out += "\\u00";
+        out->push_back(kHex[c >> 4]);
+        out->push_back(kHex[c & 15]);
     }
   }
+  out->append(text.data() + run, text.size() - run);
   out->push_back('"');
 }
 

@@ -91,6 +91,16 @@ int64_t ProRate(int64_t bytes, int64_t rows, int64_t total) {
 
 Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
                            bool oversize_when_empty) {
+  return PushImpl(batches, oversize_when_empty, /*count_refused=*/true);
+}
+
+Status BoundedBuffer::TryPush(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                              bool oversize_when_empty) {
+  return PushImpl(batches, oversize_when_empty, /*count_refused=*/false);
+}
+
+Status BoundedBuffer::PushImpl(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                               bool oversize_when_empty, bool count_refused) {
   std::vector<Entry> incoming;
   int64_t rows = 0;
   int64_t bytes = 0;
@@ -120,7 +130,7 @@ Status BoundedBuffer::Push(const std::vector<std::shared_ptr<arrow::RecordBatch>
   switch (limits_.on_overflow) {
     case OverflowPolicy::kError: {
       if (!fits(rows, bytes) && !(oversize_when_empty && queue_.empty())) {
-        stats_.refused_records += rows;
+        if (count_refused) stats_.refused_records += rows;
         return Status::CapacityError(
             "Buffer full: push of ", rows, " rows (", bytes, " bytes) refused; buffered ",
             stats_.buffered_records, " rows / ", stats_.buffered_bytes,

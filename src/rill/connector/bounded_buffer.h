@@ -50,6 +50,12 @@ class BoundedBuffer {
   /// messages whose positions advance as a whole, would otherwise wait forever).
   Status Push(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
               bool oversize_when_empty = false);
+  /// As Push, for a reader that waits for room instead of losing the push
+  /// (on_overflow = error: it holds the push, stops reading its source and
+  /// offers the same push again later): a push that does not fit is not
+  /// counted in `refused_records` (nothing was refused for good). Any thread.
+  Status TryPush(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                 bool oversize_when_empty = false);
 
   /// Remove and return everything buffered, oldest first.
   std::vector<std::shared_ptr<arrow::RecordBatch>> Drain() { return Drain(0); }
@@ -70,6 +76,9 @@ class BoundedBuffer {
     std::shared_ptr<arrow::RecordBatch> batch;
     int64_t bytes;
   };
+  Status PushImpl(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                  bool oversize_when_empty, bool count_refused);
+
   const BufferLimits limits_;
   mutable std::mutex mu_;
   std::deque<Entry> queue_;  // guarded by mu_

@@ -31,6 +31,9 @@ struct ConnectorStats {
   int64_t received_records = 0;  ///< records (lines, array elements) received
   int64_t parsed_records = 0;    ///< records decoded into rows
   int64_t rejected_records = 0;  ///< records that failed to decode (see TakeRejects)
+  /// Rejects beyond the connector's cap of pending rejects between two Polls
+  /// (counted, not kept in rill_rejects; the engine raises an alert).
+  int64_t rejects_overflowed = 0;
   int64_t unknown_fields = 0;    ///< fields not in the schema (ignored and counted)
   int64_t reconnects = 0;        ///< reconnections after a drop (network connectors)
   int64_t lag = 0;               ///< records not yet read at the source (Kafka: sum of lags)
@@ -112,6 +115,22 @@ class Connector {
     (void)position;
     return Status::OK();
   }
+
+  // Source commits (Kafka group offsets) ---------------------------------------------
+  /// Commit, at the source, the position as of the last Poll: the engine has
+  /// applied every row Poll returned (written and published, or kept in
+  /// rill_rejects) and every reject TakeRejects gave. Called by the tick thread
+  /// after each Poll whose rows it accounted for, when no Checkpointer is
+  /// attached. Never blocks on I/O. Default: nothing to commit.
+  virtual void CommitApplied() {}
+  /// Commit, at the source, `position` (a SavePosition document) of a checkpoint
+  /// that is now complete on disk. Called by the Checkpointer's writer thread or
+  /// by Checkpointer::Save's caller, concurrently with Poll. Default: nothing.
+  virtual void CommitCheckpointed(std::string_view position) { (void)position; }
+  /// The consumer group the source positions belong to (Kafka's group.id), so
+  /// that an exactly-once sink can commit them in its own transaction; "" when
+  /// the source has none. Any thread.
+  virtual std::string source_group() const { return std::string(); }
 
  protected:
   Connector(std::string name, std::string target_table, std::shared_ptr<arrow::Schema> schema)

@@ -13,7 +13,7 @@ void CountDecoded(const std::string& connector, DecodeResult* decoded, int64_t m
   counters->rejected_records += static_cast<int64_t>(decoded->rejects.size());
   counters->unknown_fields += decoded->unknown_fields;
   CollectRejects(connector, std::move(decoded->rejects), max_pending, pending,
-                 &counters->dropped_records);
+                 &counters->rejects_overflowed);
   decoded->rejects.clear();
   if (decoded->batch) counters->parsed_records += decoded->batch->num_rows();
 }
@@ -32,6 +32,7 @@ ConnectorStats WithDecodeCounters(ConnectorStats stats, const ConnectorStats& co
   stats.unknown_fields = counters.unknown_fields;
   stats.errors += counters.errors;
   stats.dropped_records += counters.dropped_records;
+  stats.rejects_overflowed += counters.rejects_overflowed;
   return stats;
 }
 

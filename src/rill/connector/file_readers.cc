@@ -56,8 +56,7 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadParquet(
     const std::shared_ptr<arrow::io::RandomAccessFile>& file) {
   RILL_ASSIGN_OR_RAISE(auto reader,
                        parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
-  std::shared_ptr<arrow::Table> table;
-  RILL_RETURN_NOT_OK(reader->ReadTable(&table));
+  RILL_ASSIGN_OR_RAISE(auto table, reader->ReadTable());
   return TableBatches(table);
 }
 

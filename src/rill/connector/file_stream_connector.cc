@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +28,8 @@ namespace {
 using file_internal::FileFormat;
 
 constexpr int64_t kMaxPendingRejects = 10000;
+/// Where delete_after_process puts the files that failed to read (in watch_path).
+constexpr char kFailedFolder[] = "failed";
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -96,16 +100,17 @@ Status FileStreamConnector::LoadState() {
     s.done = !options_.tail || file_internal::FormatOf(name) != FileFormat::kJson;
     files_[name] = s;
     polled_[name] = s;
+    // Committed but maybe not deleted yet (a crash between the two).
+    if (s.done && options_.delete_after_process) to_delete_.insert(name);
   }
   return Status::OK();
 }
 
-Status FileStreamConnector::SaveState() {
+Status FileStreamConnector::WriteState(const FileMap& files) {
   std::string tmp = options_.state_path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, s] : files_) {
+    for (const auto& [name, s] : files) {
       if (s.done || s.offset > 0) {
         f << s.size << '\t' << s.mtime_ns << '\t' << s.offset << '\t' << name << '\n';
       }
@@ -116,6 +121,72 @@ Status FileStreamConnector::SaveState() {
     return Status::IOError("cannot replace state file '", options_.state_path, "'");
   }
   return Status::OK();
+}
+
+void FileStreamConnector::ApplyPendingCommit() {
+  std::lock_guard<std::mutex> commit(commit_mu_);
+  FileMap files;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_commit_) return;
+    files = std::move(*pending_commit_);
+    pending_commit_.reset();
+  }
+  Status written = WriteState(files);
+  std::vector<std::pair<std::string, FileState>> deletes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!written.ok()) {
+      // Nothing is deleted; the next commit (or this one, again) retries.
+      ++counters_.errors;
+      if (!pending_commit_) pending_commit_ = std::move(files);
+      return;
+    }
+    for (auto it = to_delete_.begin(); it != to_delete_.end();) {
+      auto f = files.find(*it);
+      if (f != files.end() && f->second.done) {
+        deletes.emplace_back(*it, f->second);
+        it = to_delete_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& [name, s] : deletes) {
+    // Only the file that was read: one replaced under the same name since stays.
+    const std::string path = options_.watch_path + "/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;
+    const int64_t mtime =
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (st.st_size == s.size && mtime == s.mtime_ns) ::unlink(path.c_str());
+  }
+}
+
+void FileStreamConnector::CommitApplied() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!polled_changed_) return;  // no I/O for a tick that took no file
+    polled_changed_ = false;
+    pending_commit_ = polled_;
+  }
+  // The reader thread writes it on its next round; a stopped connector (or
+  // one used without Start) has no thread to do it.
+  if (!running_.load()) ApplyPendingCommit();
+}
+
+void FileStreamConnector::CommitCheckpointed(std::string_view position) {
+  auto files = ParsePosition(position);
+  if (!files.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.errors;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_commit_ = std::move(*files);
+  }
+  ApplyPendingCommit();  // the checkpoint writer's thread: I/O is fine here
 }
 
 Status FileStreamConnector::Start() {
@@ -130,6 +201,7 @@ Status FileStreamConnector::Start() {
       inotify_fd_ = -1;  // polling fallback
     }
   }
+  running_ = true;
   thread_ = std::thread([this] { Run(); });
   return Status::OK();
 }
@@ -138,14 +210,17 @@ void FileStreamConnector::Stop() {
   stop_ = true;
   room_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  running_ = false;
   if (inotify_fd_ >= 0) {
     ::close(inotify_fd_);
     inotify_fd_ = -1;
   }
+  ApplyPendingCommit();  // what the tick applied before the stop
 }
 
 void FileStreamConnector::Run() {
   while (!stop_) {
+    ApplyPendingCommit();
     Status st = ScanOnce();
     if (!st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -197,7 +272,6 @@ Status FileStreamConnector::ScanOnce(bool present_are_complete) {
   std::sort(names.begin(), names.end());  // oldest-named first, deterministic
 
   const double now = NowSeconds();
-  bool changed = false;
   for (const auto& name : names) {
     if (stop_) break;
     struct stat st;
@@ -228,11 +302,18 @@ Status FileStreamConnector::ScanOnce(bool present_are_complete) {
     auto read = ReadFile(name, &work);
     Batches batches;
     if (read.ok()) batches = std::move(*read);
-    if (!Deliver(name, std::move(batches), work, &changed)) break;  // stopping
-    if (!read.ok()) RejectFile(name, path, read.status());
-    if (work.done && options_.delete_after_process) ::unlink(path.c_str());
+    // A file read whole is deleted once a commit covers it (not now: its rows
+    // are only buffered).
+    const bool delete_when_committed = read.ok() && work.done && options_.delete_after_process;
+    if (!Deliver(name, std::move(batches), work, delete_when_committed)) break;  // stopping
+    if (!read.ok()) {
+      // A file that failed to read is never deleted: with delete_after_process
+      // it is moved to failed/ (it is read once: its state says done).
+      RejectFile(name, path, read.status(), work.done && options_.delete_after_process);
+    }
   }
-  return changed ? SaveState() : Status::OK();
+  // The state file is written by the commits (CommitApplied/CommitCheckpointed).
+  return Status::OK();
 }
 
 Result<FileStreamConnector::Batches> FileStreamConnector::ReadFile(const std::string& name,
@@ -312,26 +393,30 @@ Result<FileStreamConnector::Batches> FileStreamConnector::ReadTail(const std::st
 }
 
 bool FileStreamConnector::Deliver(const std::string& name, Batches batches,
-                                  const FileState& read, bool* changed) {
+                                  const FileState& read, bool delete_when_committed) {
   int64_t rows = 0;
   for (const auto& b : batches) rows += b->num_rows();
   // With on_overflow = error, wait for the tick to make room: files are not lost.
   for (;;) {
     {
       std::lock_guard<std::mutex> deliver(deliver_mu_);
-      Status st = batches.empty() ? Status::OK() : buffer_.Push(batches);
+      // TryPush: a file waiting for room is not refused; one larger than the
+      // whole buffer is taken when the buffer is empty (or it would wait forever).
+      Status st = batches.empty() ? Status::OK()
+                                  : buffer_.TryPush(batches, /*oversize_when_empty=*/true);
       if (!st.IsCapacityError()) {
         std::lock_guard<std::mutex> lock(mu_);
         counters_.parsed_records += rows;
         FileState& s = files_[name];
-        *changed |= read.done != s.done || read.offset != s.offset;
         s.done = read.done;
         s.offset = read.offset;
         unpolled_[name] = s;
+        if (delete_when_committed) to_delete_.insert(name);
         return true;
       }
     }
     if (stop_) return false;
+    if (running_.load()) ApplyPendingCommit();  // the tick's commits go on while we wait
     std::unique_lock<std::mutex> lock(mu_);
     room_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms));
   }
@@ -341,11 +426,11 @@ void FileStreamConnector::AddRejects(std::vector<RejectedRecord> rejects) {
   std::lock_guard<std::mutex> lock(mu_);
   counters_.rejected_records += static_cast<int64_t>(rejects.size());
   CollectRejects(name(), std::move(rejects), kMaxPendingRejects, &rejects_,
-                 &counters_.dropped_records);
+                 &counters_.rejects_overflowed);
 }
 
 void FileStreamConnector::RejectFile(const std::string& name, const std::string& path,
-                                     const Status& error) {
+                                     const Status& error, bool move_to_failed) {
   RejectedRecord r;
   r.position = "file " + name;
   r.error = error.message();
@@ -353,11 +438,34 @@ void FileStreamConnector::RejectFile(const std::string& name, const std::string&
   r.raw = head.ok() ? *head : "";
   struct stat st;
   r.raw_size = ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  if (move_to_failed) {
+    auto moved = MoveToFailed(name, path);
+    r.error += moved.ok() ? " (the file was moved to '" + *moved + "')"
+                          : " (the file was kept in place: " + moved.status().message() + ")";
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.errors;
   }
   AddRejects({std::move(r)});
+}
+
+Result<std::string> FileStreamConnector::MoveToFailed(const std::string& name,
+                                                      const std::string& path) {
+  const std::string folder = options_.watch_path + "/" + kFailedFolder;
+  if (::mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IOError("cannot create '", folder, "': ", std::strerror(errno));
+  }
+  // A name failed before keeps its file: the newer one gets a suffix.
+  std::string target = std::string(kFailedFolder) + "/" + name;
+  struct stat st;
+  for (int i = 1; ::lstat((options_.watch_path + "/" + target).c_str(), &st) == 0; ++i) {
+    target = std::string(kFailedFolder) + "/" + name + "." + std::to_string(i);
+  }
+  if (std::rename(path.c_str(), (options_.watch_path + "/" + target).c_str()) != 0) {
+    return Status::IOError("cannot move it to '", target, "': ", std::strerror(errno));
+  }
+  return target;
 }
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> FileStreamConnector::Poll() {
@@ -367,6 +475,7 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> FileStreamConnector::Po
     out = buffer_.Drain();
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [name, s] : unpolled_) polled_[name] = s;
+    polled_changed_ |= !unpolled_.empty();
     unpolled_.clear();
   }
   room_cv_.notify_all();

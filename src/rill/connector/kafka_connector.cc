@@ -9,15 +9,17 @@
 
 #include <simdjson.h>
 
-#include <arrow/builder.h>
 #include <arrow/record_batch.h>
-#include <arrow/type.h>
 
 #include "rill/common/json_text.h"
 #include "rill/connector/decode_counters.h"
 #include "rill/connector/json_stream_connector.h"
+#include "rill/connector/kafka_connector_internal.h"
 
 namespace rill {
+
+using kafka_internal::DecodedMessages;
+using kafka_internal::MessagePtr;
 
 namespace {
 
@@ -29,17 +31,49 @@ double NowSeconds() {
       .count();
 }
 
-struct MessageDeleter {
-  void operator()(rd_kafka_message_t* m) const { rd_kafka_message_destroy(m); }
-};
-using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
-
 struct ListDeleter {
   void operator()(rd_kafka_topic_partition_list_t* l) const {
     rd_kafka_topic_partition_list_destroy(l);
   }
 };
 using ListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
+
+using Offsets = std::map<KafkaConnector::TopicPartition, int64_t>;
+
+ListPtr ToList(const Offsets& offsets) {
+  ListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const auto& [tp, offset] : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = offset;
+  }
+  return list;
+}
+
+/// Parse a SavePosition document.
+Result<Offsets> ParsePosition(const std::string& connector, std::string_view position) {
+  Offsets out;
+  if (position.empty()) return out;
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(position);
+  simdjson::dom::element doc;
+  simdjson::dom::array parts;
+  if (parser.parse(padded).get(doc) || doc["partitions"].get_array().get(parts)) {
+    return Status::Invalid("KafkaConnector '", connector,
+                           "': the checkpoint position is not {\"partitions\": [...]}");
+  }
+  for (simdjson::dom::element p : parts) {
+    std::string_view topic;
+    int64_t partition = 0;
+    int64_t offset = 0;
+    if (p["topic"].get_string().get(topic) || p["partition"].get_int64().get(partition) ||
+        p["offset"].get_int64().get(offset)) {
+      return Status::Invalid("KafkaConnector '", connector,
+                             "': a partition entry of the checkpoint position lacks "
+                             "topic, partition or offset");
+    }
+    out[{std::string(topic), static_cast<int32_t>(partition)}] = offset;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -67,10 +101,28 @@ struct KafkaConnector::Impl {
   std::mutex deliver_mu;
   mutable std::mutex mu;
   std::unique_ptr<JsonDecoder> decoder;         // guarded by mu (reader thread uses it)
+  // positions: the next offset per partition past the messages whose rows and
+  // rejects are buffered (or were dropped by the overflow policy, counted);
+  // polled: the same as of the last Poll, which handed out exactly those.
   std::map<TopicPartition, int64_t> positions;  // guarded by mu
-  std::map<TopicPartition, int64_t> polled;     // guarded by mu: positions at the last Poll
+  std::map<TopicPartition, int64_t> polled;     // guarded by mu
   std::map<TopicPartition, int64_t> lags;       // guarded by mu
-  std::vector<RejectedRecord> rejects;          // guarded by mu
+  std::vector<RejectedRecord> rejects;          // guarded by mu: of buffered messages
+  std::vector<RejectedRecord> polled_rejects;   // guarded by mu: of polled ones (TakeRejects)
+  // Commits: `commit_target` is what the engine allows (CommitApplied: what
+  // it applied; CommitCheckpointed: what a complete checkpoint holds),
+  // `commit_sent` what was last sent to the group coordinator.
+  Offsets commit_target;                        // guarded by mu
+  Offsets commit_sent;                          // guarded by mu
+  double last_commit_at = 0;                    // guarded by mu
+  bool stopped = false;                         // guarded by mu: Stop() ran, Start() not since
+  // Partitions whose messages were consumed from librdkafka but not buffered
+  // when the reader stopped: the next Start seeks them back (first offset).
+  Offsets resume_at;                            // guarded by mu
+  // Partitions whose first message after a restore must start at the
+  // restored position (a seek can lose to the committed offset's fetch of the
+  // first assignment): another first offset is sought back once.
+  std::map<TopicPartition, bool> check_start;   // reader thread and RestorePosition (stopped)
   ConnectorStats counters;                      // guarded by mu
   std::string pending_error;                    // guarded by mu: next Poll reports it
   bool in_outage = false;                       // guarded by mu
@@ -185,149 +237,185 @@ struct KafkaConnector::Impl {
         }
         batch.push_back(std::move(m));
       }
+      if (!batch.empty()) Screen(&batch);
       if (!batch.empty()) ProcessBatch(batch);
       RefreshLags();
     }
   }
 
+  /// Drop messages below the positions held (read twice) and, after a
+  /// restore, seek a partition back whose first message is past its position.
+  void Screen(std::vector<MessagePtr>* batch);
   void ProcessBatch(const std::vector<MessagePtr>& batch);
-  std::shared_ptr<arrow::RecordBatch> AddMetadata(
-      std::shared_ptr<arrow::RecordBatch> rows, const std::vector<int64_t>& row_offsets,
-      const std::vector<int64_t>& starts, const std::vector<MessagePtr>& batch);
-  bool Deliver(const std::shared_ptr<arrow::RecordBatch>& rows,
-               const std::vector<MessagePtr>& batch);
-  void Commit(bool async = true);
+  /// Buffer `decoded` (the rows and rejects of batch[begin, end)) and advance
+  /// the positions past those messages, as one step. False if stopped while
+  /// waiting for room (on_overflow=error): nothing buffered, positions stay.
+  bool Deliver(DecodedMessages* decoded, const std::vector<MessagePtr>& batch, size_t begin,
+               size_t end);
+  /// Remember batch[begin, …) for the next Start to read again.
+  void KeepForRestart(const std::vector<MessagePtr>& batch, size_t begin);
+  /// Wait up to poll_timeout_ms, or until stopped.
+  void Pause();
+  /// Send `commit_target` to the group coordinator if it changed, at most once
+  /// per commit_interval_ms unless `now` (then synchronously). Any thread.
+  void SendCommit(bool now);
+  /// Seek `parts` to their offsets (waits up to 10 s). Reader thread stopped.
+  Status Seek(rd_kafka_topic_partition_list_t* parts);
   void RefreshLags();
 };
 
-void KafkaConnector::Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
-  // All values as one NDJSON input; starts[i] = offset of message i in it.
-  std::string data;
-  std::vector<int64_t> starts;
-  starts.reserve(batch.size());
-  for (const auto& m : batch) {
-    starts.push_back(static_cast<int64_t>(data.size()));
-    data.append(static_cast<const char*>(m->payload), m->len);
-    if (m->len == 0 || static_cast<const char*>(m->payload)[m->len - 1] != '\n') data += '\n';
-  }
-  auto message_of = [&](int64_t offset) {
-    auto it = std::upper_bound(starts.begin(), starts.end(), offset);
-    return static_cast<size_t>(it - starts.begin()) - 1;
-  };
-  DecodeResult decoded;
+void KafkaConnector::Impl::Screen(std::vector<MessagePtr>* batch) {
+  Offsets seek_back;
+  std::vector<MessagePtr> kept;
   {
     std::lock_guard<std::mutex> lock(mu);
-    in_outage = false;
-    auto result = decoder->Decode(data);
-    if (!result.ok()) {
-      ++counters.errors;
-      pending_error = "Kafka: decoding failed: " + result.status().ToString();
+    for (auto& m : *batch) {
+      TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
+      if (seek_back.count(tp)) continue;
+      auto at = positions.find(tp);
+      // Below the position: already buffered once (a fetch that started from a
+      // committed offset behind the position). Never twice.
+      if (at != positions.end() && m->offset < at->second) continue;
+      auto check = check_start.find(tp);
+      if (check != check_start.end()) {
+        if (at != positions.end() && m->offset > at->second && !check->second) {
+          check->second = true;  // once: later gaps are the log's own
+          seek_back[tp] = at->second;
+          continue;
+        }
+        check_start.erase(check);
+      }
+      kept.push_back(std::move(m));
+    }
+  }
+  if (!seek_back.empty()) {
+    std::vector<MessagePtr> rest;
+    for (auto& m : kept) {
+      if (!seek_back.count({rd_kafka_topic_name(m->rkt), m->partition})) {
+        rest.push_back(std::move(m));
+      }
+    }
+    kept = std::move(rest);
+    Status st = Seek(ToList(seek_back).get());
+    if (!st.ok()) ReportError(st.ToString());
+  }
+  *batch = std::move(kept);
+}
+
+void KafkaConnector::Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
+  size_t begin = 0;
+  bool reported = false;
+  while (begin < batch.size()) {
+    DecodedMessages decoded;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      in_outage = false;
+      decoded = kafka_internal::DecodeMessages(decoder.get(), options.decode, batch, begin,
+                                               batch.size(), options.metadata_columns,
+                                               options.pool);
+    }
+    const size_t end = begin + decoded.messages;
+    if (end > begin && !Deliver(&decoded, batch, begin, end)) {
+      KeepForRestart(batch, begin);
       return;
     }
-    decoded = std::move(*result);
-    counters.received_bytes += static_cast<int64_t>(data.size());
-    counters.received_records += decoded.records;
-    counters.unknown_fields += decoded.unknown_fields;
-    counters.rejected_records += static_cast<int64_t>(decoded.rejects.size());
-    for (auto& r : decoded.rejects) {
-      const auto& m = batch[message_of(r.byte_offset)];
-      r.position = std::string("topic ") + rd_kafka_topic_name(m->rkt) + ", partition " +
-                   std::to_string(m->partition) + ", offset " + std::to_string(m->offset);
+    begin = end;
+    if (decoded.error.ok()) continue;
+    // Adding the metadata columns failed (Arrow could not allocate): the
+    // messages from `begin` on are neither buffered nor passed; decode them
+    // again after a pause. Counted per attempt, reported once per batch.
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++counters.errors;
+      if (!reported) {
+        pending_error = "Kafka: adding the metadata columns failed at " +
+                        kafka_internal::MessagePosition(*batch[begin]) +
+                        " (retrying): " + decoded.error.ToString();
+      }
     }
-    CollectRejects(self->name(), std::move(decoded.rejects), kMaxPendingRejects, &rejects,
-                   &counters.dropped_records);
+    reported = true;
+    Pause();
+    if (stop) {
+      KeepForRestart(batch, begin);
+      return;
+    }
   }
-  std::shared_ptr<arrow::RecordBatch> rows;
-  if (decoded.batch) {
-    rows = decoded.batch;
-    if (options.metadata_columns) rows = AddMetadata(rows, decoded.row_offsets, starts, batch);
-  }
-  if (!Deliver(rows, batch)) return;  // stopped before it fit: positions stay
-  Commit();
 }
 
-std::shared_ptr<arrow::RecordBatch> KafkaConnector::Impl::AddMetadata(
-    std::shared_ptr<arrow::RecordBatch> rows, const std::vector<int64_t>& row_offsets,
-    const std::vector<int64_t>& starts, const std::vector<MessagePtr>& batch) {
-  arrow::StringBuilder topic;
-  arrow::Int32Builder partition;
-  arrow::Int64Builder offset;
-  arrow::BinaryBuilder key;
-  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MILLI),
-                             arrow::default_memory_pool());
-  Status st;
-  for (int64_t row_offset : row_offsets) {
-    auto it = std::upper_bound(starts.begin(), starts.end(), row_offset);
-    const auto& m = batch[static_cast<size_t>(it - starts.begin()) - 1];
-    st &= topic.Append(rd_kafka_topic_name(m->rkt));
-    st &= partition.Append(m->partition);
-    st &= offset.Append(m->offset);
-    st &= m->key ? key.Append(static_cast<const uint8_t*>(m->key), static_cast<int32_t>(m->key_len))
-                 : key.AppendNull();
-    rd_kafka_timestamp_type_t type;
-    int64_t t = rd_kafka_message_timestamp(m.get(), &type);
-    st &= t >= 0 ? ts.Append(t) : ts.AppendNull();
-  }
-  std::shared_ptr<arrow::Array> arrays[5];
-  st &= topic.Finish(&arrays[0]);
-  st &= partition.Finish(&arrays[1]);
-  st &= offset.Finish(&arrays[2]);
-  st &= key.Finish(&arrays[3]);
-  st &= ts.Finish(&arrays[4]);
-  const char* names[5] = {"_topic", "_partition", "_offset", "_key", "_timestamp"};
-  for (int i = 0; i < 5 && st.ok(); ++i) {
-    auto field = arrow::field(names[i], arrays[i]->type());
-    int at = rows->schema()->GetFieldIndex(names[i]);
-    auto next = at >= 0 ? rows->SetColumn(at, field, arrays[i])
-                        : rows->AddColumn(rows->num_columns(), field, arrays[i]);
-    st &= next.status();
-    if (next.ok()) rows = *next;
-  }
-  if (!st.ok()) {
-    std::lock_guard<std::mutex> lock(mu);
-    ++counters.errors;
-    pending_error = "Kafka: metadata columns: " + st.ToString();
-    return nullptr;
-  }
-  return rows;
-}
-
-bool KafkaConnector::Impl::Deliver(const std::shared_ptr<arrow::RecordBatch>& rows,
-                                   const std::vector<MessagePtr>& batch) {
+bool KafkaConnector::Impl::Deliver(DecodedMessages* decoded,
+                                   const std::vector<MessagePtr>& batch, size_t begin,
+                                   size_t end) {
+  int64_t rows = 0;
+  for (const auto& b : decoded->rows) rows += b->num_rows();
   // on_overflow = error: wait for room (the topic keeps the data meanwhile).
   for (;;) {
     {
       std::lock_guard<std::mutex> deliver(deliver_mu);
       // A batch larger than the limits goes into an empty buffer whole: its
       // messages' positions advance together, so it cannot be split.
-      Status st = rows ? buffer.Push({rows}, /*oversize_when_empty=*/true) : Status::OK();
+      Status st = rows > 0 ? buffer.Push(decoded->rows, /*oversize_when_empty=*/true)
+                           : Status::OK();
       if (!st.IsCapacityError()) {
         std::lock_guard<std::mutex> lock(mu);
-        if (rows) counters.parsed_records += rows->num_rows();
-        for (const auto& m : batch) {
+        counters.parsed_records += rows;
+        counters.received_bytes += decoded->received_bytes;
+        counters.received_records += decoded->received_records;
+        counters.unknown_fields += decoded->unknown_fields;
+        counters.rejected_records += static_cast<int64_t>(decoded->rejects.size());
+        CollectRejects(self->name(), std::move(decoded->rejects), kMaxPendingRejects, &rejects,
+                       &counters.dropped_records);
+        for (size_t i = begin; i < end; ++i) {
+          const auto& m = batch[i];
           positions[{rd_kafka_topic_name(m->rkt), m->partition}] = m->offset + 1;
         }
         return true;
       }
       // Not refused for good: the same rows are pushed again once there is room.
       std::lock_guard<std::mutex> lock(mu);
-      retried_records += rows->num_rows();
+      retried_records += rows;
     }
     if (stop) return false;
-    std::unique_lock<std::mutex> lock(mu);
-    room_cv.wait_for(lock, std::chrono::milliseconds(options.poll_timeout_ms));
+    Pause();
   }
 }
 
-void KafkaConnector::Impl::Commit(bool async) {
-  ListPtr list(rd_kafka_topic_partition_list_new(0));
+void KafkaConnector::Impl::KeepForRestart(const std::vector<MessagePtr>& batch,
+                                          size_t begin) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = begin; i < batch.size(); ++i) {
+    const auto& m = batch[i];
+    // Messages of a partition arrive in offset order: the first one counts.
+    resume_at.emplace(TopicPartition(rd_kafka_topic_name(m->rkt), m->partition), m->offset);
+  }
+}
+
+void KafkaConnector::Impl::Pause() {
+  std::unique_lock<std::mutex> lock(mu);
+  room_cv.wait_for(lock, std::chrono::milliseconds(options.poll_timeout_ms),
+                   [this] { return stop.load(); });
+}
+
+void KafkaConnector::Impl::SendCommit(bool now) {
+  ListPtr list;
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (const auto& [tp, pos] : positions) {
-      rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = pos;
-    }
+    if (commit_target.empty() || (commit_target == commit_sent && !now)) return;
+    const double t = NowSeconds();
+    if (!now && t - last_commit_at < options.commit_interval_ms / 1000.0) return;
+    list = ToList(commit_target);
+    commit_sent = commit_target;
+    last_commit_at = t;
   }
-  if (list->cnt > 0) rd_kafka_commit(rk, list.get(), async ? 1 : 0);
+  rd_kafka_commit(rk, list.get(), now ? 0 : 1);
+}
+
+Status KafkaConnector::Impl::Seek(rd_kafka_topic_partition_list_t* parts) {
+  if (parts->cnt == 0) return Status::OK();
+  rd_kafka_error_t* e = rd_kafka_seek_partitions(rk, parts, 10000);
+  if (!e) return Status::OK();
+  std::string what = rd_kafka_error_string(e);
+  rd_kafka_error_destroy(e);
+  return Status::IOError("KafkaConnector '", self->name(), "': seek: ", what);
 }
 
 void KafkaConnector::Impl::RefreshLags() {
@@ -364,6 +452,9 @@ Result<std::shared_ptr<KafkaConnector>> KafkaConnector::Make(std::string target_
   if (options.topics.empty()) return Status::Invalid("KafkaConnector: no topics");
   if (options.max_batch_messages <= 0 || options.poll_timeout_ms <= 0) {
     return Status::Invalid("KafkaConnector: max_batch_messages and poll_timeout_ms must be > 0");
+  }
+  if (options.commit_interval_ms < 0) {
+    return Status::Invalid("KafkaConnector: commit_interval_ms must be >= 0");
   }
   options.decode.row_offsets = options.metadata_columns;
   std::shared_ptr<KafkaConnector> c(new KafkaConnector(std::move(target_table), options));
@@ -446,6 +537,15 @@ Status KafkaConnector::Start() {
     if (err) return Status::IOError("KafkaConnector: subscribe: ", rd_kafka_err2str(err));
     impl_->subscribed = true;
   }
+  Offsets resume;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    resume = std::move(impl_->resume_at);
+    impl_->resume_at.clear();
+    impl_->stopped = false;
+  }
+  // Messages the last run took from librdkafka but never buffered are read again.
+  if (!resume.empty()) RILL_RETURN_NOT_OK(impl_->Seek(ToList(resume).get()));
   impl_->stop = false;
   impl_->thread = std::thread([this] { impl_->Run(); });
   return Status::OK();
@@ -454,10 +554,15 @@ Status KafkaConnector::Start() {
 void KafkaConnector::Stop() {
   impl_->stop = true;
   impl_->room_cv.notify_all();
-  if (impl_->thread.joinable()) {
-    impl_->thread.join();
-    impl_->Commit(/*async=*/false);
+  if (!impl_->thread.joinable()) return;
+  impl_->thread.join();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopped = true;
   }
+  // Only what the engine allowed: rows still buffered are not committed (a
+  // later run reads them again; at-least-once).
+  impl_->SendCommit(/*now=*/true);
 }
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KafkaConnector::Poll() {
@@ -475,6 +580,9 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KafkaConnector::Poll() 
     out = impl_->buffer.Drain();
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->polled = impl_->positions;
+    CollectRejects(name(), std::move(impl_->rejects), kMaxPendingRejects,
+                   &impl_->polled_rejects, &impl_->counters.dropped_records);
+    impl_->rejects.clear();
   }
   impl_->room_cv.notify_all();
   return out;
@@ -482,7 +590,43 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KafkaConnector::Poll() 
 
 std::vector<RejectedRecord> KafkaConnector::TakeRejects() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return std::move(impl_->rejects);
+  std::vector<RejectedRecord> out = std::move(impl_->polled_rejects);
+  impl_->polled_rejects.clear();
+  return out;
+}
+
+void KafkaConnector::CommitApplied() {
+  bool stopped;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->commit_target = impl_->polled;
+    stopped = impl_->stopped;
+  }
+  // Stopped (Engine::RemoveConnector's last write): nothing else will send it.
+  impl_->SendCommit(/*now=*/stopped);
+}
+
+void KafkaConnector::CommitCheckpointed(std::string_view position) {
+  auto offsets = ParsePosition(name(), position);
+  if (!offsets.ok()) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++impl_->counters.errors;
+    impl_->pending_error = offsets.status().ToString();
+    return;
+  }
+  bool stopped;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->commit_target = std::move(*offsets);
+    impl_->last_commit_at = 0;  // not held back by the interval
+    stopped = impl_->stopped;
+  }
+  impl_->SendCommit(/*now=*/stopped);
+}
+
+std::map<KafkaConnector::TopicPartition, int64_t> KafkaConnector::commit_target() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->commit_target;
 }
 
 void KafkaConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
@@ -514,6 +658,11 @@ std::map<KafkaConnector::TopicPartition, int64_t> KafkaConnector::lags() const {
 
 // Checkpoints -----------------------------------------------------------------------
 
+std::string KafkaConnector::source_group() const {
+  auto it = impl_->options.config.find("group.id");
+  return it != impl_->options.config.end() ? it->second : "rill-" + name();
+}
+
 Result<std::string> KafkaConnector::SavePosition() const {
   std::string out = "{\"partitions\":[";
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -531,29 +680,7 @@ Result<std::string> KafkaConnector::SavePosition() const {
 }
 
 Status KafkaConnector::RestorePosition(std::string_view position) {
-  std::map<TopicPartition, int64_t> restored;
-  if (!position.empty()) {
-    simdjson::dom::parser parser;
-    simdjson::padded_string padded(position);
-    simdjson::dom::element doc;
-    simdjson::dom::array parts;
-    if (parser.parse(padded).get(doc) || doc["partitions"].get_array().get(parts)) {
-      return Status::Invalid("KafkaConnector '", name(),
-                             "': the checkpoint position is not {\"partitions\": [...]}");
-    }
-    for (simdjson::dom::element p : parts) {
-      std::string_view topic;
-      int64_t partition = 0;
-      int64_t offset = 0;
-      if (p["topic"].get_string().get(topic) || p["partition"].get_int64().get(partition) ||
-          p["offset"].get_int64().get(offset)) {
-        return Status::Invalid("KafkaConnector '", name(),
-                               "': a partition entry of the checkpoint position lacks "
-                               "topic, partition or offset");
-      }
-      restored[{std::string(topic), static_cast<int32_t>(partition)}] = offset;
-    }
-  }
+  RILL_ASSIGN_OR_RAISE(Offsets restored, ParsePosition(name(), position));
   Impl& impl = *impl_;
   const bool was_running = impl.thread.joinable();
   impl.stop = true;
@@ -568,7 +695,13 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
     impl.polled = restored;
     impl.restored = true;
     impl.rejects.clear();
+    impl.polled_rejects.clear();
+    impl.resume_at.clear();  // every assigned partition is sought below
     impl.pending_error.clear();
+    impl.commit_target = restored;
+    impl.last_commit_at = 0;
+    impl.check_start.clear();
+    for (const auto& [tp, offset] : restored) impl.check_start[tp] = false;
   }
   // Partitions already assigned move to the restored offsets now (the others
   // get them from the rebalance callback); those the checkpoint does not know
@@ -577,18 +710,13 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
   if (rd_kafka_assignment(impl.rk, &assigned) == RD_KAFKA_RESP_ERR_NO_ERROR && assigned) {
     ListPtr owned(assigned);
     impl.SetStartOffsets(assigned);  // restored: never RD_KAFKA_OFFSET_INVALID
-    if (assigned->cnt > 0) {
-      rd_kafka_error_t* e = rd_kafka_seek_partitions(impl.rk, assigned, 10000);
-      if (e) {
-        std::string what = rd_kafka_error_string(e);
-        rd_kafka_error_destroy(e);
-        return Status::IOError("KafkaConnector '", name(), "': seek to the checkpoint: ", what);
-      }
-    }
+    Status st = impl.Seek(assigned);
+    if (!st.ok()) return Status::IOError(st.message(), " (to the checkpoint)");
   }
-  // For monitoring only: asynchronous, so a restore never waits for the group
-  // coordinator (a synchronous commit before the group is joined takes seconds).
-  if (!restored.empty()) impl.Commit(/*async=*/true);
+  // A checkpoint holds these rows: asynchronous, so a restore never waits for
+  // the group coordinator (a synchronous commit before the group is joined
+  // takes seconds).
+  impl.SendCommit(/*now=*/false);
   if (was_running) {
     impl.stop = false;
     impl.thread = std::thread([this] { impl_->Run(); });

@@ -4,11 +4,24 @@
 // more NDJSON rows per message, or a JSON array) in batches with JsonDecoder,
 // optionally adds metadata columns, and pushes the rows into a BoundedBuffer.
 // Per-partition positions (the next offset to read) are kept in the connector
-// (positions(), for checkpoints) and committed to the consumer group
-// asynchronously after each batch is buffered, for monitoring. Partition EOF
-// is not an error. Broker errors (an outage) are counted, reported once per
-// outage through Poll (the engine records them as alerts) and retried by
-// librdkafka; the connector never stops on them.
+// (positions(), for checkpoints); they advance only past messages whose rows
+// and rejects are buffered (a message the decoder cannot read at all is a
+// reject holding its bytes; a failed metadata step is an error and the
+// messages are decoded again).
+//
+// Commits (group offsets): never what is only buffered. The engine says what
+// it applied (CommitApplied, after each tick: the rows of the last Poll are in
+// their table or in rill_rejects) or, with a checkpoint directory, what a
+// complete checkpoint holds (CommitCheckpointed); the connector commits exactly
+// that, asynchronously, at most every commit_interval_ms, and synchronously on
+// Stop. A crash or a stop therefore re-reads at most what was not applied
+// (at-least-once with start=committed). Rows dropped by drop_oldest /
+// drop_newest are counted in dropped_records and their offsets are committed
+// with the rest: the user chose to drop them.
+//
+// Partition EOF is not an error. Broker errors (an outage) are counted,
+// reported once per outage through Poll (the engine records them as alerts)
+// and retried by librdkafka; the connector never stops on them.
 #pragma once
 
 #include <atomic>
@@ -42,7 +55,8 @@ struct KafkaOptions {
   std::vector<std::string> topics;
   /// librdkafka configuration, passed through (bootstrap.servers, group.id,
   /// security.*, …). group.id defaults to "rill-<connector name>";
-  /// enable.auto.commit is forced off (the connector commits what it buffered).
+  /// enable.auto.commit is forced off (the connector commits what the engine
+  /// applied, see the file comment).
   std::map<std::string, std::string> config;
   KafkaStart start = KafkaStart::kCommitted;
   int64_t start_timestamp_ms = 0;
@@ -51,6 +65,12 @@ struct KafkaOptions {
   bool metadata_columns = false;
   int64_t poll_timeout_ms = 100;
   int64_t max_batch_messages = 10000;  ///< messages decoded together
+  /// At most one asynchronous offset commit per interval (0: one per tick
+  /// with new applied rows); Stop and checkpoints commit at once.
+  int64_t commit_interval_ms = 100;
+  /// The pool of the arrays the connector builds itself (metadata columns);
+  /// null: Arrow's default pool.
+  arrow::MemoryPool* pool = nullptr;
   JsonDecodeOptions decode;
   BufferLimits limits;
   std::string name;
@@ -58,8 +78,9 @@ struct KafkaOptions {
 
 /// Reads Kafka topics on its own thread.
 ///
-/// Threads: Start/Stop from the engine; Poll/TakeRejects from the tick thread;
-/// stats(), positions() and lags() from any thread.
+/// Threads: Start/Stop from the engine; Poll/TakeRejects/CommitApplied from the
+/// tick thread; CommitCheckpointed from the checkpoint writer; stats(),
+/// positions(), commit_target() and lags() from any thread.
 class KafkaConnector : public Connector {
  public:
   /// (topic, partition)
@@ -71,14 +92,26 @@ class KafkaConnector : public Connector {
                                                       KafkaOptions options);
   ~KafkaConnector() override;
 
-  /// Subscribe and start the reader thread.
+  /// Subscribe and start the reader thread. After a Stop, messages the reader
+  /// had taken from librdkafka but not buffered are read again.
   Status Start() override;
-  /// Stop the thread, commit positions, close the consumer (leave the group).
+  /// Stop the thread and commit (synchronously) what the engine last allowed:
+  /// rows still buffered are not committed. The consumer is closed (leaving the
+  /// group) by the destructor.
   void Stop() override;
-  /// The buffered rows; once per broker outage, IOError describing it (the
-  /// rows stay buffered for the next call).
+  /// The buffered rows; once per broker outage or failed metadata step, IOError
+  /// describing it (the rows stay buffered for the next call).
   Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> Poll() override;
+  /// The rejects of the messages the last Poll passed (with topic, partition
+  /// and offset in `position`, the bytes in `raw`).
   std::vector<RejectedRecord> TakeRejects() override;
+  /// Commit the positions as of the last Poll (asynchronous; synchronous after
+  /// Stop).
+  void CommitApplied() override;
+  /// Commit the offsets of a checkpoint's position document.
+  void CommitCheckpointed(std::string_view position) override;
+  /// The group.id (default "rill-<connector name>").
+  std::string source_group() const override;
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
   ConnectorStats stats() const override;
 
@@ -96,6 +129,8 @@ class KafkaConnector : public Connector {
 
   /// The next offset to read per partition (what was buffered so far).
   std::map<TopicPartition, int64_t> positions() const;
+  /// The offsets the engine last allowed to commit (sent or about to be).
+  std::map<TopicPartition, int64_t> commit_target() const;
   /// High watermark minus position per assigned partition (last known).
   std::map<TopicPartition, int64_t> lags() const;
 
@@ -122,6 +157,10 @@ class KafkaMockCluster {
                  std::string_view key = {}, int64_t timestamp_ms = 0);
   /// Produce many messages (librdkafka's default partitioner) and wait.
   Status ProduceMany(const std::string& topic, const std::vector<std::string>& values);
+  /// The offsets consumer group `group` has committed for partitions 0..n-1 of
+  /// `topic` (-1001: none), asked by a consumer of its own that does not join.
+  Result<std::vector<int64_t>> CommittedOffsets(const std::string& group,
+                                                const std::string& topic, int partitions);
   /// Take a broker down / bring it back (ids start at 1).
   Status SetBrokerDown(int broker_id, bool down);
 

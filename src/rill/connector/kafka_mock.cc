@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include <atomic>
+#include <vector>
 
 #include "rill/connector/kafka_connector.h"
 
@@ -93,6 +94,30 @@ Status KafkaMockCluster::ProduceMany(const std::string& topic,
     }
   }
   return impl_->Flush();
+}
+
+Result<std::vector<int64_t>> KafkaMockCluster::CommittedOffsets(const std::string& group,
+                                                                 const std::string& topic,
+                                                                 int partitions) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap_servers().c_str(), errstr,
+                    sizeof(errstr));
+  rd_kafka_conf_set(conf, "group.id", group.c_str(), errstr, sizeof(errstr));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return Status::IOError("committed offsets: ", errstr);
+  }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(list, topic.c_str(), p);
+  rd_kafka_resp_err_t err = rd_kafka_committed(rk, list, 10000);
+  std::vector<int64_t> out;
+  for (int p = 0; p < partitions; ++p) out.push_back(list->elems[p].offset);
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  if (err) return Status::IOError("committed offsets: ", rd_kafka_err2str(err));
+  return out;
 }
 
 Status KafkaMockCluster::SetBrokerDown(int broker_id, bool down) {

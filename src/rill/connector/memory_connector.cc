@@ -3,6 +3,8 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 
+#include "rill/common/row_ops.h"
+
 namespace rill {
 
 MemoryConnector::MemoryConnector(std::string target_table, std::shared_ptr<arrow::Schema> schema,
@@ -11,6 +13,10 @@ MemoryConnector::MemoryConnector(std::string target_table, std::shared_ptr<arrow
 
 Status MemoryConnector::Push(const std::shared_ptr<arrow::RecordBatch>& batch) {
   if (!batch) return Status::Invalid("MemoryConnector.push: null batch");
+  if (!op_column_.empty()) {
+    RILL_ASSIGN_OR_RAISE(auto renamed, RenameOpColumn(batch, op_column_));
+    return buffer_.Push({renamed});
+  }
   return buffer_.Push({batch});
 }
 
@@ -18,6 +24,11 @@ Status MemoryConnector::Push(const std::shared_ptr<arrow::Table>& table) {
   if (!table) return Status::Invalid("MemoryConnector.push: null table");
   arrow::TableBatchReader reader(*table);
   RILL_ASSIGN_OR_RAISE(auto batches, reader.ToRecordBatches());
+  if (!op_column_.empty()) {
+    for (auto& b : batches) {
+      RILL_ASSIGN_OR_RAISE(b, RenameOpColumn(b, op_column_));
+    }
+  }
   return buffer_.Push(batches);
 }
 

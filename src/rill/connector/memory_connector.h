@@ -28,8 +28,16 @@ class MemoryConnector : public Connector {
   ConnectorStats stats() const override { return buffer_.stats(); }
   const BoundedBuffer& buffer() const { return buffer_; }
 
+  /// The `op_column` option: a column of the pushed batches whose values
+  /// (insert/upsert/update/delete or c/u/d/r/t) say what each row does; it is
+  /// renamed to the operation column (common/row_ops.h) at Push. "" (default):
+  /// every row is an upsert. Set before pushing.
+  void set_op_column(std::string op_column) { op_column_ = std::move(op_column); }
+  const std::string& op_column() const { return op_column_; }
+
  private:
   BoundedBuffer buffer_;
+  std::string op_column_;
 };
 
 }  // namespace rill

@@ -1,6 +1,8 @@
 #include "rill/connector/websocket_connector.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 #include <arrow/buffer.h>
 #include <arrow/io/memory.h>
@@ -34,6 +36,10 @@ using tcp = net::ip::tcp;
 namespace {
 
 constexpr int64_t kMaxPendingRejects = 10000;
+/// Bytes asked of one frame read (a message is read in pieces of at most this).
+constexpr size_t kReadChunkBytes = 1 << 20;
+/// Longest pause between two offers of a held message (under on_overflow = error).
+constexpr std::chrono::milliseconds kMaxRoomWait{20};
 
 Result<WebSocketConnector::Target> ParseUri(const std::string& uri) {
   WebSocketConnector::Target t;
@@ -67,6 +73,25 @@ Result<WebSocketConnector::Target> ParseUri(const std::string& uri) {
   return t;
 }
 
+/// The batches of one binary message (an Arrow IPC stream), each validated in
+/// full (bytes from the network: offsets, UTF-8, dictionary indices).
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadIpcMessage(const std::string& data) {
+  auto reader = arrow::ipc::RecordBatchStreamReader::Open(
+      std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(data)));
+  if (!reader.ok()) return Status::Invalid("not an Arrow IPC stream: ", reader.status().message());
+  auto batches = (*reader)->ToRecordBatches();
+  if (!batches.ok()) {
+    return Status::Invalid("not an Arrow IPC stream: ", batches.status().message());
+  }
+  for (size_t i = 0; i < batches->size(); ++i) {
+    Status valid = (*batches)[i]->ValidateFull();
+    if (!valid.ok()) {
+      return Status::Invalid("invalid Arrow IPC batch ", i, ": ", valid.message());
+    }
+  }
+  return batches;
+}
+
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(s));
@@ -79,7 +104,12 @@ std::chrono::steady_clock::duration Seconds(double s) {
 struct WsClient {
   WebSocketConnector::Target target;
   const WebSocketOptions* options;
-  std::function<void(const std::string&, bool)> on_message;
+  /// Take one message: its bytes (only the first `max_raw_bytes` of one over
+  /// max_message_bytes), whether binary, its full size. False: the message is
+  /// held (the buffer is full under on_overflow = error); call retry_held.
+  std::function<bool(const std::string&, bool, int64_t)> on_message;
+  /// Offer the held message again; true once it is buffered.
+  std::function<bool()> retry_held;
   std::function<void()> on_open;
 
   template <class Ws>
@@ -90,7 +120,9 @@ struct WsClient {
           req.set(beast::http::field::user_agent, "rill-websocket-connector");
           for (const auto& [k, v] : headers) req.set(k, v);
         }));
-    ws.read_message_max(static_cast<uint64_t>(options->max_message_bytes));
+    // Messages are read piece by piece and sized below, so that
+    // one over max_message_bytes becomes a reject, not a dropped connection.
+    ws.read_message_max(std::numeric_limits<uint64_t>::max());
     std::string host = target.host + ":" + target.port;
     co_await ws.async_handshake(host, target.path, net::use_awaitable);
     beast::get_lowest_layer(ws).expires_never();
@@ -98,10 +130,40 @@ struct WsClient {
     on_open();
     beast::flat_buffer buffer;
     for (;;) {
-      co_await ws.async_read(buffer, net::use_awaitable);
-      on_message(beast::buffers_to_string(buffer.data()), ws.got_binary());
+      int64_t size = 0;
+      std::string head;  // of a message over the limit (the rest is discarded)
+      do {
+        size += static_cast<int64_t>(
+            co_await ws.async_read_some(buffer, kReadChunkBytes, net::use_awaitable));
+        if (size > options->max_message_bytes) {
+          // The first time here the buffer holds the message from its start.
+          const size_t keep = static_cast<size_t>(options->decode.max_raw_bytes);
+          if (head.size() < keep) {
+            head += beast::buffers_to_string(buffer.data()).substr(0, keep - head.size());
+          }
+          buffer.consume(buffer.size());
+        }
+      } while (!ws.is_message_done());
+      const bool taken =
+          on_message(size > options->max_message_bytes
+                         ? head
+                         : beast::buffers_to_string(buffer.data()),
+                     ws.got_binary(), size);
       buffer.consume(buffer.size());
+      if (!taken) co_await WaitForRoom();
     }
+  }
+
+  /// Backpressure: read nothing more from the socket (the server's writes
+  /// block once the TCP windows fill) until the held message fits.
+  net::awaitable<void> WaitForRoom() {
+    net::steady_timer timer(co_await net::this_coro::executor);
+    auto wait = std::chrono::milliseconds(1);
+    do {
+      timer.expires_after(wait);
+      co_await timer.async_wait(net::use_awaitable);
+      wait = std::min(wait * 2, kMaxRoomWait);
+    } while (!retry_held());
   }
 
   net::awaitable<void> Session(ssl::context* tls) {
@@ -192,9 +254,12 @@ void WebSocketConnector::Run() {
   } else {
     tls.set_verify_mode(ssl::verify_none);
   }
+  held_.clear();
   WsClient client{target_, &options_,
-                  [this](const std::string& data, bool binary) { OnMessage(data, binary); },
-                  nullptr};
+                  [this](const std::string& data, bool binary, int64_t size) {
+                    return OnMessage(data, binary, size);
+                  },
+                  [this] { return PushOrHold(std::move(held_)); }, nullptr};
   bool ever_connected = false;
   bool opened = false;
   client.on_open = [&] {
@@ -240,31 +305,36 @@ void WebSocketConnector::Run() {
   io_ = nullptr;
 }
 
-void WebSocketConnector::OnMessage(const std::string& data, bool binary) {
+bool WebSocketConnector::OnMessage(const std::string& data, bool binary, int64_t size) {
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t message = ++messages_;
-    counters_.received_bytes += static_cast<int64_t>(data.size());
+    const int64_t offset = counters_.received_bytes;  // of the message in this connector's input
+    counters_.received_bytes += size;
     const std::string where = "message " + std::to_string(message);
+    auto reject = [&](std::string position, std::string error) {
+      RejectedRecord r;
+      r.position = std::move(position);
+      r.error = std::move(error);
+      r.raw = TruncateRaw(data, options_.decode.max_raw_bytes);
+      r.raw_size = size;
+      r.byte_offset = offset;
+      ++counters_.received_records;
+      ++counters_.rejected_records;
+      CollectRejects(name(), {std::move(r)}, kMaxPendingRejects, &rejects_,
+                     &counters_.rejects_overflowed);
+      return true;
+    };
+    const std::string at = where + ", byte " + std::to_string(offset);
+    if (size > options_.max_message_bytes) {
+      return reject(at + (binary ? " (binary)" : ""),
+                    "message of " + std::to_string(size) + " bytes exceeds max_message_bytes=" +
+                        std::to_string(options_.max_message_bytes) + " (raw: its first bytes)");
+    }
     if (binary) {
-      auto reader = arrow::ipc::RecordBatchStreamReader::Open(
-          std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(data)));
-      auto read = reader.ok() ? (*reader)->ToRecordBatches()
-                              : Result<std::vector<std::shared_ptr<arrow::RecordBatch>>>(
-                                    reader.status());
-      if (!read.ok()) {
-        RejectedRecord r;
-        r.position = where + " (binary)";
-        r.error = "not an Arrow IPC stream: " + read.status().message();
-        r.raw = data.substr(0, 4096);
-        r.raw_size = static_cast<int64_t>(data.size());
-        ++counters_.received_records;
-        ++counters_.rejected_records;
-        CollectRejects(name(), {std::move(r)}, kMaxPendingRejects, &rejects_,
-                       &counters_.dropped_records);
-        return;
-      }
+      auto read = ReadIpcMessage(data);
+      if (!read.ok()) return reject(at + " (binary)", read.status().message());
       batches = std::move(*read);
       for (const auto& b : batches) {
         counters_.received_records += b->num_rows();
@@ -273,17 +343,30 @@ void WebSocketConnector::OnMessage(const std::string& data, bool binary) {
     } else {
       auto decoded = decoder_->Decode(data);
       if (!decoded.ok()) {
+        // Not a bad record (those are rejects of the decode) but a failed
+        // decode: the whole message is kept as one reject.
         ++counters_.errors;
         last_error_ = decoded.status().ToString();
-        return;
+        return reject(at, "cannot decode the message: " + decoded.status().message());
       }
       for (auto& r : decoded->rejects) r.position = where + ", " + r.position;
       CountDecoded(name(), &*decoded, kMaxPendingRejects, &rejects_, &counters_);
       if (decoded->batch) batches.push_back(decoded->batch);
     }
   }
-  // CapacityError under on_overflow=error is counted by the buffer (refused).
-  (void)buffer_.Push(batches);
+  return PushOrHold(std::move(batches));
+}
+
+bool WebSocketConnector::PushOrHold(std::vector<std::shared_ptr<arrow::RecordBatch>> batches) {
+  // The drop policies never refuse (they drop and count); under error, a push
+  // that does not fit waits (a message larger than the buffer fits when it is
+  // empty, or it would wait forever).
+  if (buffer_.TryPush(batches, /*oversize_when_empty=*/true).IsCapacityError()) {
+    held_ = std::move(batches);
+    return false;
+  }
+  held_.clear();
+  return true;
 }
 
 void WebSocketConnector::OnDisconnect(const std::string& error) {

@@ -8,7 +8,20 @@
 // backoff that starts at `reconnect_initial_seconds` and doubles up to
 // `reconnect_max_seconds` (reset by a successful handshake), counting
 // `reconnects` and recording the error as a rate-limited connector error.
-// Bad records become rejects (position "message N, line L, byte B").
+// Nothing read is lost without a trace:
+//   - a bad record of a text frame is a reject (position "message N, line L,
+//     byte B", B counted within the message);
+//   - a binary frame that is not a valid Arrow IPC stream (every batch is
+//     validated in full), a message over `max_message_bytes` (read frame by
+//     frame and discarded past the limit, its first `max_raw_bytes` kept; the
+//     connection stays open) and a text frame the decoder fails on are one
+//     reject each, position "message N, byte B" (B: the message's offset in
+//     all the bytes this connector received);
+//   - under on_overflow = error a message whose rows do not fit is held and
+//     the reader stops reading the socket (TCP backpressure on the server)
+//     until a tick makes room; nothing is refused. A message larger than the
+//     whole buffer is taken when the buffer is empty. drop_oldest and
+//     drop_newest drop and count (`dropped_records`; the engine alerts).
 #pragma once
 
 #include <atomic>
@@ -39,7 +52,7 @@ struct WebSocketOptions {
   double reconnect_max_seconds = 30;
   /// TCP connect + TLS + WebSocket handshake must finish within this time.
   double connect_timeout_seconds = 10;
-  /// Largest message accepted (bigger ones close the connection, which is retried).
+  /// Largest message decoded; a bigger one becomes a reject (its head kept).
   int64_t max_message_bytes = 64 * 1024 * 1024;
   /// wss://: verify the server's certificate (system CAs, plus `ca_file`).
   bool tls_verify = true;
@@ -83,8 +96,14 @@ class WebSocketConnector : public Connector {
   WebSocketConnector(std::string target_table, std::string uri, Target target,
                      WebSocketOptions options, std::unique_ptr<JsonDecoder> decoder);
   void Run();
-  /// Decode one message into the buffer (reader thread).
-  void OnMessage(const std::string& data, bool binary);
+  /// Decode one message of `size` bytes (`data`: all of it, or its head when
+  /// it is over max_message_bytes: then one reject) into the buffer. False:
+  /// the buffer is full under on_overflow = error and the rows are held until
+  /// PushOrHold takes them (the reader stops reading meanwhile). Reader thread.
+  bool OnMessage(const std::string& data, bool binary, int64_t size);
+  /// Buffer `batches`, or hold them in held_ when they do not fit (false).
+  /// Reader thread.
+  bool PushOrHold(std::vector<std::shared_ptr<arrow::RecordBatch>> batches);
   void OnDisconnect(const std::string& error);
 
   const std::string uri_;
@@ -93,6 +112,8 @@ class WebSocketConnector : public Connector {
   const bool explicit_schema_;
   BoundedBuffer buffer_;
   std::atomic<bool> connected_{false};
+  // Rows of a message waiting for buffer room (on_overflow = error); reader thread only.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> held_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   // The reader's io_context, to stop it from Stop(); guarded by run_mu_.

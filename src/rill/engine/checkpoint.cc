@@ -77,9 +77,15 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Make(Engine* engine,
 }
 
 Checkpointer::Checkpointer(Engine* engine, CheckpointOptions options, uint64_t next_id)
-    : engine_(engine), options_(std::move(options)), next_id_(next_id) {}
+    : engine_(engine), options_(std::move(options)), next_id_(next_id) {
+  // From now on sources are committed only to what a complete checkpoint holds.
+  engine_->SetCommitsFollowCheckpoints(true);
+}
 
-Checkpointer::~Checkpointer() { Stop(); }
+Checkpointer::~Checkpointer() {
+  Stop();
+  engine_->SetCommitsFollowCheckpoints(false);
+}
 
 Status Checkpointer::Start() {
   {
@@ -163,7 +169,52 @@ Result<std::unique_ptr<Capture>> Checkpointer::CaptureLocked(double now) {
   for (const auto& [name, section] : sections) {
     RILL_ASSIGN_OR_RAISE(c->sections[name], section.save());
   }
+  std::map<std::string, uint64_t> versions;
+  for (const auto& t : c->tables) versions[t.name] = t.version;
+  for (const auto& [name, participant] : engine_->CheckpointParticipants()) {
+    RILL_ASSIGN_OR_RAISE(CheckpointFileWriter files, participant->Capture(c->id, versions));
+    if (files) c->participant_files.emplace_back(name, std::move(files));
+  }
   return c;
+}
+
+namespace {
+
+std::vector<CheckpointedPosition> PositionsOf(
+    const std::vector<ConnectorEntry>& entries,
+    const std::map<std::string, std::shared_ptr<Connector>>& connectors) {
+  std::vector<CheckpointedPosition> out;
+  for (const auto& e : entries) {
+    CheckpointedPosition p;
+    p.connector = e.name;
+    p.target_table = e.target_table;
+    p.position = e.position;
+    p.offsets = checkpoint_internal::KafkaShapedOffsets(e.position);
+    auto it = connectors.find(e.name);
+    if (it != connectors.end()) p.group = it->second->source_group();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::map<std::string, std::shared_ptr<Connector>> ConnectorsByName(Engine& engine) {
+  std::map<std::string, std::shared_ptr<Connector>> out;
+  for (auto& c : engine.Connectors()) out[c->name()] = c;
+  return out;
+}
+
+}  // namespace
+
+void Checkpointer::NotifyComplete(const Capture& capture, const CheckpointInfo& info) {
+  auto participants = engine_->CheckpointParticipants();
+  if (participants.empty()) return;
+  CompletedCheckpoint done;
+  done.id = capture.id;
+  done.path = info.path;
+  done.created_at = capture.created_at;
+  for (const auto& t : capture.tables) done.table_versions[t.name] = t.version;
+  done.positions = PositionsOf(capture.connectors, ConnectorsByName(*engine_));
+  for (const auto& [name, participant] : participants) participant->OnComplete(done);
 }
 
 void Checkpointer::OnTickEnd(double now) {
@@ -177,13 +228,19 @@ void Checkpointer::OnTickEnd(double now) {
     last_capture_ = now;
   }
   auto capture = CaptureLocked(now);
-  std::lock_guard<std::mutex> lock(mu_);
   if (!capture.ok()) {
-    ++stats_.failed;
-    stats_.last_error = capture.status().ToString();
-    writer_error_ = capture.status();
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.failed;
+      stats_.last_error = capture.status().ToString();
+      writer_error_ = capture.status();
+      id = next_id_;
+    }
+    engine_->RecordCheckpointFailure(id, capture.status());  // no lock of ours held
     return;
   }
+  std::lock_guard<std::mutex> lock(mu_);
   pending_ = std::move(*capture);
   cv_.notify_all();
 }
@@ -210,20 +267,38 @@ void Checkpointer::WriterLoop() {
 }
 
 Result<CheckpointInfo> Checkpointer::Write(const Capture& capture) {
-  std::lock_guard<std::mutex> one_at_a_time(write_mu_);
-  auto written = checkpoint_internal::WriteCheckpoint(capture, options_);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (written.ok()) {
-    ++stats_.written;
-    stats_.last_write_seconds = written->write_seconds;
-    stats_.last = *written;
-  } else {
-    ++stats_.failed;
-    stats_.last_error = written.status().ToString();
-    Logger("checkpoint")->error("checkpoint {} failed: {}", capture.id,
-                                written.status().ToString());
+  Result<CheckpointInfo> written;
+  {
+    std::lock_guard<std::mutex> one_at_a_time(write_mu_);
+    written = checkpoint_internal::WriteCheckpoint(capture, options_);
+    if (written.ok()) {
+      CommitPositions(capture);  // sources commit what it holds
+      NotifyComplete(capture, *written);  // then the sinks commit theirs
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (written.ok()) {
+      ++stats_.written;
+      stats_.last_write_seconds = written->write_seconds;
+      stats_.last = *written;
+    } else {
+      ++stats_.failed;
+      stats_.last_error = written.status().ToString();
+    }
   }
+  // A failed write (disk full, read-only directory) left the earlier
+  // checkpoints as they were and removed its own temporary directory; the
+  // engine counts it and records an error alert (it logs the event too).
+  if (!written.ok()) engine_->RecordCheckpointFailure(capture.id, written.status());
   return written;
+}
+
+void Checkpointer::CommitPositions(const Capture& capture) {
+  std::map<std::string, std::shared_ptr<Connector>> connectors;
+  for (auto& c : engine_->Connectors()) connectors[c->name()] = c;
+  for (const auto& e : capture.connectors) {
+    auto it = connectors.find(e.name);
+    if (it != connectors.end()) it->second->CommitCheckpointed(e.position);
+  }
 }
 
 Result<CheckpointInfo> Checkpointer::Save() {
@@ -310,6 +385,10 @@ Result<std::optional<CheckpointInfo>> Checkpointer::Restore() {
 
 Status Checkpointer::Apply(const Capture& loaded) {
   const double now = engine_->Now();
+  RestoredCheckpoint restored;
+  restored.id = loaded.id;
+  restored.path = options_.dir + "/" + checkpoint_internal::CheckpointDirName(loaded.id);
+  restored.created_at = loaded.created_at;
   for (const auto& t : loaded.tables) {
     auto table = engine_->GetTable(t.name);
     if (!table.ok()) {
@@ -334,6 +413,8 @@ Status Checkpointer::Apply(const Capture& loaded) {
       return Status::Invalid("checkpoint: cannot restore table '", t.name,
                              "': ", replaced.status().message());
     }
+    restored.table_versions[t.name] = t.version;
+    restored.restored_versions[t.name] = (*table)->snapshot()->version();
   }
   std::map<std::string, std::shared_ptr<Connector>> connectors;
   for (auto& c : engine_->Connectors()) connectors[c->name()] = c;
@@ -356,6 +437,14 @@ Status Checkpointer::Apply(const Capture& loaded) {
     auto it = sections.find(name);
     if (it != sections.end() && it->second.restore) {
       RILL_RETURN_NOT_OK(it->second.restore(text));
+    }
+  }
+  restored.positions = PositionsOf(loaded.connectors, connectors);
+  engine_->SetRestoredCheckpoint(restored);
+  for (const auto& [name, participant] : engine_->CheckpointParticipants()) {
+    Status st = participant->Restore(restored);
+    if (!st.ok()) {
+      return Status::Invalid("checkpoint: '", name, "' cannot restore: ", st.message());
     }
   }
   return Status::OK();

@@ -10,7 +10,13 @@
 //     connector's processed files, Kafka's partition offsets) as of the last
 //     Poll of that same tick, so the tables hold exactly the rows read up to
 //     the positions, and replay after a restore neither loses nor repeats one,
-//   - named sections added by the layers above (KPI queries and alert rules).
+//   - named sections added by the layers above (KPI queries and alert rules),
+//   - the files of the checkpoint participants registered with the engine
+//     (engine/checkpoint_participant.h: the sinks' uncommitted changes),
+//     written into the temporary directory by the writer thread; once the
+//     checkpoint is complete the participants are told (OnComplete), after
+//     the sources committed its positions, and Restore hands them the
+//     restored checkpoint.
 //
 // Layout of the checkpoint directory:
 //   ckpt-00000042/           a complete checkpoint: manifest.json + table files
@@ -20,7 +26,12 @@
 // A checkpoint is written into its .tmp- directory, every file and the
 // directory are fsynced, then it is renamed to ckpt-N (atomic) and the parent
 // fsynced: a crash at any moment leaves the previous checkpoints intact and
-// the new one either complete or absent. Restore reads the newest complete one
+// the new one either complete or absent. Once a checkpoint is complete its
+// connector positions are committed at their sources
+// (Connector::CommitCheckpointed: Kafka group offsets); while a Checkpointer
+// exists, ticks commit nothing (Engine::SetCommitsFollowCheckpoints), so a
+// source's committed position never passes the newest complete checkpoint.
+// Restore reads the newest complete one
 // (falling back to older ones if it cannot be read). The newest `keep` are
 // kept.
 //
@@ -164,6 +175,12 @@ class Checkpointer {
   void OnTickEnd(double now);
   void WriterLoop();
   Result<CheckpointInfo> Write(const checkpoint_internal::Capture& capture);
+  /// Tell the connectors of a complete checkpoint to commit its positions at
+  /// their sources (Connector::CommitCheckpointed). Under write_mu_.
+  void CommitPositions(const checkpoint_internal::Capture& capture);
+  /// Tell the checkpoint participants (checkpoint_participant.h) that the
+  /// checkpoint of `capture` is complete. Under write_mu_.
+  void NotifyComplete(const checkpoint_internal::Capture& capture, const CheckpointInfo& info);
   Status Apply(const checkpoint_internal::Capture& loaded);
 
   Engine* const engine_;

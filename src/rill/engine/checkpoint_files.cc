@@ -25,6 +25,7 @@
 
 #include "rill/common/arrow_init.h"
 #include "rill/common/json_text.h"
+#include "rill/common/logging.h"
 #include "rill/engine/checkpoint_internal.h"
 
 namespace rill::checkpoint_internal {
@@ -98,8 +99,10 @@ Status WriteTableFile(const TableEntry& t, const std::string& path, bool sync,
   }
   st &= out->Close();  // closes fd
   if (!st.ok()) {
+    // Arrow keeps the errno ("No space left on device") in the detail, not the message.
     return Status::IOError("checkpoint: writing table '", t.name, "' to '", path,
-                           "': ", st.message());
+                           "': ", st.message(),
+                           st.detail() ? " (" + st.detail()->ToString() + ")" : "");
   }
   return Status::OK();
 }
@@ -238,9 +241,7 @@ Result<std::shared_ptr<arrow::Table>> ReadTableFile(const std::string& path,
   if (format == CheckpointFormat::kParquet) {
     RILL_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, TableMemoryPool()));
     reader->set_use_threads(true);
-    std::shared_ptr<arrow::Table> table;
-    RILL_RETURN_NOT_OK(reader->ReadTable(&table));
-    return table;
+    return reader->ReadTable();
   }
   RILL_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(file));
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
@@ -383,6 +384,16 @@ Result<CheckpointInfo> WriteCheckpoint(const Capture& capture, const CheckpointO
     info.rows += t.rows;
     info.bytes += bytes;
   }
+  for (const auto& [participant, write] : capture.participant_files) {
+    if (!st.ok()) break;
+    auto bytes = write(tmp, options.sync);
+    if (!bytes.ok()) {
+      st = Status::IOError("checkpoint: the files of '", participant,
+                           "' cannot be written: ", bytes.status().message());
+      break;
+    }
+    info.bytes += *bytes;
+  }
   // The manifest last: a ckpt- directory with a manifest is complete.
   if (st.ok()) st = WriteTextFile(tmp + "/" + kManifest, ManifestJson(capture), options.sync);
   if (st.ok() && options.sync) st = FsyncPath(tmp, /*directory=*/true);
@@ -395,19 +406,26 @@ Result<CheckpointInfo> WriteCheckpoint(const Capture& capture, const CheckpointO
     return st;
   }
   if (options.sync) RILL_RETURN_NOT_OK(FsyncPath(dir, /*directory=*/true));
-  // Conveniences for people and tools; restore does not rely on them.
-  RILL_RETURN_NOT_OK(ReplaceSymlink(dir, "current", name));
+  // From here on the checkpoint is complete and restorable. Pruning goes first
+  // (on a full disk it frees the room the next checkpoint needs); the links
+  // are conveniences for people and tools that restore does not rely on, so a
+  // failure to make them (ENOSPC) is logged, not a failed checkpoint.
+  RILL_RETURN_NOT_OK(Prune(dir, options.keep));
+  Status links = ReplaceSymlink(dir, "current", name);
   for (const auto& t : capture.tables) {
+    if (!links.ok()) break;
     std::string link = dir + "/" + t.file;
     struct stat st_link;
-    if (::lstat(link.c_str(), &st_link) != 0) {
-      if (::symlink(("current/" + t.file).c_str(), link.c_str()) != 0) {
-        return Errno("cannot create symlink", link);
-      }
+    if (::lstat(link.c_str(), &st_link) != 0 &&
+        ::symlink(("current/" + t.file).c_str(), link.c_str()) != 0) {
+      links = Errno("cannot create symlink", link);
     }
   }
-  if (options.sync) RILL_RETURN_NOT_OK(FsyncPath(dir, /*directory=*/true));
-  RILL_RETURN_NOT_OK(Prune(dir, options.keep));
+  if (links.ok() && options.sync) links = FsyncPath(dir, /*directory=*/true);
+  if (!links.ok()) {
+    Logger("checkpoint")->warn("checkpoint {} is complete, but its links are not: {}",
+                               capture.id, links.ToString());
+  }
   info.path = final_path;
   info.write_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -476,6 +494,28 @@ Status ReadTables(const std::string& dir, Capture* capture) {
     t.data = std::move(*data);
   }
   return Status::OK();
+}
+
+std::map<std::string, std::map<int32_t, int64_t>> KafkaShapedOffsets(const std::string& position) {
+  std::map<std::string, std::map<int32_t, int64_t>> out;
+  if (position.empty()) return out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::array partitions;
+  if (parser.parse(position).get(doc) || doc["partitions"].get_array().get(partitions)) {
+    return out;
+  }
+  for (auto p : partitions) {
+    std::string_view topic;
+    int64_t partition = 0;
+    int64_t offset = 0;
+    if (p["topic"].get_string().get(topic) || p["partition"].get_int64().get(partition) ||
+        p["offset"].get_int64().get(offset)) {
+      return {};  // not Kafka's shape after all
+    }
+    out[std::string(topic)][static_cast<int32_t>(partition)] = offset;
+  }
+  return out;
 }
 
 }  // namespace rill::checkpoint_internal

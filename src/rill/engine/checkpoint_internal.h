@@ -12,6 +12,7 @@
 #include <arrow/type_fwd.h>
 
 #include "rill/engine/checkpoint.h"
+#include "rill/engine/checkpoint_participant.h"
 #include "rill/table/live_table.h"
 
 namespace rill::checkpoint_internal {
@@ -46,7 +47,15 @@ struct Capture {
   std::vector<TableEntry> tables;
   std::vector<ConnectorEntry> connectors;
   std::map<std::string, std::string> sections;
+  /// The participants' file writers (checkpoint_participant.h), by participant
+  /// name: run on the writer thread into the temporary directory, before the
+  /// manifest. Captured only (never read back).
+  std::vector<std::pair<std::string, CheckpointFileWriter>> participant_files;
 };
+
+/// The offsets of a Kafka-shaped position document
+/// ({"partitions":[{"topic","partition","offset"}]}); empty for any other.
+std::map<std::string, std::map<int32_t, int64_t>> KafkaShapedOffsets(const std::string& position);
 
 /// "ckpt-00000042".
 std::string CheckpointDirName(uint64_t id);

@@ -12,6 +12,7 @@
 
 #include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
+#include "rill/common/reaper.h"
 #include "rill/connector/connector.h"
 #include "rill/engine/system_tables_internal.h"
 #include "rill/engine/window_task.h"
@@ -39,11 +40,31 @@ std::shared_ptr<spdlog::logger> EventLogger(const EngineEvent& event) {
   return Logger(event.component.empty() ? std::string("engine") : event.component);
 }
 
+// Shedding ends once allocated memory is below this fraction of the budget, so
+// the engine does not flip between shedding and taking input on every tick.
+constexpr double kShedResumeFraction = 0.9;
+
 }  // namespace
+
+Result<MemoryBudgetPolicy> ParseMemoryBudgetPolicy(std::string_view text) {
+  if (text == "warn") return MemoryBudgetPolicy::kWarn;
+  if (text == "shed") return MemoryBudgetPolicy::kShed;
+  return Status::Invalid("memory_budget_policy must be 'warn' or 'shed', got '", text, "'");
+}
+
+const char* MemoryBudgetPolicyName(MemoryBudgetPolicy policy) {
+  return policy == MemoryBudgetPolicy::kShed ? "shed" : "warn";
+}
 
 Engine::Engine(EngineOptions options)
     : options_(std::move(options)), clock_(OrSystemClock(options_.clock)) {}
 
+// GCC 12 pairs `new Engine` with the usual operator delete only, so the
+// destroying delete run when Make fails reads to it as a mismatch.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
   DisableTransparentHugePagesUnlessAsked();  // before the tables' first allocations
   if (options.trigger_interval_ms <= 0) {
@@ -51,6 +72,11 @@ Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
   }
   if (options.memory_budget_bytes < 0) {
     return Status::Invalid("memory_budget_bytes must be >= 0, got ", options.memory_budget_bytes);
+  }
+  if (options.memory_budget_policy == MemoryBudgetPolicy::kShed &&
+      options.memory_budget_bytes <= 0) {
+    return Status::Invalid(
+        "memory_budget_policy 'shed' needs a memory budget (memory_budget_bytes > 0)");
   }
   if (options.max_records_per_tick < 0) {
     return Status::Invalid("max_records_per_tick must be >= 0, got ",
@@ -60,6 +86,9 @@ Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
   RILL_RETURN_NOT_OK(engine->Init());
   return engine;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 Status Engine::Init() {
   RILL_RETURN_NOT_OK(InitializeArrowCompute());
@@ -86,18 +115,47 @@ Status Engine::Init() {
   return Status::OK();
 }
 
-Engine::~Engine() {
-  Stop();
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    if (loop_thread_.joinable()) {
-      if (loop_thread_.get_id() == std::this_thread::get_id()) {
-        loop_thread_.detach();
-      } else {
-        loop_thread_.join();
-      }
-    }
+void Engine::operator delete(Engine* engine, std::destroying_delete_t) {
+  // operator new allocates with the global one, of the default alignment.
+  static_assert(alignof(Engine) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  if (!engine->InsideOwnTick()) {
+    engine->~Engine();
+    ::operator delete(engine);
+    return;
   }
+  // The rest of the tick still runs on this thread over the engine's members:
+  // end the loop after it, and destroy the engine elsewhere. ~Engine joins the
+  // loop thread and waits for a tick running in Step(), so nothing runs engine
+  // code once the members go.
+  engine->Stop();  // inside a tick: only asks
+  DeferDestruction([engine] {
+    engine->~Engine();
+    ::operator delete(engine);
+  });
+}
+
+bool Engine::InsideOwnTick() {
+  const auto self = std::this_thread::get_id();
+  if (tick_owner_.load() == self) return true;
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  return loop_thread_.joinable() && loop_thread_.get_id() == self;
+}
+
+Engine::~Engine() {
+  Stop();  // joins the loop thread: operator delete never runs this on it
+  {
+    // A tick running in Step() on the thread whose callback let go of the
+    // engine (operator delete deferred us) ends before the members go.
+    std::lock_guard<std::mutex> tick(tick_mu_);
+  }
+  // Extensions (the sinks) go first: their threads read the tables and call
+  // the engine, so they stop while everything is still there.
+  std::map<std::string, std::unique_ptr<EngineExtension>> extensions;
+  {
+    std::lock_guard<std::mutex> lock(extensions_mu_);
+    extensions.swap(extensions_);
+  }
+  extensions.clear();
   if (metrics_table_) {
     // rill_metrics may outlive the engine (a Python handle, a DuckDB scan):
     // write the last tick's row now, and the refresher must not call us later.
@@ -212,6 +270,7 @@ Status Engine::RemoveConnector(const std::string& name) {
   connector->Stop();
   // Write what it still buffered, so removing a connector loses nothing.
   auto batches = connector->Poll();
+  if (!batches.ok()) batches = connector->Poll();  // an error reported once keeps the rows
   {
     std::lock_guard<std::mutex> tick(tick_mu_);
     TakeConnectorRejects(*connector, clock_());
@@ -230,6 +289,7 @@ Status Engine::RemoveConnector(const std::string& name) {
       if (!written.ok()) RejectBatch((*table)->name(), name, b, written.status(), now);
     }
   }
+  if (batches.ok() && !commits_follow_checkpoints_.load()) connector->CommitApplied();
   return Status::OK();
 }
 
@@ -390,6 +450,17 @@ void Engine::RecordEvent(EngineEvent event) {
   }
 }
 
+void Engine::RecordCheckpointFailure(uint64_t checkpoint_id, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.checkpoint_failures;
+  }
+  RecordEvent(EngineEvent::Engine(
+      Severity::kError, "checkpoint",
+      fmt::format("Checkpoint {} failed; the earlier checkpoints are kept", checkpoint_id),
+      status.ToString()));
+}
+
 std::vector<EngineEvent> Engine::RecentEvents() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {recent_events_.begin(), recent_events_.end()};
@@ -482,8 +553,11 @@ void Engine::Stop() {
     stop_requested_.store(true);
     loop_cv_.notify_all();
     if (!loop_thread_.joinable()) return;
-    if (loop_thread_id_ == std::this_thread::get_id()) {
-      // Called from a callback on the loop thread: the loop ends after this tick.
+    if (loop_thread_id_ == std::this_thread::get_id() ||
+        tick_owner_.load() == std::this_thread::get_id()) {
+      // Called from inside a tick: the loop ends after its current tick. On a
+      // thread running Step() the loop may be waiting for that tick's lock, so
+      // joining it here would never return.
       return;
     }
     to_join = std::move(loop_thread_);
@@ -510,12 +584,40 @@ bool Engine::CheckMemoryBudgetAt(double now, bool notify_always) {
   if (budget <= 0) return true;
   const int64_t allocated = AllocatedBytes();
   const bool over = allocated > budget;
+  const bool shed = options_.memory_budget_policy == MemoryBudgetPolicy::kShed;
+  const int64_t resume_below = static_cast<int64_t>(budget * kShedResumeFraction);
   bool crossed;
+  bool shed_started = false;
+  bool shed_ended = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     crossed = over && !over_budget_;
     over_budget_ = over;
     if (over && (crossed || notify_always)) ++metrics_.memory_warnings;
+    if (shed) {
+      const bool was = shedding_.load();
+      shed_started = !was && over;
+      shed_ended = was && allocated < resume_below;
+      if (shed_started || shed_ended) shedding_.store(shed_started);
+      metrics_.shedding = shedding_.load();
+      std::lock_guard<std::mutex> row_lock(metrics_row_mu_);  // a leaf lock, inside mu_
+      metrics_row_.shedding = metrics_.shedding;
+    }
+  }
+  if (shed_started) {
+    RecordEvent(EngineEvent::Engine(
+        Severity::kWarning, "memory_budget",
+        "Memory budget exceeded: shedding input (connectors are not drained)",
+        fmt::format("{} bytes allocated, budget {} bytes; input is taken again below {} "
+                    "bytes; meanwhile the connectors' buffers fill and their on_overflow "
+                    "policy applies",
+                    allocated, budget, resume_below),
+        now));
+  }
+  if (shed_ended) {
+    RecordEvent(EngineEvent::Engine(
+        Severity::kInfo, "memory_budget", "Memory back under budget: taking input again",
+        fmt::format("{} bytes allocated, budget {} bytes", allocated, budget), now));
   }
   if (over && (crossed || notify_always)) {
     RecordEvent(EngineEvent::Engine(

@@ -20,7 +20,16 @@
 // the caller's thread, serialized with the background loop (Start). Callbacks
 // (subscribers, business metrics, on_memory_warning, event listeners) run on
 // the thread running the tick, with no engine lock held; they may call any
-// engine method, including Stop().
+// engine method, including Stop(), and may drop the last owner of the engine.
+//
+// Destruction: from any thread. `delete` (unique_ptr, shared_ptr) stops the loop
+// and every connector, joining the loop thread. Dropped from inside one of its
+// own ticks (a callback on the loop thread, or on a thread running Step), the
+// engine cannot be destroyed there: the tick would go on over freed members and
+// the loop thread cannot join itself. operator delete then asks the loop to
+// stop and hands the destruction to the process-wide reaper thread
+// (common/reaper.h), which runs it once that tick is over;
+// WaitForDeferredDestructions() waits for it.
 //
 // Locks and names: `mu_` guards the registry and the counters; `tick_mu_`
 // serializes ticks. As everywhere in src/rill, a `...Locked` function is called
@@ -37,8 +46,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -49,6 +61,7 @@
 #include "rill/common/tick_log.h"
 #include "rill/common/repeat_limiter.h"
 #include "rill/common/status.h"
+#include "rill/engine/checkpoint_participant.h"
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
 #include "rill/table/live_table.h"
@@ -60,12 +73,31 @@ struct RejectedRecord;
 class SqlEngine;
 class WindowTask;
 
+/// What the engine does when allocated memory is over `memory_budget_bytes`.
+enum class MemoryBudgetPolicy {
+  /// Record a warning event and call on_memory_warning; keep taking input.
+  kWarn,
+  /// kWarn, and stop draining connectors until allocated memory is below 90 %
+  /// of the budget: their buffers fill and their own on_overflow policy applies
+  /// (rows dropped are counted as dropped, pushes refused under "error"; the
+  /// Kafka and file readers wait for buffer room).
+  kShed,
+};
+/// Parse "warn" or "shed". Invalid (naming memory_budget_policy) otherwise.
+Result<MemoryBudgetPolicy> ParseMemoryBudgetPolicy(std::string_view text);
+/// Return "warn" or "shed".
+const char* MemoryBudgetPolicyName(MemoryBudgetPolicy policy);
+
 /// How an Engine is made (Engine::Make validates it).
 struct EngineOptions {
   /// Interval of the background loop's ticks (Start); must be > 0.
   int64_t trigger_interval_ms = 1000;
-  /// 0 disables the memory budget.
+  /// 0 disables the memory budget. Measured as AllocatedBytes() (the Arrow
+  /// pools, which hold the tables and the connectors' buffered batches, plus
+  /// DuckDB's buffer manager), checked at the end of every tick.
   int64_t memory_budget_bytes = 0;
+  /// What happens over the budget (kShed needs memory_budget_bytes > 0).
+  MemoryBudgetPolicy memory_budget_policy = MemoryBudgetPolicy::kWarn;
   /// Called (on the tick thread) when allocated bytes cross the budget.
   std::function<void(int64_t allocated, int64_t budget)> on_memory_warning;
   /// Rows one tick takes from each connector at most (0: everything buffered).
@@ -90,6 +122,14 @@ struct EngineOptions {
   Clock clock;
 };
 
+/// An object a layer above the engine keeps per engine (the SinkSet), owned by
+/// the engine (Engine::Extension). Destroyed by ~Engine after the loop has
+/// stopped and before the connectors are stopped and the tables go.
+class EngineExtension {
+ public:
+  virtual ~EngineExtension() = default;
+};
+
 struct BusinessMetricValue {
   std::string name;
   double value = 0;
@@ -112,6 +152,14 @@ struct EngineMetrics {
   int64_t rejected_records = 0;
   int64_t errors = 0;                  ///< error events recorded
   int64_t memory_warnings = 0;
+  int64_t checkpoint_failures = 0;     ///< checkpoint writes that failed (RecordCheckpointFailure)
+  bool shedding = false;               ///< memory_budget_policy "shed" is holding input back now
+  /// Records the connectors' buffers dropped by their overflow policy
+  /// (drop_oldest / drop_newest), since start (engine_drops.cc).
+  int64_t dropped_records = 0;
+  /// Rejects beyond a connector's cap of pending rejects (counted, not kept in
+  /// rill_rejects), since start.
+  int64_t rejects_overflowed = 0;
   int64_t arrow_allocated_bytes = 0;   ///< the tables' Arrow memory pool, now
   int64_t arrow_peak_allocated_bytes = 0;  ///< its peak
   int64_t duckdb_memory_bytes = 0;     ///< the live tables' DuckDB buffer manager
@@ -124,8 +172,17 @@ class Engine {
   using BusinessMetric = std::function<Result<double>()>;
 
   static Result<std::unique_ptr<Engine>> Make(EngineOptions options = {});
-  /// Stops the loop and every connector.
+  /// Stops the loop (joining its thread) and every connector. Never runs on
+  /// the loop thread or inside a tick: operator delete sees to that.
   ~Engine();
+  /// Destroy `engine` now, or, when called from inside one of its ticks, ask
+  /// its loop to stop and destroy it on the reaper thread after that tick (see
+  /// "Destruction" above). Any thread.
+  static void operator delete(Engine* engine, std::destroying_delete_t);
+  /// The allocation Make() uses, and its release if the constructor throws:
+  /// the pair the destroying delete above frees with.
+  static void* operator new(std::size_t size) { return ::operator new(size); }
+  static void operator delete(void* memory) { ::operator delete(memory); }
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -219,6 +276,10 @@ class Engine {
   void RecordEvent(EngineEvent event);
   /// The latest events, oldest first.
   std::vector<EngineEvent> RecentEvents() const;
+  /// Count a failed checkpoint write (`checkpoint_failures` in rill_metrics)
+  /// and record an error event (component "checkpoint") saying why. Any
+  /// thread (the Checkpointer's writer thread).
+  void RecordCheckpointFailure(uint64_t checkpoint_id, const Status& status);
 
   // SQL ------------------------------------------------------------------
   /// Run SQL over the live tables (and `rill_metrics`, `rill_rejects`).
@@ -232,8 +293,11 @@ class Engine {
   Result<double> Step();
   /// Start the background loop (ticks every trigger_interval_ms). No-op if running.
   Status Start();
-  /// Stop the loop: returns after the current tick, at once when called from
-  /// a callback on the loop's own thread. Safe to call twice.
+  /// Stop the loop: returns after the current tick, joining the loop thread.
+  /// From inside a tick (a callback on the loop thread, or on a thread running
+  /// Step) it only asks the loop to end after its current tick and returns at
+  /// once; Start() or the destructor joins the thread later. Any thread; safe
+  /// to call twice.
   void Stop();
   bool running() const { return running_.load(); }
 
@@ -247,7 +311,11 @@ class Engine {
   /// any thread may read it (TickLog::ReadSince) at its own pace.
   const TickLog& tick_log() const { return tick_log_; }
   /// Check allocated memory against the budget now; true if within budget.
+  /// Under MemoryBudgetPolicy::kShed this also starts or ends shedding.
   bool CheckMemoryBudget();
+  /// True while memory_budget_policy "shed" holds input back (ticks do not
+  /// drain the connectors). Any thread.
+  bool shedding() const { return shedding_.load(); }
   /// Bytes allocated by Arrow's memory pools plus DuckDB's buffer manager.
   int64_t AllocatedBytes() const;
   /// Compact every table.
@@ -261,6 +329,40 @@ class Engine {
   /// Call `hook(now)` on the tick thread at the end of every tick, still at the
   /// tick boundary; null removes it. One hook (the Checkpointer's). Any thread.
   void SetTickEndHook(std::function<void(double now)> hook);
+  /// While on (a Checkpointer is attached), ticks do not commit source positions
+  /// (Connector::CommitApplied); the Checkpointer commits what each completed
+  /// checkpoint holds (Connector::CommitCheckpointed). Any thread.
+  void SetCommitsFollowCheckpoints(bool on) { commits_follow_checkpoints_.store(on); }
+  /// True while a Checkpointer is attached (see SetCommitsFollowCheckpoints). Any thread.
+  bool commits_follow_checkpoints() const { return commits_follow_checkpoints_.load(); }
+
+  // Checkpoint participants (engine/checkpoint_participant.h) -----------------
+  /// Register `participant` under `name` (replacing one of that name): every
+  /// checkpoint of this engine's Checkpointer captures, writes, completes and
+  /// restores it. Any thread.
+  void AddCheckpointParticipant(const std::string& name,
+                                std::shared_ptr<CheckpointParticipant> participant);
+  void RemoveCheckpointParticipant(const std::string& name);
+  /// The participants, by name. Any thread.
+  std::map<std::string, std::shared_ptr<CheckpointParticipant>> CheckpointParticipants() const;
+  /// The checkpoint the last Checkpointer::Restore applied (nullopt if none);
+  /// set by the Checkpointer. Any thread.
+  std::optional<RestoredCheckpoint> last_restored_checkpoint() const;
+  void SetRestoredCheckpoint(RestoredCheckpoint restored);
+
+  // Extensions and backpressure (for sink/) ------------------------------------
+  /// Return the extension stored under `key`, made by `make` on first call (the
+  /// engine owns it; see EngineExtension for when it is destroyed). Any thread;
+  /// `make` may call the engine, but not Extension.
+  EngineExtension* Extension(const std::string& key,
+                             const std::function<std::unique_ptr<EngineExtension>()>& make);
+  /// Hold back (`on`) or release the connectors writing `table`, on behalf of
+  /// `source` (a sink's name): while any source holds a table, ticks do not
+  /// poll its connectors, whose buffers fill and apply their overflow policy as
+  /// when the tick is slow. Any thread (a sink's).
+  void SetTableBackpressure(const std::string& table, const std::string& source, bool on);
+  /// True while some source holds `table` back. Any thread.
+  bool TableBackpressured(const std::string& table) const;
 
  private:
   explicit Engine(EngineOptions options);
@@ -269,6 +371,11 @@ class Engine {
   // Tick steps (engine_tick.cc): run by the thread holding tick_mu_.
   Result<double> RunTick();
   void IngestConnectors(double now, int64_t* records);
+  /// Write one Poll's batches to the connector's table (created from the first
+  /// batch if missing); batches that cannot be written go to rill_rejects.
+  void WritePolled(Connector& connector,
+                   const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, double now,
+                   int64_t* records);
   void ApplyRetention(double now);
   void RunDueTasks(double now);
   Status RunTask(Task& task, double now);
@@ -292,7 +399,15 @@ class Engine {
   void TakeConnectorRejects(Connector& connector, double now);
   void WriteRecordRejects(const std::string& table, std::vector<RejectedRecord> records,
                           double now);
+  /// Count what `connector` dropped by its overflow policy and the rejects it
+  /// could not keep since the last look (its stats against drop_watch_), and
+  /// record a warning event naming the counts since the last such event, at
+  /// most one per connector per kDropEventIntervalS (engine_drops.cc). Tick
+  /// thread, after polling the connector.
+  void NoteConnectorDrops(const Connector& connector, double now);
   void Loop();
+  /// True on the loop thread and on a thread running a tick (Step). Any thread.
+  bool InsideOwnTick();
   bool CheckMemoryBudgetAt(double now, bool notify_always);
   std::shared_ptr<LiveTable> FindTable(const std::string& name) const;
   // engine_declared.cc
@@ -345,24 +460,45 @@ class Engine {
   int64_t rate_window_records_ = 0;  // sum of the records in rate_window_
   double total_latency_s_ = 0;
   bool over_budget_ = false;
+  // Ticks skip draining the connectors (MemoryBudgetPolicy::kShed); written by
+  // CheckMemoryBudgetAt under mu_, read by the tick without it.
+  std::atomic<bool> shedding_{false};
 
   std::shared_ptr<LiveTable> rejects_;
   // Connector name -> (time of its last reject event, rejects since then);
   // guarded by tick_mu_. Reject events are at most one per connector per 10 s.
   std::map<std::string, std::pair<double, int64_t>> reject_events_;
   std::shared_ptr<LiveTable> metrics_table_;
+  /// Per connector name: its drop counters as last seen, and the drops not yet
+  /// reported in an event; guarded by tick_mu_ (engine_drops.cc).
+  struct DropWatch {
+    int64_t dropped_seen = 0;
+    int64_t overflowed_seen = 0;
+    int64_t dropped_pending = 0;
+    int64_t overflowed_pending = 0;
+    double last_event = 0;  ///< time of the last drop event (0: none yet)
+  };
+  std::map<std::string, DropWatch> drop_watch_;
 
   // Rate limiting of log lines (events are all recorded): guarded by log_mu_.
   std::mutex log_mu_;
   std::unique_ptr<RepeatLimiter<EventRepeatKey, EngineEvent>> log_limiter_;
 
   std::function<void(double)> tick_end_hook_;  // guarded by mu_
+  std::map<std::string, std::shared_ptr<CheckpointParticipant>> participants_;  // guarded by mu_
+  std::optional<RestoredCheckpoint> last_restore_;  // guarded by mu_
+  /// Guards extensions_; held while an extension is made (which may take mu_).
+  std::mutex extensions_mu_;
+  std::map<std::string, std::unique_ptr<EngineExtension>> extensions_;
+  /// Table -> the sources holding it back (SetTableBackpressure); guarded by mu_.
+  std::map<std::string, std::set<std::string>> backpressure_;
   std::mutex tick_mu_;  // serializes ticks
   std::atomic<std::thread::id> tick_owner_{};  // thread running a tick, if any
   double last_tick_now_ = 0;                   // guarded by tick_mu_
   // A connector still had rows buffered after the last tick took its
   // max_records_per_tick: the loop starts the next tick at once.
   std::atomic<bool> backlog_{false};
+  std::atomic<bool> commits_follow_checkpoints_{false};  // SetCommitsFollowCheckpoints
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

@@ -5,6 +5,7 @@
 
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
+#include <arrow/type.h>
 #include <fmt/format.h>
 
 #include "rill/common/arrow_init.h"
@@ -13,6 +14,7 @@
 #include "rill/engine/engine.h"
 #include "rill/engine/system_tables_internal.h"
 #include "rill/sql/sql_engine.h"
+#include "rill/common/row_ops.h"
 
 namespace rill {
 
@@ -57,7 +59,13 @@ Result<double> Engine::RunTick() {
   last_tick_now_ = now;
 
   int64_t records = 0;
-  IngestConnectors(now, &records);
+  // memory_budget_policy "shed": over the budget the connectors are not drained
+  // (their buffers and on_overflow policies hold the input) until memory is back.
+  if (!shedding_.load()) {
+    IngestConnectors(now, &records);
+  } else {
+    backlog_.store(false);
+  }
   ApplyRetention(now);
   RunDueTasks(now);
   const double latency = SteadySeconds() - t0;
@@ -106,7 +114,15 @@ void Engine::RejectBatch(const std::string& table, const std::string& source,
 void Engine::IngestConnectors(double now, int64_t* records) {
   const int64_t cap = options_.max_records_per_tick;
   bool backlog = false;
+  std::set<std::string> held;  // tables a sink holds back (SetTableBackpressure)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [table, sources] : backpressure_) held.insert(table);
+  }
   for (const auto& connector : Connectors()) {
+    // Held back: its buffer fills and its overflow policy applies, as when the
+    // tick is slow; nothing is polled, so nothing is committed either.
+    if (!held.empty() && held.count(connector->target_table())) continue;
     auto polled = connector->PollAtMost(cap);  // cap 0: everything buffered
     if (!polled.ok()) {
       RecordEvent(EngineEvent::Engine(Severity::kError, connector->name(),
@@ -121,43 +137,68 @@ void Engine::IngestConnectors(double now, int64_t* records) {
       backlog = rows >= cap && connector->stats().buffered_records > 0;
     }
     TakeConnectorRejects(*connector, now);
-    if (polled->empty()) continue;
-    auto table = FindTable(connector->target_table());
-    if (!table) {
-      // Create the target from the first batch, as get_or_create_table would.
-      auto created = GetOrCreateTable(connector->target_table(), (*polled)[0]->schema());
-      if (!created.ok()) {
-        for (const auto& b : *polled) {
-          RejectBatch(connector->target_table(), connector->name(), b, created.status(), now);
-        }
-        continue;
-      }
-      table = *created;
-      connector->SetTargetSchema(table->user_schema());
-      RecordEvent(EngineEvent::Engine(
-          Severity::kInfo, connector->name(),
-          "Created table '" + table->name() + "' from connector data", "", now));
-    }
-    std::vector<std::shared_ptr<arrow::RecordBatch>> good;
-    for (const auto& b : *polled) {
-      auto reconciled = table->Reconcile(b);
-      if (!reconciled.ok()) {
-        RejectBatch(table->name(), connector->name(), b, reconciled.status(), now);
-        continue;
-      }
-      good.push_back(*reconciled);
-    }
-    if (good.empty()) continue;
-    auto written = table->Write(good, now);
-    if (!written.ok()) {
-      for (const auto& b : good) {
-        RejectBatch(table->name(), connector->name(), b, written.status(), now);
-      }
-      continue;
-    }
-    *records += written->rows_in;
+    NoteConnectorDrops(*connector, now);
+    WritePolled(*connector, *polled, now, records);
+    // Every row and reject of that Poll is now in its table or in rill_rejects.
+    if (!commits_follow_checkpoints_.load()) connector->CommitApplied();
   }
   backlog_.store(backlog);
+}
+
+void Engine::WritePolled(Connector& connector,
+                         const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                         double now, int64_t* records) {
+  if (batches.empty()) return;
+  auto table = FindTable(connector.target_table());
+  if (!table) {
+    // Create the target from the first batch, as get_or_create_table would.
+    // (Without the operation column of change batches: row_ops.h.)
+    auto schema = batches[0]->schema();
+    if (const int op = schema->GetFieldIndex(kWriteOpColumn); op >= 0) {
+      schema = *schema->RemoveField(op);
+    }
+    auto created = GetOrCreateTable(connector.target_table(), schema);
+    if (!created.ok()) {
+      for (const auto& b : batches) {
+        RejectBatch(connector.target_table(), connector.name(), b, created.status(), now);
+      }
+      return;
+    }
+    table = *created;
+    connector.SetTargetSchema(table->user_schema());
+    RecordEvent(EngineEvent::Engine(
+        Severity::kInfo, connector.name(),
+        "Created table '" + table->name() + "' from connector data", "", now));
+  }
+  std::vector<std::shared_ptr<arrow::RecordBatch>> good;
+  for (const auto& b : batches) {
+    auto reconciled = table->Reconcile(b);
+    if (!reconciled.ok()) {
+      RejectBatch(table->name(), connector.name(), b, reconciled.status(), now);
+      continue;
+    }
+    good.push_back(*reconciled);
+  }
+  if (good.empty()) return;
+  auto written = table->Write(good, now);
+  if (written.ok()) {
+    *records += written->rows_in;
+    return;
+  }
+  if (good.size() == 1) {
+    RejectBatch(table->name(), connector.name(), good[0], written.status(), now);
+    return;
+  }
+  // One batch spoiled the write (a delete sent to an append table, ...): the
+  // others are kept, each written on its own, and only the bad ones rejected.
+  for (const auto& b : good) {
+    auto one = table->Write(b, now);
+    if (!one.ok()) {
+      RejectBatch(table->name(), connector.name(), b, one.status(), now);
+      continue;
+    }
+    *records += one->rows_in;
+  }
 }
 
 void Engine::ApplyRetention(double now) {

@@ -131,6 +131,10 @@ std::shared_ptr<arrow::Schema> MetricsSchema() {
       arrow::field("rejected_records", arrow::int64()),
       arrow::field("engine_errors", arrow::int64()),
       arrow::field("memory_warnings", arrow::int64()),
+      arrow::field("checkpoint_failures", arrow::int64()),
+      arrow::field("shedding", arrow::int64()),  // 1 while memory_budget_policy "shed" holds input
+      arrow::field("dropped_records", arrow::int64()),
+      arrow::field("rejects_overflowed", arrow::int64()),
       arrow::field("business_metrics", arrow::utf8()),  // JSON object name -> value
   });
   return schema;
@@ -185,6 +189,10 @@ Result<std::shared_ptr<arrow::Table>> MakeMetricsRow(const EngineMetrics& m,
       {.i = m.rejected_records},
       {.i = m.errors},
       {.i = m.memory_warnings},
+      {.i = m.checkpoint_failures},
+      {.i = m.shedding ? 1 : 0},
+      {.i = m.dropped_records},
+      {.i = m.rejects_overflowed},
   };
   constexpr int kFixed = static_cast<int>(sizeof(values) / sizeof(values[0]));
   const auto& schema = MetricsSchema();

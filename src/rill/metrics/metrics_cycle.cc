@@ -2,6 +2,7 @@
 // → turn queued events into rate-limited alerts → finish the telemetry row;
 // then, with no lock held, call the alert listeners. Runs on the collector
 // thread (or on the caller of Flush() when the store is not running).
+#include <algorithm>
 #include <chrono>
 
 #include <arrow/api.h>
@@ -10,8 +11,10 @@
 #include "rill/common/host_stats.h"
 #include "rill/common/logging.h"
 #include "rill/connector/connector.h"
+#include "rill/sink/sink_set.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store_internal.h"
+#include "rill/sql/sql_engine.h"
 
 namespace rill {
 
@@ -179,6 +182,29 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
   v["connector_dropped_records"] = D(dropped);
   v["connector_errors"] = D(connector_errors);
 
+  int64_t sink_rows = 0, sink_errors = 0, sink_lag = 0;
+  for (const auto& sink : SinkSet::For(engine_).List()) {
+    const SinkStats s = sink->stats();
+    const std::string prefix = "sink." + sink->name() + ".";
+    v[prefix + "rows_written"] = D(s.rows_written);
+    v[prefix + "errors"] = D(s.errors);
+    v[prefix + "dropped_rows"] = D(s.dropped_rows);
+    v[prefix + "lag_versions"] = D(s.lag_versions);
+    v[prefix + "lag_seconds"] = s.lag_seconds;
+    v[prefix + "backpressure"] = s.backpressure ? 1.0 : 0.0;
+    sink_rows += s.rows_written;
+    sink_errors += s.errors;
+    sink_lag = std::max(sink_lag, s.lag_versions);
+    batch->sinks.push_back({now, sink->name(), sink->type(), sink->options().table,
+                            s.rows_written, s.batches, s.bytes, s.errors, s.retries,
+                            s.dropped_rows, s.snapshots,
+                            static_cast<int64_t>(s.committed_version), s.lag_versions,
+                            s.lag_seconds, s.backpressure});
+  }
+  v["sink_rows_written"] = D(sink_rows);
+  v["sink_errors"] = D(sink_errors);
+  v["sink_max_lag_versions"] = D(sink_lag);
+
   int64_t task_runs = 0, task_errors = 0;
   for (const auto& [name, s] : engine_->TaskStatistics()) {
     const std::string prefix = "task." + name + ".";
@@ -203,6 +229,25 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
   }
 }
 
+Result<std::shared_ptr<arrow::Table>> MetricsStore::RunKpiQuery(const std::string& sql) {
+  if (engine_ == nullptr) {
+    return Status::Invalid("no engine attached to the metrics store");
+  }
+  QueryInterrupt interrupt;
+  QueryDeadlines::Scope deadline(&kpi_deadlines_, options_.query_timeout_seconds, &interrupt);
+  auto result = engine_->sql().Query(sql, &interrupt);
+  if (deadline.Fired() && !result.ok()) {
+    return Status::Cancelled("the KPI query ran longer than query_timeout_seconds (",
+                             options_.query_timeout_seconds, " s) and was interrupted");
+  }
+  if (!result.ok() && SqlErrorType(result.status()) == "Catalog") {
+    // Fails again at once (binding), through the engine, which says which
+    // declared tables the query may be missing.
+    return engine_->Query(sql);
+  }
+  return result;
+}
+
 void MetricsStore::RunDueKpis(double now, WriteBatch* batch, CycleCounts* counts) {
   // Due queries run outside the state lock: they may take a while.
   std::vector<std::shared_ptr<KpiEntry>> due;
@@ -217,10 +262,7 @@ void MetricsStore::RunDueKpis(double now, WriteBatch* batch, CycleCounts* counts
   }
   std::vector<EngineEvent> failures;
   for (const auto& entry : due) {
-    Result<std::shared_ptr<arrow::Table>> result =
-        engine_ != nullptr ? engine_->Query(entry->query.sql)
-                           : Result<std::shared_ptr<arrow::Table>>(
-                                 Status::Invalid("no engine attached to the metrics store"));
+    Result<std::shared_ptr<arrow::Table>> result = RunKpiQuery(entry->query.sql);
     std::optional<double> value;
     Status status = result.status();
     if (status.ok()) {

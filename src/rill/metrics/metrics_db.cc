@@ -29,6 +29,11 @@ CREATE TABLE IF NOT EXISTS rill_connector_stats (
   ts DOUBLE NOT NULL, connector VARCHAR NOT NULL, table_name VARCHAR,
   buffered_records BIGINT, buffered_bytes BIGINT, pushed_records BIGINT,
   dropped_records BIGINT, refused_records BIGINT, drained_records BIGINT, errors BIGINT);
+CREATE TABLE IF NOT EXISTS rill_sink_stats (
+  ts DOUBLE NOT NULL, sink VARCHAR NOT NULL, type VARCHAR, table_name VARCHAR,
+  rows_written BIGINT, batches BIGINT, bytes BIGINT, errors BIGINT, retries BIGINT,
+  dropped_rows BIGINT, snapshots BIGINT, committed_version BIGINT, lag_versions BIGINT,
+  lag_seconds DOUBLE, backpressure BOOLEAN);
 CREATE TABLE IF NOT EXISTS rill_task_stats (
   ts DOUBLE NOT NULL, task VARCHAR NOT NULL, runs BIGINT, errors BIGINT,
   last_duration_s DOUBLE, avg_duration_s DOUBLE, last_error VARCHAR);
@@ -55,7 +60,8 @@ ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag BIGINT;
 
 // Tables pruned by telemetry age (all carry a `ts` column).
 constexpr const char* kHistoryTables[] = {"rill_telemetry",       "rill_table_stats",
-                                          "rill_connector_stats", "rill_task_stats",
+                                          "rill_connector_stats", "rill_sink_stats",
+                                          "rill_task_stats",
                                           "rill_business_metrics", "rill_kpi_history"};
 
 duckdb::Value Text(const std::string& text) {
@@ -204,7 +210,7 @@ int64_t DatabaseFileBytes(const std::string& path) {
 int64_t WriteBatch::num_rows() const {
   return (telemetry.has_value() ? 1 : 0) + static_cast<int64_t>(alerts.size()) +
          static_cast<int64_t>(tables.size()) + static_cast<int64_t>(connectors.size()) +
-         static_cast<int64_t>(tasks.size()) + static_cast<int64_t>(business.size()) +
+         static_cast<int64_t>(sinks.size()) + static_cast<int64_t>(tasks.size()) + static_cast<int64_t>(business.size()) +
          static_cast<int64_t>(kpis.size());
 }
 
@@ -225,6 +231,9 @@ Result<std::unique_ptr<MetricsDb>> MetricsDb::Open(const std::string& path) {
     // Queries on the metrics database must not reach the file system; the
     // database file itself stays accessible.
     config.options.enable_external_access = false;
+    // No spilling (it could not reach the file system anyway): a query over
+    // the memory limit fails with "Out of Memory Error".
+    config.options.use_temporary_directory = false;
     config.options.autoinstall_known_extensions = false;
     config.options.autoload_known_extensions = false;
     impl->db = std::make_unique<duckdb::DuckDB>(path == ":memory:" ? nullptr : path.c_str(),
@@ -304,6 +313,19 @@ Status MetricsDb::Write(const WriteBatch& batch) {
                            BigInt(c.drained_records), BigInt(c.errors),
                            BigInt(c.received_records), BigInt(c.parsed_records),
                            BigInt(c.rejected_records), BigInt(c.lag));
+      }
+      appender.Close();
+    }
+    if (!batch.sinks.empty()) {
+      duckdb::Appender appender(con, "rill_sink_stats");
+      for (const SinkStatRow& k : batch.sinks) {
+        appender.AppendRow(duckdb::Value::DOUBLE(k.ts), duckdb::Value(k.sink), Text(k.type),
+                           Text(k.table), BigInt(k.rows_written), BigInt(k.batches),
+                           BigInt(k.bytes), BigInt(k.errors), BigInt(k.retries),
+                           BigInt(k.dropped_rows), BigInt(k.snapshots),
+                           BigInt(k.committed_version), BigInt(k.lag_versions),
+                           duckdb::Value::DOUBLE(k.lag_seconds),
+                           duckdb::Value::BOOLEAN(k.backpressure));
       }
       appender.Close();
     }
@@ -422,6 +444,11 @@ Status MetricsDb::DefineHelpers(const std::vector<std::string>& statements) {
 }
 
 Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) const {
+  return Query(sql, nullptr);
+}
+
+Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql,
+                                                       QueryInterrupt* interrupt) const {
   const std::string text(sql);
   try {
     duckdb::Connection con(*impl_->db);
@@ -441,20 +468,64 @@ Result<std::shared_ptr<arrow::Table>> MetricsDb::Query(std::string_view sql) con
                              duckdb::StatementTypeToString(type),
                              " statements are not allowed");
     }
+    if (interrupt != nullptr) {
+      if (interrupt->interrupted()) {
+        return Status::Cancelled("query_metrics: interrupted before it started");
+      }
+      interrupt->Attach([&con] { con.Interrupt(); });
+    }
+    // Detach whatever way this ends: the connection dies with this scope.
+    struct Detach {
+      QueryInterrupt* interrupt;
+      ~Detach() {
+        if (interrupt != nullptr) interrupt->Detach();
+      }
+    } detach{interrupt};
     // A read-only transaction also stops table functions that would write.
     auto begin = con.Query("BEGIN TRANSACTION READ ONLY");
     RILL_RETURN_NOT_OK(CheckResult(*begin, "query_metrics"));
     auto result = con.Query(text);
     if (result->HasError()) {
       con.Query("ROLLBACK");
+      if (interrupt != nullptr && interrupt->interrupted()) {
+        return Status::Cancelled("query_metrics: interrupted: ", result->GetError());
+      }
       return Status::Invalid("query_metrics: ", result->GetError());
     }
     auto table = ResultToArrowTable(std::move(result), /*batch_rows=*/1 << 16);
     con.Query("ROLLBACK");
+    if (!table.ok() && interrupt != nullptr && interrupt->interrupted()) {
+      return Status::Cancelled("query_metrics: interrupted: ", table.status().message());
+    }
     return table;
   } catch (const std::exception& e) {
     return Status::Invalid("query_metrics: ", e.what());
   }
+}
+
+Result<std::vector<std::string>> MetricsDb::ParameterTypes(std::string_view sql) const {
+  try {
+    duckdb::Connection con(*impl_->db);
+    auto statements = con.ExtractStatements(std::string(sql));
+    if (statements.size() != 1) {
+      return Status::Invalid("query_metrics runs exactly one statement, got ",
+                             statements.size());
+    }
+    if (!IsReadStatement(*statements[0])) {
+      return Status::Invalid("query_metrics is read-only");
+    }
+    auto types = PreparedParameterTypes(con, std::move(statements[0]));
+    if (!types.ok()) {
+      return Status::Invalid("query_metrics: ", types.status().message());
+    }
+    return types;
+  } catch (const std::exception& e) {
+    return Status::Invalid("query_metrics: ", e.what());
+  }
+}
+
+Status MetricsDb::SetMemoryLimit(int64_t bytes) {
+  return SetDuckMemoryLimit(*impl_->db->instance, bytes);
 }
 
 int64_t MetricsDb::MemoryUsage() const {

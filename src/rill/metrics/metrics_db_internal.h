@@ -23,6 +23,7 @@
 #include "rill/engine/event.h"
 #include "rill/metrics/alert_rule.h"
 #include "rill/metrics/kpi_query.h"
+#include "rill/sql/query_interrupt.h"
 
 namespace rill::metrics_internal {
 
@@ -84,6 +85,25 @@ struct ConnectorStatRow {
   int64_t lag = 0;
 };
 
+/// One sink's counters (sink/sink.h SinkStats) at one flush cycle.
+struct SinkStatRow {
+  double ts = 0;
+  std::string sink;
+  std::string type;
+  std::string table;
+  int64_t rows_written = 0;
+  int64_t batches = 0;
+  int64_t bytes = 0;
+  int64_t errors = 0;
+  int64_t retries = 0;
+  int64_t dropped_rows = 0;
+  int64_t snapshots = 0;
+  int64_t committed_version = 0;
+  int64_t lag_versions = 0;
+  double lag_seconds = 0;
+  bool backpressure = false;
+};
+
 struct TaskStatRow {
   double ts = 0;
   std::string task;
@@ -112,6 +132,7 @@ struct WriteBatch {
   std::vector<AlertRow> alerts;
   std::vector<TableStatRow> tables;
   std::vector<ConnectorStatRow> connectors;
+  std::vector<SinkStatRow> sinks;
   std::vector<TaskStatRow> tasks;
   std::vector<BusinessMetricRow> business;
   std::vector<KpiHistoryRow> kpis;
@@ -168,6 +189,14 @@ class MetricsDb {
   /// result. Invalid for statements that could write, for several statements,
   /// and with DuckDB's message for failing queries.
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql) const;
+  /// As Query; `interrupt` (may be null) stops it from another thread
+  /// (Cancelled).
+  Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql,
+                                              QueryInterrupt* interrupt) const;
+  /// DuckDB's type of each parameter of `sql` (see PreparedParameterTypes).
+  Result<std::vector<std::string>> ParameterTypes(std::string_view sql) const;
+  /// DuckDB's memory limit of this database (bytes > 0).
+  Status SetMemoryLimit(int64_t bytes);
 
   /// Run CREATE statements, one per string (InvalidArgument for any other).
   Status DefineHelpers(const std::vector<std::string>& statements);

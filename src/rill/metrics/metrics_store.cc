@@ -90,6 +90,9 @@ Status ValidateOptions(const MetricsOptions& o) {
   if (o.max_kpi_history_rows < 0) {
     return Status::Invalid("max_kpi_history_rows must be >= 0");
   }
+  if (!std::isfinite(o.query_timeout_seconds) || o.query_timeout_seconds < 0) {
+    return Status::Invalid("query_timeout_seconds must be >= 0");
+  }
   return Status::OK();
 }
 
@@ -180,6 +183,7 @@ void MetricsStore::Stop() {
     collector_stop_ = true;
   }
   collector_cv_.notify_all();
+  kpi_deadlines_.InterruptAll();  // a KPI query running now ends (and fails)
   collector_thread_.join();  // runs a final cycle first
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -419,6 +423,18 @@ void MetricsStore::RemoveAlertListener(uint64_t id) {
 Result<std::shared_ptr<arrow::Table>> MetricsStore::QueryMetrics(std::string_view sql) const {
   return db_->Query(sql);
 }
+
+Result<std::shared_ptr<arrow::Table>> MetricsStore::QueryMetrics(
+    std::string_view sql, QueryInterrupt* interrupt) const {
+  return db_->Query(sql, interrupt);
+}
+
+Result<std::vector<std::string>> MetricsStore::MetricsParameterTypes(
+    std::string_view sql) const {
+  return db_->ParameterTypes(sql);
+}
+
+Status MetricsStore::SetMemoryLimit(int64_t bytes) { return db_->SetMemoryLimit(bytes); }
 
 Status MetricsStore::DefineHelpers(const std::vector<std::string>& statements) {
   std::lock_guard<std::mutex> lock(write_mu_);

@@ -57,6 +57,8 @@
 #include "rill/engine/event.h"
 #include "rill/metrics/alert_rule.h"
 #include "rill/metrics/kpi_query.h"
+#include "rill/sql/query_deadlines.h"
+#include "rill/sql/query_interrupt.h"
 
 namespace rill {
 
@@ -98,6 +100,10 @@ struct MetricsOptions {
   double latency_window_seconds = 60.0;
   /// Rows of each KPI result written to rill_kpi_history.
   int64_t max_kpi_history_rows = 1000;
+  /// A KPI query running longer than this is interrupted: that run fails
+  /// (last_error says so) and an error alert `kpi:<name>` is recorded, as for
+  /// any failing run. 0 = no limit.
+  double query_timeout_seconds = 30;
   /// Load the alert rules stored in rill_alert_rules by an earlier run of the
   /// same database file (so server-side rules survive restarts).
   bool restore_alert_rules = true;
@@ -218,7 +224,17 @@ class MetricsStore {
   /// Run one read-only SQL statement on the metrics database and return the
   /// result. Invalid for statements that write and for failing queries.
   Result<std::shared_ptr<arrow::Table>> QueryMetrics(std::string_view sql) const;
-  /// Run CREATE statements (one per string: schemas, views, macros for
+  /// As QueryMetrics; `interrupt` (may be null) stops the query from another
+  /// thread (a timeout, a cancel request): it then fails with Cancelled.
+  Result<std::shared_ptr<arrow::Table>> QueryMetrics(std::string_view sql,
+                                                     QueryInterrupt* interrupt) const;
+  /// DuckDB's type of each parameter ($1, ...) of `sql` on the metrics
+  /// database ("" where it is open), the statement prepared but not run
+  /// (pgwire's ParameterDescription). Any thread.
+  Result<std::vector<std::string>> MetricsParameterTypes(std::string_view sql) const;
+  /// DuckDB's memory limit of the metrics database (bytes > 0): a query that
+  /// needs more fails with an out-of-memory error. Any thread.
+  Status SetMemoryLimit(int64_t bytes);  /// Run CREATE statements (one per string: schemas, views, macros for
   /// QueryMetrics to use, e.g. pgwire's PostgreSQL catalogs). Any thread.
   Status DefineHelpers(const std::vector<std::string>& statements);
 
@@ -284,6 +300,8 @@ class MetricsStore {
                     metrics_internal::WriteBatch* batch);
   void SampleEngineLocked(double now, std::map<std::string, double>* values,
                           metrics_internal::WriteBatch* batch);
+  /// Run one KPI query with the timeout (collector thread, no lock held).
+  Result<std::shared_ptr<arrow::Table>> RunKpiQuery(const std::string& sql);
   /// Run the KPI queries that are due (outside state_mu_) into `batch`.
   void RunDueKpis(double now, metrics_internal::WriteBatch* batch, CycleCounts* counts);
   /// Evaluate every rule against `values` (KPI values added); return the fired alerts.
@@ -355,6 +373,7 @@ class MetricsStore {
 
   std::atomic<bool> running_{false};
   std::atomic<double> writer_delay_s_{0};
+  QueryDeadlines kpi_deadlines_;  // KPI query timeouts (query_timeout_seconds)
   std::mutex lifecycle_mu_;
   std::thread collector_thread_;
   std::atomic<std::thread::id> collector_thread_id_{};  // for Flush() from a listener

@@ -2,6 +2,8 @@
 // token check, and dispatch to the route groups of api_*.cc.
 #include <chrono>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "rill/engine/engine.h"
 #include "rill/server/auth.h"
 #include "rill/server/ingest.h"  // POST /api/v1/ingest/{table}
@@ -67,8 +69,8 @@ HttpReply Info(ServerContext& ctx) {
   return JsonReply(boost::json::serialize(info));
 }
 
-HttpReply Static(const HttpRequest& request) {
-  auto asset = FindStaticAsset(request.path);
+HttpReply Static(const ServerContext& ctx, const HttpRequest& request) {
+  auto asset = FindStaticAsset(ctx.assets, request.path);
   if (asset == nullptr) {
     return ErrorReply(404, "not found");
   }
@@ -123,10 +125,81 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
 
 namespace {
 
+/// True for a host that names this machine: "localhost", an IPv4 literal in
+/// 127.0.0.0/8 (four decimal parts, nothing after) or the IPv6 literal ::1
+/// ("[::1]" in a URL). Names that merely start like one ("127.evil.example",
+/// "localhost.evil.example") are not.
 bool IsLoopbackHost(std::string_view host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
+  if (host == "localhost") return true;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host.size() > 64) return false;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(std::string(host), ec);
+  if (ec) return false;
+  if (address.is_v4()) {
+    // make_address accepts only the dotted-quad form; still require exactly
+    // four parts of digits, so no resolver-style shorthand slips through.
+    int dots = 0;
+    for (char c : host) {
+      if (c == '.') {
+        ++dots;
+      } else if (c < '0' || c > '9') {
+        return false;
+      }
+    }
+    return dots == 3 && address.to_v4().to_bytes()[0] == 127;
+  }
+  return address.is_loopback();
 }
+
+/// Split an Origin "scheme://host[:port]" into scheme and host (IPv6 hosts
+/// keep their brackets). False when it is not of that form (a path, user
+/// info, an empty host or a non-numeric port).
+bool ParseOrigin(std::string_view origin, std::string_view* scheme, std::string_view* host) {
+  size_t sep = origin.find("://");
+  if (sep == std::string_view::npos || sep == 0) return false;
+  *scheme = origin.substr(0, sep);
+  std::string_view rest = origin.substr(sep + 3);
+  if (rest.empty() || rest.find_first_of("/?#@\\ ") != std::string_view::npos) return false;
+  std::string_view port;
+  if (rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return false;
+    *host = rest.substr(0, close + 1);
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return false;
+      port = after.substr(1);
+      if (port.empty()) return false;
+    }
+  } else {
+    size_t colon = rest.find(':');
+    *host = rest.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      port = rest.substr(colon + 1);
+      if (port.empty()) return false;
+    }
+  }
+  if (host->empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsLoopbackOrigin(std::string_view origin) {
+  std::string_view scheme;
+  std::string_view host;
+  if (!ParseOrigin(origin, &scheme, &host)) return false;
+  if (scheme != "http" && scheme != "https") return false;
+  return IsLoopbackHost(host);
+}
+
+namespace {
 
 /// The origin `request` may be answered to from a browser, or "" (no CORS).
 std::string AllowedOrigin(const ServerContext& ctx, const HttpRequest& request) {
@@ -135,16 +208,11 @@ std::string AllowedOrigin(const ServerContext& ctx, const HttpRequest& request) 
   for (const auto& allowed : ctx.options.cors_origins) {
     if (allowed == origin || allowed == "*") return std::string(origin);
   }
-  // http://HOST:PORT with a loopback HOST, while this server is on loopback.
-  constexpr std::string_view kHttp = "http://";
-  if (origin.substr(0, kHttp.size()) != kHttp) return {};
-  std::string_view hostport = origin.substr(kHttp.size());
-  size_t colon = hostport.rfind(':');
-  std::string_view host = colon == std::string_view::npos ? hostport : hostport.substr(0, colon);
+  // http(s)://HOST[:PORT] with a loopback HOST, while this server is on loopback.
   std::string_view own = ctx.address;
   size_t own_colon = own.rfind(':');
   std::string_view own_host = own_colon == std::string_view::npos ? own : own.substr(0, own_colon);
-  if (IsLoopbackHost(host) && (IsLoopbackHost(own_host) || own_host == "[::1]")) {
+  if (IsLoopbackOrigin(origin) && IsLoopbackHost(own_host)) {
     return std::string(origin);
   }
   return {};
@@ -153,6 +221,11 @@ std::string AllowedOrigin(const ServerContext& ctx, const HttpRequest& request) 
 HttpReply Route(ServerContext& ctx, const HttpRequest& request);
 
 }  // namespace
+
+bool RequiresToken(std::string_view path) {
+  if (path == "/healthz" || path == "/api/v1/login") return false;
+  return StartsWith(path, "/api/") || path == "/api" || path == "/metrics";
+}
 
 HttpReply HandleRequest(ServerContext& ctx, const HttpRequest& request) {
   std::string origin = AllowedOrigin(ctx, request);
@@ -191,12 +264,11 @@ HttpReply Route(ServerContext& ctx, const HttpRequest& request) {
     }
     return Login(ctx, request);
   }
-  bool api = StartsWith(path, "/api/") || path == "/api" || path == "/metrics";
-  if (!api) {
+  if (!RequiresToken(path)) {
     if (request.method != "GET" && request.method != "HEAD") {
       return ErrorReply(405, "static files accept GET only");
     }
-    return Static(request);
+    return Static(ctx, request);
   }
   if (!IsAuthorized(request, ctx.token)) {
     HttpReply reply = ErrorReply(401, "unauthorized");

@@ -2,7 +2,7 @@
 //   GET /api/v1/tables, GET /api/v1/tables/{name}
 //   GET /api/v1/telemetry                 engine metrics now (rill_metrics) + rule values
 //   GET /api/v1/telemetry/history         rill_telemetry rows (?since ?until ?points)
-//   GET /api/v1/telemetry/{tables,connectors,tasks}   per-object stats now
+//   GET /api/v1/telemetry/{tables,connectors,tasks,sinks}   per-object stats now
 #include <cmath>
 #include <map>
 
@@ -18,6 +18,7 @@
 #include "rill/server/json_body.h"
 #include "rill/server/json_writer.h"
 #include "rill/server/server_internal.h"
+#include "rill/sink/sink_set.h"
 #include "rill/table/schema.h"
 
 namespace rill::server {
@@ -194,6 +195,34 @@ HttpReply ConnectorStatsReply(ServerContext& ctx) {
   return JsonReply(json::serialize(json::object{{"connectors", std::move(out)}}));
 }
 
+HttpReply SinkStatsReply(ServerContext& ctx) {
+  json::array out;
+  for (const auto& sink : SinkSet::For(ctx.engine).List()) {
+    const SinkStats s = sink->stats();
+    const SinkOptions& o = sink->options();
+    json::object j;
+    j["sink"] = o.name;
+    j["type"] = sink->type();
+    j["table"] = o.table;
+    j["mode"] = SinkModeName(o.mode);
+    j["on_error"] = SinkErrorPolicyName(o.on_error);
+    j["rows_written"] = s.rows_written;
+    j["batches"] = s.batches;
+    j["bytes"] = s.bytes;
+    j["errors"] = s.errors;
+    j["retries"] = s.retries;
+    j["dropped_rows"] = s.dropped_rows;
+    j["snapshots"] = s.snapshots;
+    j["committed_version"] = s.committed_version;
+    j["lag_versions"] = s.lag_versions;
+    j["lag_seconds"] = s.lag_seconds;
+    j["backpressure"] = s.backpressure;
+    j["last_error"] = s.last_error;
+    out.push_back(std::move(j));
+  }
+  return JsonReply(json::serialize(json::object{{"sinks", std::move(out)}}));
+}
+
 HttpReply TaskStatsReply(ServerContext& ctx) {
   json::array out;
   for (const auto& [name, s] : ctx.engine->TaskStatistics()) {
@@ -285,6 +314,7 @@ std::optional<HttpReply> RouteTables(ServerContext& ctx, const HttpRequest& requ
   if (path == "/api/v1/telemetry/tables") return TableStats(ctx);
   if (path == "/api/v1/telemetry/connectors") return ConnectorStatsReply(ctx);
   if (path == "/api/v1/telemetry/tasks") return TaskStatsReply(ctx);
+  if (path == "/api/v1/telemetry/sinks") return SinkStatsReply(ctx);
   return std::nullopt;
 }
 

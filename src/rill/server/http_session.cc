@@ -3,6 +3,7 @@
 // chunked), repeats while keep-alive. Upgrades /api/v1/stream to WebSocket.
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -25,6 +26,11 @@ using tcp = net::ip::tcp;
 
 /// Free room in the read buffer while a body is read (bytes per read call).
 constexpr size_t kBodyReadBytes = 64 * 1024;
+/// After refusing a request on its headers (401), read and discard at most
+/// this much of its body before closing.
+constexpr size_t kUnauthenticatedDrainBytes = 64 * 1024;
+/// The largest body of a request to a route that needs no token (login).
+constexpr uint64_t kUnauthenticatedBodyBytes = 64 * 1024;
 
 std::chrono::steady_clock::duration Seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -87,6 +93,11 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
     if (server_.stopping.load()) {
       return Shutdown();
     }
+    // The token is checked on the headers: a client without it never makes
+    // the server read (and hold) a body.
+    if (!AuthorizeHeader()) {
+      return;
+    }
     // The header of a keep-alive request must also come within the header
     // timeout once its first byte is in; the body gets the idle timeout.
     stream_.expires_after(Seconds(options().idle_timeout_seconds));
@@ -102,6 +113,78 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->OnRequest(ec);
                      });
+  }
+
+  /// Check the request's credentials on its headers alone. True to go on and
+  /// read the body; false when a refusal (401, or 400/413 for a request that
+  /// cannot be one) is on its way and the connection will be closed after at
+  /// most kUnauthenticatedDrainBytes more bytes are read and discarded.
+  bool AuthorizeHeader() {
+    const auto& header = parser_->get();
+    HttpRequest head;
+    head.remote = remote_;
+    head.method = std::string(header.method_string());
+    if (Status target = ParseTarget(header.target(), &head.path, &head.query); !target.ok()) {
+      RefuseAndDrain(ErrorReply(400, target.message()));
+      return false;
+    }
+    const auto length = parser_->content_length();
+    const bool has_body = (length && *length > 0) || parser_->chunked();
+    if (!RequiresToken(head.path)) {
+      // Public routes (login, static files) take small bodies only.
+      if (length && *length > kUnauthenticatedBodyBytes) {
+        RefuseAndDrain(ErrorReply(413, "a request without the token may carry at most " +
+                                           std::to_string(kUnauthenticatedBodyBytes) +
+                                           " bytes of body"));
+        return false;
+      }
+      parser_->body_limit(std::min<uint64_t>(kUnauthenticatedBodyBytes,
+                                             static_cast<uint64_t>(options().max_body_bytes)));
+      return true;
+    }
+    for (const auto& field : header) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      head.headers[name] = std::string(field.value());
+    }
+    // A CORS preflight carries no credentials (and no body): the handler
+    // answers it or refuses it.
+    if (header.method() == http::verb::options && !has_body) {
+      return true;
+    }
+    if (IsAuthorized(head, server_.token)) {
+      return true;
+    }
+    // The handler's own refusal (401 with WWW-Authenticate and, for an
+    // allowed origin, the CORS headers): it runs no SQL and reads no body.
+    RefuseAndDrain(HandleRequest(*server_.ctx, head));
+    return false;
+  }
+
+  /// Write `reply` and close the connection after reading and discarding at
+  /// most kUnauthenticatedDrainBytes of what the client still sends (closing
+  /// with unread bytes would reset the connection and could destroy the reply
+  /// before the client reads it).
+  void RefuseAndDrain(HttpReply reply) {
+    reply.close = true;
+    drain_after_write_ = true;
+    Write(std::move(reply));
+  }
+
+  void Drain() {
+    boost::system::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    drain_buffer_.resize(16 * 1024);
+    stream_.expires_after(Seconds(std::min(2.0, options().header_timeout_seconds)));
+    stream_.async_read_some(net::buffer(drain_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->drained_ += n;
+                              if (ec || self->drained_ >= kUnauthenticatedDrainBytes) {
+                                self->stream_.close();
+                                return;
+                              }
+                              self->Drain();
+                            });
   }
 
   void OnReadError(beast::error_code ec, bool in_header) {
@@ -256,6 +339,9 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
   }
 
   void AfterWrite(beast::error_code ec) {
+    if (!ec && drain_after_write_ && !server_.stopping.load()) {
+      return Drain();
+    }
     if (ec || !keep_alive_ || server_.stopping.load()) {
       return Shutdown();
     }
@@ -276,6 +362,9 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
   std::optional<http::request_parser<http::string_body>> parser_;
   std::function<Result<std::optional<std::string>>()> next_chunk_;
   std::string chunk_;
+  std::vector<char> drain_buffer_;
+  size_t drained_ = 0;
+  bool drain_after_write_ = false;
   std::string remote_;
   uint64_t id_ = 0;
   bool first_ = true;

@@ -20,6 +20,8 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view kIngestPrefix = "/api/v1/ingest/";
+/// Tables the engine keeps for itself; ingest refuses them.
+constexpr std::string_view kSystemTablePrefix = "rill_";
 /// Rejects echoed in a reply (all of them are in rill_rejects).
 constexpr int64_t kReplyRejects = 10;
 
@@ -57,10 +59,58 @@ Result<std::shared_ptr<JsonStreamConnector>> ConnectorFor(ServerContext& ctx,
   return connector;
 }
 
+/// Where the rows of one push went. A push holds the buffer positions
+/// [first, end) (FIFO); the buffer's front advances by drains (rows the
+/// engine took) and, under drop_oldest, by drops. Sampling the connector's
+/// drained and dropped counters (read together, under the buffer's lock) and
+/// intersecting each advance of the front with [first, end) tells how many of
+/// the push's rows were dropped: exactly, unless one sampling interval holds
+/// both drains and drops that touch the push (then `uncertain` counts the rows
+/// that may have gone either way).
+struct PushFate {
+  int64_t first = 0;
+  int64_t end = 0;
+  int64_t front = 0;  // drained + dropped at the last sample
+  int64_t drained = 0;
+  int64_t dropped_total = 0;
+  int64_t dropped = 0;    // rows of the push dropped for sure
+  int64_t uncertain = 0;  // rows of the push that may have been dropped
+
+  void Start(const ConnectorStats& before) {
+    drained = before.drained_records;
+    dropped_total = before.dropped_records;
+    front = drained + dropped_total;
+  }
+
+  /// Account for the front's advance up to `now` (drop_oldest buffers only).
+  void Sample(const ConnectorStats& now) {
+    const int64_t drains = now.drained_records - drained;
+    const int64_t drops = now.dropped_records - dropped_total;
+    const int64_t next = front + drains + drops;
+    const int64_t overlap = std::max<int64_t>(0, std::min(next, end) - std::max(front, first));
+    if (overlap > 0 && drops > 0) {
+      if (drains == 0) {
+        dropped += overlap;
+      } else {
+        const int64_t at_least = std::max<int64_t>(0, overlap - drains);
+        dropped += at_least;
+        uncertain += std::min(overlap, drops) - at_least;
+      }
+    }
+    front = next;
+    drained = now.drained_records;
+    dropped_total = now.dropped_records;
+  }
+
+  bool settled() const { return front >= end; }
+};
+
 /// Wait until the tick that drained the push `sequence` has published; false
 /// on timeout. Ticks are counted after the tables publish (Engine::GetMetrics).
+/// With `fate` (drop_oldest buffers), follow which rows of the push the buffer
+/// dropped meanwhile.
 bool WaitPublished(ServerContext& ctx, const JsonStreamConnector& connector,
-                   int64_t sequence, double timeout_seconds) {
+                   int64_t sequence, double timeout_seconds, PushFate* fate) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout_seconds));
@@ -68,7 +118,11 @@ bool WaitPublished(ServerContext& ctx, const JsonStreamConnector& connector,
   while (true) {
     const int64_t ticks = ctx.engine->GetMetrics().ticks;
     if (target < 0) {
-      const bool settled = connector.IsSettled(sequence);
+      bool settled = connector.IsSettled(sequence);
+      if (fate != nullptr) {
+        fate->Sample(connector.stats());
+        settled = fate->settled();
+      }
       // No tick completed between the two reads: the draining tick is at most
       // the one after `ticks` (the one running now, if any).
       if (settled && ctx.engine->GetMetrics().ticks == ticks) target = ticks + 1;
@@ -105,20 +159,27 @@ HttpReply BufferFull(ServerContext& ctx, const Status& status) {
   return reply;
 }
 
-Result<PushReceipt> PushBody(ServerContext& ctx, JsonStreamConnector& connector,
-                             IngestFormat format, std::string_view body,
-                             const std::string& table) {
-  if (format == IngestFormat::kJson) return connector.Push(body, kReplyRejects);
-  std::shared_ptr<arrow::Schema> schema;
-  if (auto t = ctx.engine->GetTable(table); t.ok()) schema = (*t)->schema();
-  auto batches = format == IngestFormat::kCsv ? ReadCsvBody(body, schema) : ReadIpcBody(body);
-  if (!batches.ok()) return batches.status();
-  return connector.PushBatches(*batches);
+/// Decode an Arrow IPC or CSV body (JSON is decoded by the connector's push).
+/// Invalid for a bad body, CapacityError when it inflates beyond the bound.
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> DecodeBatches(
+    ServerContext& ctx, IngestFormat format, std::string_view body, const std::string& table) {
+  if (format == IngestFormat::kCsv) {
+    std::shared_ptr<arrow::Schema> schema;
+    if (auto t = ctx.engine->GetTable(table); t.ok()) schema = (*t)->schema();
+    return ReadCsvBody(body, schema);
+  }
+  return ReadIpcBody(body, ctx.options.max_ingest_decompressed_bytes);
 }
 
 }  // namespace
 
 HttpReply Ingest(ServerContext& ctx, const IngestRequest& request) {
+  if (request.table.rfind(kSystemTablePrefix, 0) == 0) {
+    // rill_rejects, rill_alerts, rill_metrics ...: written by the engine only;
+    // a client must not forge reject rows or alerts.
+    return ErrorReply(403, "table '" + request.table + "' is a system table (rill_*): "
+                           "only the engine writes to it");
+  }
   if (!TableKnown(*ctx.engine, request.table)) {
     return ErrorReply(404, "no table named '" + request.table + "'");
   }
@@ -132,30 +193,72 @@ HttpReply Ingest(ServerContext& ctx, const IngestRequest& request) {
     inflated = std::move(*out);
     body = inflated;
   }
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  if (*format != IngestFormat::kJson) {
+    auto decoded = DecodeBatches(ctx, *format, body, request.table);
+    // 400 for a body that cannot be read, 413 beyond the decompression bound.
+    if (!decoded.ok()) return StatusReply(decoded.status());
+    batches = std::move(*decoded);
+  }
   auto connector = ConnectorFor(ctx, request.table);
   if (!connector.ok()) return StatusReply(connector.status());
-  auto receipt = PushBody(ctx, **connector, *format, body, request.table);
+  const bool drop_oldest = (*connector)->limits().on_overflow == OverflowPolicy::kDropOldest;
+  PushFate fate;
+  if (drop_oldest) fate.Start((*connector)->stats());
+  auto receipt = *format == IngestFormat::kJson ? (*connector)->Push(body, kReplyRejects)
+                                                 : (*connector)->PushBatches(batches);
   if (!receipt.ok()) {
     if (receipt.status().IsCapacityError()) return BufferFull(ctx, receipt.status());
-    return StatusReply(receipt.status());  // 400 for a body that cannot be read
+    return StatusReply(receipt.status());
   }
+  if (drop_oldest) {
+    // The push's rows are the last `accepted` ones pushed; the push itself may
+    // have dropped some of them already (a push larger than the buffer).
+    fate.end = receipt->sequence;
+    fate.first = receipt->sequence - receipt->accepted;
+    fate.Sample((*connector)->stats());
+  }
+  double timeout = 0;
+  bool published = false;
+  if (request.wait) {
+    timeout = request.timeout_seconds > 0 ? request.timeout_seconds
+                                          : ctx.options.ingest_wait_timeout_seconds;
+    published = WaitPublished(ctx, **connector, receipt->sequence, timeout,
+                              drop_oldest ? &fate : nullptr);
+  }
+  // Rows the buffer dropped (drop_newest at once, drop_oldest at once or
+  // while waiting) are not accepted: records = accepted + rejected + dropped
+  // (+ uncertain, rows that may be either when drains and drops interleaved).
+  receipt->dropped += fate.dropped;
+  receipt->accepted -= fate.dropped + fate.uncertain;
   json::object out = ReceiptJson(request.table, **connector, *receipt);
+  if (fate.uncertain > 0) out["uncertain"] = fate.uncertain;
   if (!request.wait) {
     out["published"] = false;
     return JsonReply(json::serialize(out), 202);
   }
-  const double timeout = request.timeout_seconds > 0 ? request.timeout_seconds
-                                                     : ctx.options.ingest_wait_timeout_seconds;
-  const bool published = WaitPublished(ctx, **connector, receipt->sequence, timeout);
+  // Published: every accepted row is in the table (a tick applied and
+  // published it). Rows that may have been dropped make that unknowable.
+  const bool waited = published;  // false: timed out
+  published = published && fate.uncertain == 0;
   out["published"] = published;
   if (auto t = ctx.engine->GetTable(request.table); t.ok()) {
     out["version"] = (*t)->snapshot()->version();
   }
   if (!published) {
-    out["message"] = "the rows are buffered but no tick published them within " +
-                     std::to_string(timeout) + " s (is the engine running?)";
+    out["message"] = waited
+                         ? "the buffer dropped rows (drop_oldest) while the engine drained "
+                           "this push: " + std::to_string(fate.uncertain) +
+                               " rows may be in the table or dropped"
+                         : "the rows are buffered but no tick published them within " +
+                               std::to_string(timeout) + " s (is the engine running?)";
+  } else if (receipt->dropped > 0) {
+    out["message"] = "the buffer dropped " + std::to_string(receipt->dropped) +
+                     " rows of this push (on_overflow " +
+                     OverflowPolicyName((*connector)->limits().on_overflow) +
+                     "); the accepted rows are published";
   }
-  return JsonReply(json::serialize(out), published ? 200 : 504);
+  return JsonReply(json::serialize(out), waited ? 200 : 504);
 }
 
 std::optional<HttpReply> RouteIngest(ServerContext& ctx, const HttpRequest& request) {

@@ -17,6 +17,14 @@
 //   - 202 once buffered; with wait=true, 200 once the tick that applied the
 //     rows has published (polls the connector and the engine's tick count),
 //     504 after ingest_wait_timeout_seconds (or ?timeout=).
+//   - the reply counts records = accepted + rejected + dropped: rows the
+//     buffer dropped (drop_newest, or drop_oldest of this push or, while
+//     waiting, of later pushes) are not accepted; "published": true means
+//     every accepted row is in the table ("uncertain": N and published false
+//     when drains and drops interleaved too closely to tell).
+//   - rill_* tables are the engine's: ingest into them is refused (403).
+//   - Arrow IPC bodies: ValidateFull on every batch (400), compressed buffers
+//     bounded by max_ingest_decompressed_bytes before they are inflated (413).
 //
 // Threads: worker threads (the handlers block only while waiting with wait=true).
 #pragma once

@@ -5,6 +5,7 @@
 #include <arrow/csv/api.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
+#include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/util/compression.h>
@@ -72,26 +73,130 @@ Result<std::string> Gunzip(std::string_view data, int64_t max_bytes) {
   return out;
 }
 
-Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadIpcBody(std::string_view data) {
+namespace {
+
+/// The allocation budget of the IPC read running on this thread (null: none).
+thread_local int64_t* ipc_budget = nullptr;
+
+/// A pool over the default one that refuses allocations beyond the budget of
+/// the read running on the calling thread. It lives for the whole process
+/// (buffers it allocated end up in tables and are freed much later), and a
+/// Free never consults the budget.
+class BudgetPool final : public arrow::MemoryPool {
+ public:
+  static BudgetPool* Get() {
+    static BudgetPool* pool = new BudgetPool();  // never destroyed: see above
+    return pool;
+  }
+  arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override {
+    RILL_RETURN_NOT_OK(Charge(size));
+    return base_->Allocate(size, alignment, out);
+  }
+  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                           uint8_t** ptr) override {
+    if (new_size > old_size) RILL_RETURN_NOT_OK(Charge(new_size - old_size));
+    return base_->Reallocate(old_size, new_size, alignment, ptr);
+  }
+  void Free(uint8_t* buffer, int64_t size, int64_t alignment) override {
+    base_->Free(buffer, size, alignment);
+  }
+  int64_t bytes_allocated() const override { return base_->bytes_allocated(); }
+  int64_t max_memory() const override { return base_->max_memory(); }
+  int64_t total_bytes_allocated() const override { return base_->total_bytes_allocated(); }
+  int64_t num_allocations() const override { return base_->num_allocations(); }
+  std::string backend_name() const override { return base_->backend_name(); }
+
+ private:
+  BudgetPool() : base_(arrow::default_memory_pool()) {}
+  static arrow::Status Charge(int64_t size) {
+    if (ipc_budget == nullptr) return arrow::Status::OK();
+    if (size > *ipc_budget) {
+      return arrow::Status::CapacityError(
+          "the Arrow IPC body decompresses beyond max_ingest_decompressed_bytes");
+    }
+    *ipc_budget -= size;
+    return arrow::Status::OK();
+  }
+  arrow::MemoryPool* base_;
+};
+
+/// Sets the calling thread's IPC budget for its lifetime.
+class BudgetScope {
+ public:
+  explicit BudgetScope(int64_t bytes) : bytes_(bytes) { ipc_budget = &bytes_; }
+  ~BudgetScope() { ipc_budget = nullptr; }
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+
+ private:
+  int64_t bytes_;
+};
+
+/// The error of a failed read: CapacityError (413) over the budget, else
+/// Invalid (400) naming `what`.
+Status ReadError(const Status& status, std::string_view what, int64_t max_bytes) {
+  if (status.IsCapacityError() || status.IsOutOfMemory()) {
+    return Status::CapacityError("the Arrow IPC body decompresses beyond "
+                                 "max_ingest_decompressed_bytes (",
+                                 max_bytes, " bytes)");
+  }
+  return Status::Invalid(what, status.message());
+}
+
+Status CheckBatch(const arrow::RecordBatch& batch, size_t index) {
+  Status valid = batch.ValidateFull();
+  if (!valid.ok()) {
+    return Status::Invalid("bad Arrow IPC body: batch ", index, " is invalid: ",
+                           valid.message());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadIpcBody(
+    std::string_view data, int64_t max_decompressed_bytes) {
   // The batches point into the buffer (zero-copy), so it owns a copy of the body.
   std::shared_ptr<arrow::Buffer> buffer = arrow::Buffer::FromString(std::string(data));
+  // Compressed buffers (LZ4_FRAME, ZSTD) are inflated into allocations of the
+  // size their 8-byte prefix claims: the budget pool refuses them beyond the
+  // bound, before anything is inflated. One thread, so the budget holds.
+  BudgetScope budget(max_decompressed_bytes);
+  auto options = arrow::ipc::IpcReadOptions::Defaults();
+  options.memory_pool = BudgetPool::Get();
+  options.use_threads = false;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
   auto stream = arrow::ipc::RecordBatchStreamReader::Open(
-      std::make_shared<arrow::io::BufferReader>(buffer));
+      std::make_shared<arrow::io::BufferReader>(buffer), options);
   if (stream.ok()) {
-    auto batches = (*stream)->ToRecordBatches();
-    if (!batches.ok()) return Status::Invalid("bad Arrow IPC stream: ", batches.status().message());
-    return batches;
+    while (true) {
+      std::shared_ptr<arrow::RecordBatch> batch;
+      Status read = (*stream)->ReadNext(&batch);
+      if (!read.ok()) return ReadError(read, "bad Arrow IPC stream: ", max_decompressed_bytes);
+      if (batch == nullptr) break;
+      RILL_RETURN_NOT_OK(CheckBatch(*batch, out.size()));
+      out.push_back(std::move(batch));
+    }
+    return out;
+  }
+  if (stream.status().IsCapacityError()) {
+    return ReadError(stream.status(), "", max_decompressed_bytes);
   }
   auto file = arrow::ipc::RecordBatchFileReader::Open(
-      std::make_shared<arrow::io::BufferReader>(buffer));
+      std::make_shared<arrow::io::BufferReader>(buffer), options);
   if (!file.ok()) {
+    if (file.status().IsCapacityError()) {
+      return ReadError(file.status(), "", max_decompressed_bytes);
+    }
     return Status::Invalid("the body is not an Arrow IPC stream (",
                            stream.status().message(), ") nor file");
   }
-  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
   for (int i = 0; i < (*file)->num_record_batches(); ++i) {
     auto batch = (*file)->ReadRecordBatch(i);
-    if (!batch.ok()) return Status::Invalid("bad Arrow IPC file: ", batch.status().message());
+    if (!batch.ok()) {
+      return ReadError(batch.status(), "bad Arrow IPC file: ", max_decompressed_bytes);
+    }
+    RILL_RETURN_NOT_OK(CheckBatch(**batch, out.size()));
     out.push_back(std::move(*batch));
   }
   return out;

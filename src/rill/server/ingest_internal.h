@@ -25,8 +25,12 @@ Result<IngestFormat> IngestFormatOf(std::string_view content_type);
 /// CapacityError beyond, Invalid for a corrupt stream.
 Result<std::string> Gunzip(std::string_view data, int64_t max_bytes);
 
-/// Read every batch of an Arrow IPC stream (or file) held in `data`.
-Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadIpcBody(std::string_view data);
+/// Read every batch of an Arrow IPC stream (or file) held in `data`, each
+/// checked with ValidateFull (Invalid naming the batch otherwise). Compressed
+/// buffers (LZ4_FRAME, ZSTD) may inflate to at most `max_decompressed_bytes`
+/// in all: CapacityError beyond, refused before the allocation. Any thread.
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ReadIpcBody(
+    std::string_view data, int64_t max_decompressed_bytes);
 
 /// Read a CSV body with a header line; columns named in `schema` (may be null)
 /// get its types.

@@ -1,5 +1,6 @@
 // Arrow values to JSON text, written straight into a string (no DOM), for
-// query results (json / ndjson) and WebSocket frames.
+// query results (json / ndjson) and WebSocket frames: common/arrow_json.h
+// with the server's options (valid UTF-8, floats with 17 digits).
 #pragma once
 
 #include <cstdint>

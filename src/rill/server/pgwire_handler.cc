@@ -35,10 +35,12 @@ class PgWireHandler : public ProtocolHandler {
     config.executor = handler->executor_.get();
     config.token = ctx.token;
     pgwire::PgServiceOptions options;
-    // Idle sessions stay open (as PostgreSQL's); authentication and idle
-    // transactions get the server's idle timeout.
+    // Idle sessions stay open (as PostgreSQL's); idle transactions get the
+    // server's idle timeout, authentication its login deadline.
     options.idle_in_transaction_timeout_ms =
         static_cast<int64_t>(ctx.idle_timeout_seconds * 1000);
+    options.login_timeout_ms = static_cast<int64_t>(ctx.login_timeout_seconds * 1000);
+    options.max_unauthenticated_connections = ctx.max_unauthenticated_connections;
     auto service = pgwire::PgService::Make(std::move(config), options);
     if (!service.ok()) {
       Logger("server")->error("pgwire: {}", service.status().ToString());

@@ -6,6 +6,7 @@
 #include "rill/connector/kafka_connector.h"
 #include "rill/engine/engine.h"
 #include "rill/server/server_internal.h"
+#include "rill/sink/sink_set.h"
 
 namespace rill::server {
 
@@ -68,6 +69,8 @@ std::string RenderPrometheus(ServerContext& ctx) {
   w.Sample("rill_rejected_rows_total", static_cast<double>(m.rejected_records));
   w.Family("rill_engine_errors_total", "counter", "Error events recorded by the engine.");
   w.Sample("rill_engine_errors_total", static_cast<double>(m.errors));
+  w.Family("rill_checkpoint_failures_total", "counter", "Checkpoint writes that failed.");
+  w.Sample("rill_checkpoint_failures_total", static_cast<double>(m.checkpoint_failures));
   w.Family("rill_ticks_total", "counter", "Ticks run.");
   w.Sample("rill_ticks_total", static_cast<double>(m.ticks));
   w.Family("rill_memory_allocated_bytes", "gauge", "Arrow and DuckDB memory allocated.");
@@ -106,6 +109,9 @@ std::string RenderPrometheus(ServerContext& ctx) {
        &ConnectorStats::parsed_records},
       {"rill_connector_rejected_records_total", "counter",
        "Records that failed to decode (in rill_rejects).", &ConnectorStats::rejected_records},
+      {"rill_connector_rejects_overflowed_total", "counter",
+       "Rejected records not kept for rill_rejects (over the cap of pending rejects).",
+       &ConnectorStats::rejects_overflowed},
       {"rill_connector_refused_rows_total", "counter",
        "Rows refused with on_overflow=error (HTTP 429).", &ConnectorStats::refused_records},
       {"rill_connector_buffered_rows", "gauge", "Rows waiting in each connector buffer.",
@@ -135,6 +141,47 @@ std::string RenderPrometheus(ServerContext& ctx) {
       w.Sample("rill_kafka_partition_lag", static_cast<double>(lag),
                Writer::Label("connector", c->name()) + "," + Writer::Label("topic", tp.first) +
                    "," + Writer::Label("partition", std::to_string(tp.second)));
+    }
+  }
+
+  // The sinks' counters (SinkStats), one family each.
+  struct SinkFamily {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const SinkStats&);
+  };
+  static constexpr SinkFamily kSinkFamilies[] = {
+      {"rill_sink_rows_written_total", "counter", "Change rows committed at the sink's target.",
+       [](const SinkStats& s) { return static_cast<double>(s.rows_written); }},
+      {"rill_sink_batches_total", "counter", "Commits at the sink's target.",
+       [](const SinkStats& s) { return static_cast<double>(s.batches); }},
+      {"rill_sink_bytes_total", "counter", "Bytes written by the sink (as its writer counts).",
+       [](const SinkStats& s) { return static_cast<double>(s.bytes); }},
+      {"rill_sink_errors_total", "counter", "Failed writes or commits.",
+       [](const SinkStats& s) { return static_cast<double>(s.errors); }},
+      {"rill_sink_retries_total", "counter", "Retries after a failure (on_error=retry).",
+       [](const SinkStats& s) { return static_cast<double>(s.retries); }},
+      {"rill_sink_dropped_rows_total", "counter", "Change rows dropped (on_error=drop).",
+       [](const SinkStats& s) { return static_cast<double>(s.dropped_rows); }},
+      {"rill_sink_snapshots_total", "counter", "Full-state writes after falling behind the log.",
+       [](const SinkStats& s) { return static_cast<double>(s.snapshots); }},
+      {"rill_sink_lag_versions", "gauge", "Table versions not yet committed at the target.",
+       [](const SinkStats& s) { return static_cast<double>(s.lag_versions); }},
+      {"rill_sink_lag_seconds", "gauge", "Age of the oldest change not yet committed.",
+       [](const SinkStats& s) { return s.lag_seconds; }},
+      {"rill_sink_backpressure", "gauge", "1 while the sink holds back its table's connectors.",
+       [](const SinkStats& s) { return s.backpressure ? 1.0 : 0.0; }},
+  };
+  auto sinks = SinkSet::For(ctx.engine).List();
+  std::vector<SinkStats> sink_stats;
+  for (const auto& s : sinks) sink_stats.push_back(s->stats());
+  for (const auto& f : kSinkFamilies) {
+    w.Family(f.name, f.type, f.help);
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      w.Sample(f.name, f.value(sink_stats[i]),
+               Writer::Label("sink", sinks[i]->name()) + "," +
+                   Writer::Label("type", sinks[i]->type()));
     }
   }
 

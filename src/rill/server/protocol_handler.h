@@ -31,6 +31,11 @@ struct ProtocolContext {
   std::string token;                ///< "" = authentication off
   double query_timeout_seconds = 30;
   double idle_timeout_seconds = 60;
+  /// ServerOptions::login_timeout_seconds (0 = none).
+  double login_timeout_seconds = 10;
+  /// The effective unauthenticated-connection limit (see
+  /// ServerOptions::max_unauthenticated_connections).
+  int64_t max_unauthenticated_connections = 16;
   /// Record one query's duration for GET /metrics (label protocol=<name>).
   std::function<void(double seconds)> observe_query;
 };

@@ -13,9 +13,11 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
+#include "rill/common/logging.h"
 #include "rill/common/thread_priority.h"
 #include "rill/server/auth.h"
 #include "rill/server/pgwire_handler.h"
+#include "rill/server/query_limits.h"
 #include "rill/server/server_impl.h"
 #include "rill/server/static_assets.h"
 #include "rill/server/ws_hub.h"
@@ -26,8 +28,9 @@ namespace rill::server {
 namespace {
 
 /// Serve the dashboard's bundle from `dir`, $RILL_DASHBOARD_DIR or the
-/// build's dashboard/dist, whichever is given first and holds index.html.
-void LoadDashboard(const std::string& dir) {
+/// build's dashboard/dist, whichever is given first and holds index.html; the
+/// placeholder page otherwise.
+std::shared_ptr<const StaticAssetMap> LoadDashboard(const std::string& dir) {
   std::vector<std::string> candidates;
   if (!dir.empty()) candidates.push_back(dir);
   if (const char* env = std::getenv("RILL_DASHBOARD_DIR"); env != nullptr && *env != 0) {
@@ -39,10 +42,10 @@ void LoadDashboard(const std::string& dir) {
   for (const auto& folder : candidates) {
     std::error_code ec;
     if (std::filesystem::exists(std::filesystem::path(folder) / "index.html", ec)) {
-      SetStaticAssets(LoadStaticAssetFolder(folder));
-      return;
+      return LoadStaticAssetFolder(folder);
     }
   }
+  return DefaultStaticAssets();
 }
 
 }  // namespace
@@ -273,6 +276,12 @@ Result<std::unique_ptr<Server>> Server::Make(Engine* engine, MetricsStore* metri
         "server options: io_threads, worker_threads, max_connections, max_pending_requests "
         "and ws_queue_frames must be >= 1, max_header_bytes >= 256");
   }
+  if (options.max_unauthenticated_connections < 1 || !(options.login_timeout_seconds >= 0) ||
+      options.query_memory_limit_bytes < -1) {
+    return Status::Invalid(
+        "server options: max_unauthenticated_connections must be >= 1, "
+        "login_timeout_seconds >= 0, query_memory_limit_bytes >= -1");
+  }
   auto impl = std::make_unique<Impl>();
   impl->engine = engine;
   impl->metrics = metrics;
@@ -340,7 +349,11 @@ Status Server::Start() {
     RILL_ASSIGN_OR_RAISE(s.relay, RuleWebhookRelay::Make(s.metrics, s.engine, s.webhooks.get(),
                                                          address()));
   }
-  LoadDashboard(s.options.dashboard_dir);
+  s.ctx->assets = LoadDashboard(s.options.dashboard_dir);
+  if (Status limited = ApplyQueryMemoryLimit(s.options, s.engine, s.metrics); !limited.ok()) {
+    // DuckDB holds more than the limit now; serve under its current limit.
+    Logger("server")->warn("query_memory_limit_bytes not applied: {}", limited.ToString());
+  }
   RegisterPgWire();
   if (auto factory = FindProtocolHandler(kPgWireProtocol)) {
     ProtocolContext pc;
@@ -349,6 +362,8 @@ Status Server::Start() {
     pc.token = s.token;
     pc.query_timeout_seconds = s.options.query_timeout_seconds;
     pc.idle_timeout_seconds = s.options.idle_timeout_seconds;
+    pc.login_timeout_seconds = s.options.login_timeout_seconds;
+    pc.max_unauthenticated_connections = EffectiveUnauthenticatedLimit(s.options);
     ServerContext* ctx = s.ctx.get();
     pc.observe_query = [ctx](double seconds) { ctx->query_seconds.Observe(seconds); };
     s.pgwire = factory(pc);

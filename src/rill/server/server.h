@@ -72,8 +72,26 @@ struct ServerOptions {
   /// A keep-alive connection idle this long is closed; also the limit for
   /// reading one request body and writing one response piece.
   double idle_timeout_seconds = 60;
-  /// SQL statements are interrupted after this long (0 = no limit).
+  /// SQL statements are interrupted after this long (0 = no limit): live-table
+  /// and metrics-database queries over HTTP and pgwire, and the check of a
+  /// KPI query posted to /api/v1/kpis.
   double query_timeout_seconds = 30;
+  /// DuckDB memory limit of the databases remote SQL runs in (the live
+  /// tables' and the metrics database), in bytes: a query that needs more
+  /// fails with an out-of-memory error (pgwire SQLSTATE 53200) and the
+  /// engine keeps serving. DuckDB's limit is per database, so it bounds the
+  /// engine's SQL tasks too. -1 (default): a quarter of the host's physical
+  /// memory; 0: leave DuckDB's own limit (80% of physical memory).
+  int64_t query_memory_limit_bytes = -1;
+  /// PostgreSQL clients must authenticate within this time of their first
+  /// byte (a deadline, however slowly they send), else FATAL 08006 and close.
+  /// 0 = no limit.
+  double login_timeout_seconds = 10;
+  /// PostgreSQL connections still authenticating, at most (also at most half
+  /// of max_connections, at least 1): a new one beyond the limit closes the
+  /// oldest of them (FATAL 53300), so idle or trickling sockets hold at most
+  /// this many connection slots and a client that logs in promptly gets in.
+  int64_t max_unauthenticated_connections = 16;
   /// Buffered JSON query results larger than this get 413 (use ndjson, csv or
   /// arrow, which stream and are not capped).
   int64_t max_json_result_bytes = 64 * 1024 * 1024;

@@ -85,7 +85,8 @@ void Watchdog::Loop() {
     }
     auto it = deadlines_.begin();
     if (std::chrono::steady_clock::now() < it->first) {
-      cv_.wait_until(lock, it->first);
+      const auto due = it->first;  // a copy: the entry may be erased while waiting
+      cv_.wait_until(lock, due);
       continue;
     }
     uint64_t id = it->second;

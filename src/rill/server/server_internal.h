@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "rill/server/http_types.h"
+#include "rill/sql/query_interrupt.h"
 #include "rill/server/server.h"
+#include "rill/server/static_assets.h"
 
 namespace rill::server {
 
@@ -99,7 +101,17 @@ struct ServerContext {
   WsHub* hub = nullptr;
   WebhookSender* webhooks = nullptr;  // owned by Server::Impl while it runs
   std::shared_ptr<toolkit::Toolkit> toolkit;  // queues and analytics (toolkit_routes.cc)
+  std::shared_ptr<const StaticAssetMap> assets;  // this server's dashboard (set at Start)
 };
+
+/// True for an Origin "http(s)://HOST[:PORT]" whose HOST is this machine:
+/// localhost, an IPv4 literal in 127.0.0.0/8, or [::1]. Any thread.
+bool IsLoopbackOrigin(std::string_view origin);
+
+/// True when a request for `path` must carry the token: everything under
+/// /api/ and /metrics except /api/v1/login. The HTTP session checks it on the
+/// headers, before reading a body. Any thread.
+bool RequiresToken(std::string_view path);
 
 /// Route one request (auth included) and return the reply. Worker threads.
 HttpReply HandleRequest(ServerContext& ctx, const HttpRequest& request);
@@ -116,5 +128,27 @@ std::string RenderPrometheus(ServerContext& ctx);
 /// The JSON of GET /api/v1/telemetry (the engine's rill_metrics now), also the
 /// data of the WebSocket `metrics` channel.
 std::string TelemetryNowJson(ServerContext& ctx);
+
+/// Run `query(&interrupt)` with the server's query_timeout_seconds: Cancelled
+/// (counted in query_timeouts) when it ran out. Worker threads.
+template <typename Query>
+auto RunWithQueryTimeout(ServerContext& ctx, Query&& query) {
+  QueryInterrupt interrupt;
+  uint64_t timer = 0;
+  const double timeout = ctx.options.query_timeout_seconds;
+  if (timeout > 0) {
+    timer = ctx.watchdog.Schedule(timeout, [&interrupt] { interrupt.Interrupt(); });
+  }
+  auto result = query(&interrupt);
+  if (timer != 0) {
+    ctx.watchdog.Cancel(timer);
+  }
+  if (!result.ok() && interrupt.interrupted()) {
+    ctx.counters.query_timeouts.fetch_add(1, std::memory_order_relaxed);
+    return decltype(result)(Status::Cancelled("the query ran longer than query_timeout_seconds (",
+                                              timeout, " s) and was interrupted"));
+  }
+  return result;
+}
 
 }  // namespace rill::server

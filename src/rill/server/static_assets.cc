@@ -1,6 +1,5 @@
 #include "rill/server/static_assets.h"
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,17 +20,6 @@ constexpr const char* kPlaceholderPage = R"(<!doctype html>
 </body></html>
 )";
 
-std::shared_ptr<const StaticAssetMap> DefaultAssets() {
-  auto map = std::make_shared<StaticAssetMap>();
-  (*map)["/index.html"] = StaticAsset{"text/html; charset=utf-8", kPlaceholderPage};
-  return map;
-}
-
-std::atomic<std::shared_ptr<const StaticAssetMap>>& Assets() {
-  static std::atomic<std::shared_ptr<const StaticAssetMap>> assets{DefaultAssets()};
-  return assets;
-}
-
 std::string ContentTypeFor(const std::filesystem::path& path) {
   static const std::map<std::string, std::string> kTypes = {
       {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
@@ -45,8 +33,13 @@ std::string ContentTypeFor(const std::filesystem::path& path) {
 
 }  // namespace
 
-void SetStaticAssets(std::shared_ptr<const StaticAssetMap> assets) {
-  Assets().store(std::move(assets));
+std::shared_ptr<const StaticAssetMap> DefaultStaticAssets() {
+  static const std::shared_ptr<const StaticAssetMap> assets = [] {
+    auto map = std::make_shared<StaticAssetMap>();
+    (*map)["/index.html"] = StaticAsset{"text/html; charset=utf-8", kPlaceholderPage};
+    return map;
+  }();
+  return assets;
 }
 
 std::shared_ptr<const StaticAssetMap> LoadStaticAssetFolder(const std::string& folder) {
@@ -66,8 +59,11 @@ std::shared_ptr<const StaticAssetMap> LoadStaticAssetFolder(const std::string& f
   return map;
 }
 
-std::shared_ptr<const StaticAsset> FindStaticAsset(std::string_view path) {
-  std::shared_ptr<const StaticAssetMap> map = Assets().load();
+std::shared_ptr<const StaticAsset> FindStaticAsset(
+    const std::shared_ptr<const StaticAssetMap>& map, std::string_view path) {
+  if (map == nullptr) {
+    return nullptr;
+  }
   if (path == "/") {
     path = "/index.html";
   }

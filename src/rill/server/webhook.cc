@@ -413,7 +413,8 @@ void WebhookSender::WorkerLoop() {
     }
     auto first = impl_->queue.begin();
     if (first->first > SteadyClock::now()) {
-      impl_->cv.wait_until(lock, first->first);
+      const auto due = first->first;  // a copy: the entry may be erased while waiting
+      impl_->cv.wait_until(lock, due);
       continue;
     }
     Impl::Pending pending = std::move(first->second);

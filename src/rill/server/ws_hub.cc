@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <sstream>
 
+#include <arrow/type.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -20,6 +21,8 @@
 #include "rill/server/json_body.h"
 #include "rill/server/json_writer.h"
 #include "rill/server/server_impl.h"
+#include "rill/server/ws_table_changes.h"
+#include "rill/table/change_feed.h"
 
 namespace rill::server {
 
@@ -36,24 +39,21 @@ std::chrono::steady_clock::duration Seconds(double s) {
       std::chrono::duration<double>(s));
 }
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-/// {"type":"event","channel":...,"ts":...,"data":<data>}
 std::string EventFrame(std::string_view channel, std::string_view data) {
-  std::string out = "{\"type\":\"event\",\"channel\":";
-  AppendJsonString(channel, &out);
-  out += ",\"ts\":";
-  AppendJsonNumber(WallNow(), &out);
-  out += ",\"data\":";
-  out += data;
-  out += "}";
-  return out;
+  return WsEventFrame(channel, data);
 }
 
-bool Coalescible(const std::string& channel) { return channel != "alerts"; }
+// Bounds of the table channels: change rows per event frame, unsent rows a
+// client may have pending (merged by key) before it gets a snapshot instead,
+// rows of a snapshot frame, rows per read of the hub's change feed.
+constexpr int64_t kTableFrameRows = 500;
+constexpr int64_t kTablePendingRows = 10000;
+constexpr int64_t kTableSnapshotRows = 1000;
+constexpr int64_t kTableReadRows = 10000;
+
+bool Coalescible(const std::string& channel) {
+  return channel != "alerts" && channel.rfind("table:", 0) != 0;
+}
 
 }  // namespace
 
@@ -75,6 +75,14 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
       }
     });
   }
+  /// Merge `changes` of table channel `channel` into this client's pending
+  /// changes, if it subscribed to it. Any thread.
+  void PostChanges(std::string channel, std::shared_ptr<const WsTableChanges> changes) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), channel = std::move(channel),
+                                   changes = std::move(changes)]() mutable {
+      self->OnChanges(channel, *changes);
+    });
+  }
   void Close() override {
     net::post(ws_.get_executor(), [self = shared_from_this()] {
       if (self->closing_) return;
@@ -92,12 +100,34 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
   void Reply(std::string text) {
     Enqueue("", std::make_shared<const std::string>(std::move(text)));
   }
-  void Enqueue(std::string channel, std::shared_ptr<const std::string> frame);
+  /// `keep`: never coalesced or dropped (table snapshots and change markers).
+  void Enqueue(std::string channel, std::shared_ptr<const std::string> frame, bool keep = false);
   void WriteNext();
+  // Table channels (io strand): each subscribed table has pending changes; a
+  // marker frame (no text) in the queue stands for them and is formatted when
+  // it is written, so changes that arrive meanwhile merge into it by key.
+  void OnChanges(const std::string& channel, const WsTableChanges& changes);
+  /// The reply of a subscribe message, sent once the snapshots it asked for are queued.
+  struct PendingReply {
+    int waiting = 0;
+    std::string text;
+  };
+  void RequestSnapshot(const std::string& channel,
+                       std::shared_ptr<PendingReply> reply = nullptr);
+  void OnSnapshot(const std::string& channel, std::shared_ptr<const std::string> frame,
+                  uint64_t version, const std::shared_ptr<PendingReply>& reply);
+  void QueueMarker(const std::string& channel);
 
   struct Frame {
     std::string channel;
-    std::shared_ptr<const std::string> text;
+    std::shared_ptr<const std::string> text;  // null: a table channel's marker
+    bool keep = false;
+  };
+  struct TableState {
+    WsPendingChanges pending;
+    bool queued = false;      // a marker is in queue_ (not yet being written)
+    bool awaiting = false;    // a snapshot was requested and has not come yet
+    bool resnapshot = false;  // fell behind again while awaiting: one more
   };
 
   std::shared_ptr<WsHub::State> hub_;
@@ -105,6 +135,7 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
   std::shared_ptr<void> slot_;
   beast::flat_buffer read_buffer_;
   std::set<std::string> channels_;
+  std::map<std::string, TableState> tables_;  // by channel ("table:<name>")
   std::deque<Frame> queue_;
   bool writing_ = false;
   bool closing_ = false;
@@ -128,6 +159,21 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   std::map<uint64_t, std::weak_ptr<WsSession>> sessions;  // guarded by mu
   uint64_t next_id = 1;
   std::map<std::string, LiveTable::SubscriptionId> table_subs;  // guarded by mu
+  /// A subscribed table: one change feed, read on a worker after each new
+  /// version, its rows formatted once and merged into each client's pending changes.
+  struct TableChannel {
+    std::string table;
+    std::string channel;
+    std::mutex mu;
+    std::shared_ptr<ChangeFeed> feed;   // guarded by mu; opened once the table exists
+    std::vector<int> key_columns;       // guarded by mu
+    bool keyed = false;                 // guarded by mu
+    uint64_t cursor = 0;                // guarded by mu
+    bool scheduled = false;             // guarded by mu: a worker is reading
+    bool dirty = false;                 // guarded by mu: a version came meanwhile
+    std::map<uint64_t, std::pair<int64_t, int64_t>> sizes;  // guarded: version -> rows, bytes
+  };
+  std::map<std::string, std::shared_ptr<TableChannel>> table_channels;  // guarded by mu
   uint64_t alert_listener = 0;
   std::unique_ptr<net::steady_timer> metrics_timer;
   std::unique_ptr<net::steady_timer> tick_timer;
@@ -160,19 +206,30 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
       std::lock_guard<std::mutex> lock(mu);
       if (stopped || table_subs.count(table) > 0) return Status::OK();
     }
+    auto tc = std::make_shared<TableChannel>();
+    tc->table = table;
+    tc->channel = "table:" + table;
+    {
+      std::lock_guard<std::mutex> lock(tc->mu);
+      OpenFeedLocked(*tc);
+    }
     std::weak_ptr<State> weak = weak_from_this();
-    std::string channel = "table:" + table;
     auto id = ctx.engine->Subscribe(
-        table, [weak, channel, table](const std::shared_ptr<const TableVersion>& v) {
-          // Tick thread: format a few numbers and post; nothing blocks.
+        table, [weak, tc](const std::shared_ptr<const TableVersion>& v) {
+          // Tick thread: note the version's size and wake the reader; nothing blocks.
           auto self = weak.lock();
           if (!self) return;
-          std::string data = "{\"table\":";
-          AppendJsonString(table, &data);
-          data += ",\"version\":" + std::to_string(v->version()) +
-                  ",\"rows\":" + std::to_string(v->num_rows()) +
-                  ",\"bytes\":" + std::to_string(v->nbytes()) + "}";
-          self->Broadcast(channel, EventFrame(channel, data));
+          {
+            std::lock_guard<std::mutex> lock(tc->mu);
+            tc->sizes[v->version()] = {v->num_rows(), v->nbytes()};
+            while (tc->sizes.size() > 4096) tc->sizes.erase(tc->sizes.begin());
+            if (tc->scheduled) {
+              tc->dirty = true;
+              return;
+            }
+            tc->scheduled = true;
+          }
+          self->ScheduleRead(tc);
         });
     RILL_RETURN_NOT_OK(id.status());
     std::shared_lock<std::shared_mutex> flight(flight_mu);
@@ -181,8 +238,134 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
       (void)ctx.engine->Unsubscribe(table, *id);
     } else {
       table_subs[table] = *id;
+      table_channels[table] = tc;
     }
     return Status::OK();
+  }
+
+  /// Open the table's change feed if the table exists (a declared table gets
+  /// its schema with its first rows).
+  void OpenFeedLocked(TableChannel& tc) {
+    if (tc.feed) return;
+    auto live = ctx.engine->GetTable(tc.table);
+    if (!live.ok()) return;
+    tc.feed = (*live)->OpenChangeFeed();
+    tc.cursor = tc.feed->current_version();
+    tc.keyed = (*live)->keyed();
+    tc.key_columns.clear();
+    if (tc.keyed) {
+      for (const auto& k : (*live)->primary_key()) {
+        tc.key_columns.push_back((*live)->schema()->GetFieldIndex(k));
+      }
+    }
+  }
+
+  void ScheduleRead(std::shared_ptr<TableChannel> tc) {
+    bool queued = server.Submit([self = shared_from_this(), tc] { self->ReadTable(*tc); });
+    if (!queued) {
+      // Busy: the next version tries again.
+      std::lock_guard<std::mutex> lock(tc->mu);
+      tc->scheduled = false;
+    }
+  }
+
+  /// Worker: read the feed up to the current version, format the rows once
+  /// and hand them to every client subscribed to the channel.
+  void ReadTable(TableChannel& tc) {
+    for (;;) {
+      std::shared_lock<std::shared_mutex> flight(flight_mu);
+      if (stopped) return;
+      std::shared_ptr<ChangeFeed> feed;
+      uint64_t cursor;
+      std::vector<int> keys;
+      bool keyed;
+      bool opened = false;
+      {
+        std::lock_guard<std::mutex> lock(tc.mu);
+        tc.dirty = false;
+        opened = !tc.feed;
+        OpenFeedLocked(tc);
+        opened = opened && tc.feed;
+        feed = tc.feed;
+        cursor = tc.cursor;
+        keys = tc.key_columns;
+        keyed = tc.keyed;
+      }
+      std::shared_ptr<const WsTableChanges> out;
+      if (opened) {
+        // First rows of a declared table: every client takes a snapshot.
+        auto fresh = std::make_shared<WsTableChanges>();
+        fresh->snapshot = true;
+        fresh->to_version = cursor;
+        out = std::move(fresh);
+      } else if (feed) {
+        ChangeReadOptions options;
+        options.max_rows = kTableReadRows;
+        // Keyed tables: clients mirror the table, expired keys included.
+        // Append tables: appended rows only (retention is the client's window).
+        options.emit_retention_deletes = keyed;
+        auto changes = feed->Read(cursor, options);
+        if (changes.ok() && changes->num_rows > kTablePendingRows) {
+          // More than any client may have pending: they all take snapshots
+          // (bounded), so these rows are not formatted at all.
+          changes->snapshot = true;
+          changes->batches.clear();
+        }
+        if (changes.ok()) {
+          auto formatted = FormatChanges(*changes, keys);
+          if (formatted.ok()) {
+            auto copy = std::make_shared<WsTableChanges>(**formatted);
+            std::lock_guard<std::mutex> lock(tc.mu);
+            auto it = tc.sizes.find(copy->to_version);
+            if (it != tc.sizes.end()) {
+              copy->table_rows = it->second.first;
+              copy->table_bytes = it->second.second;
+            } else if (!tc.sizes.empty()) {
+              copy->table_rows = tc.sizes.rbegin()->second.first;
+              copy->table_bytes = tc.sizes.rbegin()->second.second;
+            }
+            out = std::move(copy);
+          }
+        }
+        if (out) {
+          feed->Acknowledge(out->to_version);
+          std::lock_guard<std::mutex> lock(tc.mu);
+          tc.cursor = out->to_version;
+        }
+      }
+      if (out && (out->snapshot || out->to_version > cursor)) BroadcastChanges(tc.channel, out);
+      std::lock_guard<std::mutex> lock(tc.mu);
+      const bool behind = tc.feed && tc.cursor < tc.feed->current_version() && out != nullptr;
+      if (!tc.dirty && !behind) {
+        tc.scheduled = false;
+        return;
+      }
+    }
+  }
+
+  /// Hand `changes` to every session (flight_mu held shared, not stopped).
+  void BroadcastChanges(const std::string& channel,
+                        const std::shared_ptr<const WsTableChanges>& changes) {
+    std::vector<std::shared_ptr<WsSession>> targets;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& [id, weak] : sessions) {
+        if (auto s = weak.lock()) targets.push_back(std::move(s));
+      }
+    }
+    for (auto& s : targets) s->PostChanges(channel, changes);
+  }
+
+  /// Worker: the snapshot frame of `table` now (null if the table has no schema yet).
+  std::pair<std::shared_ptr<const std::string>, uint64_t> Snapshot(const std::string& table) {
+    std::shared_lock<std::shared_mutex> flight(flight_mu);
+    if (stopped) return {nullptr, 0};
+    auto live = ctx.engine->GetTable(table);
+    if (!live.ok()) return {nullptr, 0};
+    auto version = (*live)->snapshot();
+    auto frame = SnapshotFrame("table:" + table, table, *version, kTableSnapshotRows);
+    if (!frame.ok()) return {nullptr, 0};
+    return {std::make_shared<const std::string>(std::move(*frame)), version->version()};
   }
 
   void ScheduleMetrics() {
@@ -328,16 +511,22 @@ void WsSession::OnMessage() {
   }
   const json::value* list = obj->if_contains("channels");
   if (list == nullptr || !list->is_array()) return error("field 'channels' must be an array");
+  std::vector<std::string> new_tables;
   for (const auto& v : list->as_array()) {
     if (!v.is_string()) return error("channel names must be strings");
     std::string channel(v.as_string());
     if (!subscribe) {
       channels_.erase(channel);
+      tables_.erase(channel);
       continue;
     }
     if (channel.rfind("table:", 0) == 0) {
       Status st = hub_->EnsureTable(channel.substr(6));
       if (!st.ok()) return error(st.message());
+      if (tables_.count(channel) == 0) {
+        tables_[channel];
+        new_tables.push_back(channel);
+      }
     } else if (channel != "metrics" && channel != "alerts" && channel != "kpis") {
       return error("unknown channel '" + channel + "': use metrics, alerts, kpis or table:<name>");
     }
@@ -345,8 +534,15 @@ void WsSession::OnMessage() {
   }
   json::array current;
   for (const auto& c : channels_) current.emplace_back(c);
-  Reply(json::serialize(json::object{{"type", subscribe ? "subscribed" : "unsubscribed"},
-                                     {"channels", std::move(current)}}));
+  std::string reply = json::serialize(json::object{
+      {"type", subscribe ? "subscribed" : "unsubscribed"}, {"channels", std::move(current)}});
+  if (new_tables.empty()) return Reply(std::move(reply));
+  // Each new table channel starts with a snapshot of the current state; the
+  // reply follows them, so changes written after it come as events.
+  auto pending = std::make_shared<PendingReply>();
+  pending->waiting = static_cast<int>(new_tables.size());
+  pending->text = std::move(reply);
+  for (const auto& channel : new_tables) RequestSnapshot(channel, pending);
 }
 
 void WsSession::IngestOnWorker(json::object message) {
@@ -363,16 +559,17 @@ void WsSession::IngestOnWorker(json::object message) {
   }
 }
 
-void WsSession::Enqueue(std::string channel, std::shared_ptr<const std::string> frame) {
+void WsSession::Enqueue(std::string channel, std::shared_ptr<const std::string> frame,
+                        bool keep) {
   if (closing_) return;
   auto limit = static_cast<size_t>(hub_->ctx.options.ws_queue_frames);
-  if (queue_.size() >= limit) {
+  if (!keep && queue_.size() >= limit) {
     // Full: replace the queued frame of the same channel (the newest state
     // supersedes it), else drop the oldest frame. Skip the frame being written.
     bool replaced = false;
     if (Coalescible(channel)) {
       for (size_t i = writing_ ? 1 : 0; i < queue_.size(); ++i) {
-        if (queue_[i].channel == channel) {
+        if (queue_[i].channel == channel && !queue_[i].keep) {
           queue_[i].text = std::move(frame);
           replaced = true;
           break;
@@ -386,14 +583,101 @@ void WsSession::Enqueue(std::string channel, std::shared_ptr<const std::string> 
       return;
     }
     size_t victim = writing_ ? 1 : 0;
+    while (victim < queue_.size() && queue_[victim].keep) ++victim;
     if (victim < queue_.size()) {
       queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(victim));
     }
     ++dropped_;
     hub_->ctx.counters.ws_frames_dropped.fetch_add(1, std::memory_order_relaxed);
   }
-  queue_.push_back(Frame{std::move(channel), std::move(frame)});
+  queue_.push_back(Frame{std::move(channel), std::move(frame), keep});
   if (!writing_) WriteNext();
+}
+
+void WsSession::OnChanges(const std::string& channel, const WsTableChanges& changes) {
+  auto it = tables_.find(channel);
+  if (it == tables_.end() || closing_) return;
+  TableState& st = it->second;
+  if (changes.snapshot) {
+    // The hub's feed fell behind (or the table just got its schema).
+    if (st.awaiting) {
+      st.resnapshot = true;
+    } else {
+      RequestSnapshot(channel);
+    }
+    return;
+  }
+  const int64_t merged = st.pending.Merge(changes, kTablePendingRows);
+  if (merged < 0) {
+    // Too far behind to merge: a snapshot replaces what is pending.
+    ++coalesced_;
+    notice_pending_ = true;
+    hub_->ctx.counters.ws_frames_coalesced.fetch_add(1, std::memory_order_relaxed);
+    if (st.awaiting) {
+      st.resnapshot = true;
+    } else {
+      RequestSnapshot(channel);
+    }
+    return;
+  }
+  if (st.awaiting) return;  // the snapshot goes first
+  if (st.queued || merged > 0) {
+    // The client has not taken the previous changes yet: merged (by key).
+    ++coalesced_;
+    notice_pending_ = true;
+    hub_->ctx.counters.ws_frames_coalesced.fetch_add(1, std::memory_order_relaxed);
+    if (st.queued) return;
+  }
+  if (st.pending.due()) QueueMarker(channel);
+}
+
+void WsSession::QueueMarker(const std::string& channel) {
+  tables_[channel].queued = true;
+  queue_.push_back(Frame{channel, nullptr, /*keep=*/true});
+  if (!writing_) WriteNext();
+}
+
+void WsSession::RequestSnapshot(const std::string& channel,
+                                std::shared_ptr<PendingReply> reply) {
+  tables_[channel].awaiting = true;
+  auto self = shared_from_this();
+  bool queued = hub_->server.Submit([self, channel, reply] {
+    // Not a structured binding: clang 14 cannot capture one in a lambda.
+    auto snapshot = self->hub_->Snapshot(channel.substr(6));
+    net::post(self->ws_.get_executor(),
+              [self, channel, frame = std::move(snapshot.first), version = snapshot.second,
+               reply] {
+                self->OnSnapshot(channel, frame, version, reply);
+              });
+  });
+  if (!queued) {
+    // Workers busy: go on without (the next change brings the rows).
+    net::post(ws_.get_executor(),
+              [self, channel, reply] { self->OnSnapshot(channel, nullptr, 0, reply); });
+  }
+}
+
+void WsSession::OnSnapshot(const std::string& channel, std::shared_ptr<const std::string> frame,
+                           uint64_t version, const std::shared_ptr<PendingReply>& reply) {
+  auto it = tables_.find(channel);
+  if (it == tables_.end() || closing_) {
+    if (reply && --reply->waiting == 0) Reply(std::move(reply->text));
+    return;
+  }
+  TableState& st = it->second;
+  if (frame) {
+    st.pending.Reset(version);
+    Enqueue(channel, std::move(frame), /*keep=*/true);
+    frame = nullptr;
+  }
+  if (reply && --reply->waiting == 0) Reply(std::move(reply->text));
+  st.awaiting = false;
+  if (st.resnapshot) {
+    st.resnapshot = false;
+    RequestSnapshot(channel);
+    return;
+  }
+  if (st.pending.due() && !st.queued) QueueMarker(channel);
 }
 
 void WsSession::WriteNext() {
@@ -408,6 +692,29 @@ void WsSession::WriteNext() {
                          ",\"coalesced\":" + std::to_string(coalesced_) + "}";
     dropped_ = coalesced_ = 0;
     queue_.push_front(Frame{"", std::make_shared<const std::string>(std::move(notice))});
+  }
+  while (!queue_.empty() && !queue_.front().text) {
+    // A table channel's marker: format its pending changes now.
+    Frame& f = queue_.front();
+    auto it = tables_.find(f.channel);
+    if (it == tables_.end() || it->second.awaiting || !it->second.pending.due()) {
+      if (it != tables_.end()) it->second.queued = false;
+      queue_.pop_front();
+      continue;
+    }
+    TableState& st = it->second;
+    st.queued = false;
+    bool more = false;
+    std::string data = st.pending.TakeFrame(f.channel.substr(6), kTableFrameRows, &more);
+    f.text = std::make_shared<const std::string>(EventFrame(f.channel, data));
+    if (more) {
+      st.queued = true;
+      queue_.push_back(Frame{f.channel, nullptr, /*keep=*/true});
+    }
+  }
+  if (queue_.empty()) {
+    writing_ = false;
+    return;
   }
   writing_ = true;
   ws_.text(true);
@@ -454,6 +761,7 @@ void WsHub::Stop() {
     if (s.stopped) return;
     s.stopped = true;
     subs.swap(s.table_subs);
+    s.table_channels.clear();  // their feeds close with the last reader
   }
   if (s.alert_listener != 0) s.ctx.metrics->RemoveAlertListener(s.alert_listener);
   for (auto& [table, id] : subs) (void)s.ctx.engine->Unsubscribe(table, id);

@@ -4,16 +4,21 @@
 //   metrics       every ws_metrics_interval_seconds: the engine's metrics now
 //   alerts        each alert as the metrics store records it
 //   kpis          each KPI evaluation (checked every interval)
-//   table:<name>  each new version of the table (version, rows, bytes)
+//   table:<name>  a snapshot of the table on subscribing, then its changed rows
+//                 (ws_table_changes.h): one ChangeFeed per table, read on a
+//                 worker after each version, rows formatted once for all clients
 // Frame schema: docs/api.md. Each client has a queue of at most
 // ws_queue_frames; when full, a frame replaces the queued frame of the same
-// channel (coalesced: metrics, kpis, table) or the oldest frame is dropped
-// (alerts); both are counted and reported to the client in a "notice" frame.
+// channel (coalesced: metrics, kpis) or the oldest frame is dropped (alerts).
+// A table channel holds one marker in the queue, formatted when written, and
+// merges the changes that come meanwhile by key (bounded: beyond, a snapshot).
+// All are counted and reported to the client in a "notice" frame.
 // Pings every ws_ping_interval_seconds detect dead peers.
 //
 // Threads: the 1 Hz timer and the sessions run on the io threads; the alert
-// listener (metrics collector thread) and the table subscriptions (tick
-// thread) only format a frame and post it.
+// listener (metrics collector thread) only formats a frame and posts it; the
+// table subscriptions (tick thread) note the version and wake a worker, which
+// reads the change feed, formats the rows and posts them to the sessions.
 #pragma once
 
 #include <memory>

@@ -16,6 +16,7 @@
 #include "rill/sql/sql_engine.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -23,7 +24,9 @@
 #include <arrow/table.h>
 
 #include <duckdb.hpp>
+#include <duckdb/common/arrow/result_arrow_wrapper.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
+#include <arrow/c/bridge.h>
 
 #include "rill/sql/arrow_scan_internal.h"
 #include "rill/sql/duckdb_result.h"
@@ -388,6 +391,12 @@ Result<std::unique_ptr<SqlEngine>> SqlEngine::Make(SqlOptions options) {
     config.SetOptionByName("autoinstall_known_extensions", duckdb::Value::BOOLEAN(false));
     config.SetOptionByName("enable_external_access",
                            duckdb::Value::BOOLEAN(options.enable_external_access));
+    if (!options.enable_external_access) {
+      // DuckDB could not spill to its temp directory anyway (file access is
+      // off): a query over the memory limit then fails with "Out of Memory
+      // Error" rather than a permission error on ".tmp".
+      config.options.use_temporary_directory = false;
+    }
     impl->db = std::make_unique<duckdb::DuckDB>(nullptr, &config);
     sql_internal::RegisterScanFunction(*impl->db->instance);
     if (options.lock_configuration) {
@@ -585,6 +594,150 @@ Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {
 
 int64_t SqlEngine::MemoryUsage() const {
   return static_cast<int64_t>(impl_->db->instance->GetBufferManager().GetUsedMemory());
+}
+
+Result<std::vector<std::string>> SqlEngine::ParameterTypes(std::string_view sql) {
+  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
+  Result<std::vector<std::string>> types;
+  try {
+    auto statements = pc->conn->ExtractStatements(std::string(sql));
+    if (statements.size() != 1) {
+      types = QueryError(
+          "expected exactly one SQL statement, got " + std::to_string(statements.size()), sql);
+    } else if (!IsReadStatement(*statements[0])) {
+      types = QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+    } else {
+      // Binding reads no version: the views' plain schemas suffice.
+      types = PreparedParameterTypes(*pc->conn, std::move(statements[0]));
+    }
+  } catch (const std::exception& e) {
+    duckdb::ErrorData error(e);
+    types = DuckError(error.Message(), error.Type(), sql);
+  }
+  impl_->Release(std::move(pc));
+  return types;
+}
+
+Status SqlEngine::SetMemoryLimit(int64_t bytes) {
+  return SetDuckMemoryLimit(*impl_->db->instance, bytes);
+}
+
+int64_t SqlEngine::MemoryLimit() const {
+  return static_cast<int64_t>(
+      duckdb::BufferManager::GetBufferManager(*impl_->db->instance).GetMaxMemory());
+}
+
+// Streaming results ------------------------------------------------------------
+
+struct SqlResultStream::State {
+  std::function<void(std::unique_ptr<PooledConnection>)> release;  // to the pool
+  std::unique_ptr<PooledConnection> pc;
+  std::unique_ptr<PinGuard> pins;  // the versions the query reads, while it runs
+  QueryInterrupt* interrupt = nullptr;
+  std::shared_ptr<arrow::RecordBatchReader> reader;
+  std::shared_ptr<arrow::Schema> schema;
+  std::string sql;
+  bool failed = false;
+
+  ~State() {
+    reader.reset();  // the DuckDB result goes before its connection is reused
+    if (interrupt != nullptr) interrupt->Detach();
+    pins.reset();
+    // A connection whose query failed or stopped half-way is dropped, not pooled.
+    if (release && !failed) release(std::move(pc));
+  }
+};
+
+SqlResultStream::SqlResultStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+SqlResultStream::~SqlResultStream() = default;
+
+const std::shared_ptr<arrow::Schema>& SqlResultStream::schema() const {
+  return state_->schema;
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> SqlResultStream::Next() {
+  State& st = *state_;
+  if (st.reader == nullptr) return nullptr;
+  std::shared_ptr<arrow::RecordBatch> batch;
+  Status read;
+  try {
+    read = st.reader->ReadNext(&batch);
+  } catch (const std::exception& e) {
+    read = Status::Invalid(ErrorMessage(e));
+  }
+  if (!read.ok()) {
+    st.failed = true;
+    st.reader.reset();
+    if (st.interrupt != nullptr && st.interrupt->interrupted()) {
+      return Status::Cancelled("query interrupted: ", read.message());
+    }
+    return QueryError(read.message(), st.sql);
+  }
+  if (batch == nullptr) {
+    st.reader.reset();  // done: the connection may serve the next query
+  }
+  return batch;
+}
+
+Result<std::unique_ptr<SqlResultStream>> SqlEngine::QueryStream(std::string_view sql,
+                                                                QueryInterrupt* interrupt,
+                                                                int64_t batch_rows) {
+  if (interrupt != nullptr && interrupt->interrupted()) {
+    return Status::Cancelled("query interrupted before it started");
+  }
+  auto state = std::make_unique<SqlResultStream::State>();
+  state->sql = std::string(sql);
+  RILL_ASSIGN_OR_RAISE(state->pc, impl_->Acquire());
+  state->release = [impl = impl_.get()](std::unique_ptr<PooledConnection> pc) {
+    impl->Release(std::move(pc));
+  };
+  duckdb::Connection* conn = state->pc->conn.get();
+  if (interrupt != nullptr) {
+    state->interrupt = interrupt;
+    interrupt->Attach([conn] { conn->Interrupt(); });
+  }
+  try {
+    auto statements = conn->ExtractStatements(state->sql);
+    if (statements.size() != 1) {
+      return QueryError("expected exactly one SQL statement, got " +
+                            std::to_string(statements.size()),
+                        sql);
+    }
+    if (!IsReadStatement(*statements[0])) {
+      return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+    }
+    state->pins = std::make_unique<PinGuard>(*state->pc);
+    auto pending = conn->PendingQuery(std::move(statements[0]), /*allow_stream_result=*/true);
+    if (pending->HasError()) {
+      state->failed = true;
+      return DuckError(pending->GetError(), pending->GetErrorType(), sql);
+    }
+    auto result = pending->Execute();
+    if (result->HasError()) {
+      state->failed = true;
+      if (interrupt != nullptr && interrupt->interrupted()) {
+        return Status::Cancelled("query interrupted: ", result->GetError());
+      }
+      return DuckError(result->GetError(), result->GetErrorType(), sql);
+    }
+    auto wrapper = std::make_unique<duckdb::ResultArrowArrayStreamWrapper>(
+        std::move(result), static_cast<duckdb::idx_t>(std::max<int64_t>(1, batch_rows)));
+    // The stream's release callback deletes the wrapper, so the stream owns it.
+    ArrowArrayStream* stream = &wrapper.release()->stream;
+    auto reader = arrow::ImportRecordBatchReader(stream);
+    if (!reader.ok()) {
+      state->failed = true;
+      return QueryError(reader.status().message(), sql);
+    }
+    state->reader = std::move(*reader);
+    state->schema = state->reader->schema();
+  } catch (const std::exception& e) {
+    state->failed = true;
+    duckdb::ErrorData error(e);
+    return DuckError(error.Message(), error.Type(), sql);
+  }
+  return std::make_unique<SqlResultStream>(std::move(state));
 }
 
 }  // namespace rill

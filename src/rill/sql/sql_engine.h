@@ -33,6 +33,7 @@
 namespace rill {
 
 class LiveTable;
+class SqlResultStream;
 
 struct SqlOptions {
   /// DuckDB threads for queries (0 = DuckDB's default).
@@ -98,6 +99,18 @@ class SqlEngine {
   Result<std::shared_ptr<arrow::Table>> Query(std::string_view sql,
                                               QueryInterrupt* interrupt);
 
+  /// As Query, but the result is read batch by batch as DuckDB produces it
+  /// (a streaming result: DuckDB runs the query as the batches are read), so a
+  /// large result never sits in memory whole. Binding and planning errors are
+  /// returned here; errors while running come from SqlResultStream::Next.
+  /// `interrupt` (may be null) stops the query from another thread while the
+  /// stream lives (Next then fails with Cancelled); it must outlive the
+  /// stream. The stream holds a pooled connection and the versions of the
+  /// tables it reads until destroyed; this SqlEngine must outlive it.
+  Result<std::unique_ptr<SqlResultStream>> QueryStream(std::string_view sql,
+                                                       QueryInterrupt* interrupt,
+                                                       int64_t batch_rows = 8192);
+
   /// As Query, through a prepared statement kept for this SQL text: the first
   /// call parses, binds and plans `sql` on a connection reserved for it, later
   /// calls only execute the plan (it is prepared again after a table was
@@ -138,10 +151,47 @@ class SqlEngine {
   /// Bytes DuckDB's buffer manager holds.
   int64_t MemoryUsage() const;
 
+  /// Return the type DuckDB binds for each parameter ($1 is element 0) of
+  /// `sql` (one read statement), as DuckDB names it ("BIGINT",
+  /// "DECIMAL(18,3)", "VARCHAR", "TIMESTAMP"); "" where DuckDB leaves it open
+  /// (`SELECT $1`). Prepares the statement without running it. Invalid as
+  /// Query for statements that fail to prepare or do not only read. Any thread.
+  Result<std::vector<std::string>> ParameterTypes(std::string_view sql);
+
+  /// Set DuckDB's memory limit (bytes > 0) for everything this database runs:
+  /// a query that needs more fails with DuckDB's "Out of Memory Error" and
+  /// later queries run normally. Invalid when DuckDB cannot shrink to it now.
+  /// Any thread.
+  Status SetMemoryLimit(int64_t bytes);
+  /// DuckDB's memory limit in bytes.
+  int64_t MemoryLimit() const;
+
  private:
   struct Impl;
   explicit SqlEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+/// The result of SqlEngine::QueryStream, read one batch at a time. Any one
+/// thread at a time (not thread-safe); may move between threads between calls.
+class SqlResultStream {
+ public:
+  struct State;
+  explicit SqlResultStream(std::unique_ptr<State> state);
+  /// Release the DuckDB result, the table versions and the connection.
+  ~SqlResultStream();
+  SqlResultStream(const SqlResultStream&) = delete;
+  SqlResultStream& operator=(const SqlResultStream&) = delete;
+
+  /// The schema of every batch.
+  const std::shared_ptr<arrow::Schema>& schema() const;
+  /// Return the next batch (at most batch_rows rows), or null after the last.
+  /// Invalid with DuckDB's message when the query fails while running;
+  /// Cancelled when it was interrupted.
+  Result<std::shared_ptr<arrow::RecordBatch>> Next();
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace rill

@@ -16,9 +16,11 @@
 
 #include "rill/common/arrow_init.h"
 #include "rill/common/logging.h"
+#include "rill/table/change_log_internal.h"
 #include "rill/table/gather_internal.h"
 #include "rill/table/key_index_internal.h"
 #include "rill/table/live_table_internal.h"
+#include "rill/common/row_ops.h"
 
 namespace rill {
 
@@ -285,6 +287,8 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   const uint32_t slot = AllocateSlotLocked();
   std::shared_ptr<arrow::Buffer> insert_ts;
   std::shared_ptr<arrow::Buffer> alive;
+  std::shared_ptr<arrow::Buffer> updated;  // change log only: rows that are updates
+  const bool logging = pending_ && !pending_->reset;
   int64_t live = n;
   if (index_) {
     RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
@@ -316,9 +320,18 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
         arrow::bit_util::ClearBit(alive->mutable_data(), RowOf(prev));
         ins[i] = ins[RowOf(prev)];
         --live;
+        if (updated && arrow::bit_util::GetBit(updated->data(), RowOf(prev))) {
+          arrow::bit_util::SetBit(updated->mutable_data(), i);  // inherits the update
+        }
         continue;
       }
       ins[i] = slots_[SlotOf(prev)].insert_ts[RowOf(prev)];
+      if (logging && LogRemovedLocked(prev, table_internal::Removal::kUpdate)) {
+        if (!updated) {
+          RILL_ASSIGN_OR_RAISE(updated, arrow::AllocateEmptyBitmap(n, TableMemoryPool()));
+        }
+        arrow::bit_util::SetBit(updated->mutable_data(), i);
+      }
       KillRowLocked(prev);
       ++stats->updated;
     }
@@ -327,6 +340,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   }
   RILL_ASSIGN_OR_RAISE(auto full, WithSystemColumnsLocked(batch, std::move(insert_ts), now));
   SetChunkLocked(slot, std::move(full), std::move(alive), live);
+  if (logging) LogWrittenLocked(slot, std::move(updated));
   order_.push_back(slot);
   live_rows_ += live;
   return Status::OK();
@@ -341,6 +355,16 @@ void LiveTable::PublishLocked(double now) {
     chunks.push_back(VersionChunk{c.batch, c.alive, c.live_rows});
   }
   current_.Store(std::make_shared<TableVersion>(schema_, std::move(chunks), ++version_, now));
+  if (recording_) {
+    // Hand this version's entry to the log (a few pointers; rows stay shared).
+    std::unique_ptr<table_internal::ChangeEntry> entry;
+    if (!pending_->empty() || pending_->reset) {  // pending_ is set while recording_
+      pending_->Seal();
+      entry = std::move(pending_);
+      pending_ = std::make_unique<table_internal::ChangeEntry>();
+    }
+    log_->Publish(std::move(entry), current_.Load());
+  }
 }
 
 void LiveTable::Notify(const std::shared_ptr<const TableVersion>& version) {
@@ -374,12 +398,19 @@ Result<WriteStats> LiveTable::Write(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, std::optional<double> now) {
   std::vector<std::shared_ptr<arrow::RecordBatch>> reconciled;
   reconciled.reserve(batches.size());
+  bool any_ops = false;
   for (const auto& b : batches) {
     if (!b) return Status::Invalid("Table '", name_, "': null batch");
     RILL_ASSIGN_OR_RAISE(auto r, Reconcile(b));
+    if (r->num_columns() > user_schema_->num_fields()) {
+      // The operation column (row_ops.h): only keyed tables delete; elsewhere
+      // a batch of upserts only is written as it is (skipped rows left out).
+      RILL_ASSIGN_OR_RAISE(r, table_internal::PrepareOpBatch(*this, std::move(r)));
+      any_ops = any_ops || r->num_columns() > user_schema_->num_fields();
+    }
     reconciled.push_back(std::move(r));
   }
-  if (!keyed() && options_.auto_compact_chunks > 0) {
+  if (!keyed() && options_.auto_compact_chunks > 0 && !any_ops) {
     // One chunk for a write's small batches (before the lock: a pure copy).
     RILL_ASSIGN_OR_RAISE(reconciled, table_internal::CoalesceSmallBatches(
                                          user_schema_, std::move(reconciled),
@@ -389,14 +420,19 @@ Result<WriteStats> LiveTable::Write(
   std::shared_ptr<const TableVersion> published;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
+    BeginLogLocked();
     const double t = now.value_or(clock_());
     for (const auto& b : reconciled) {
-      RILL_RETURN_NOT_OK(WriteOneLocked(b, t, &stats));
+      if (b->num_columns() > user_schema_->num_fields()) {
+        RILL_RETURN_NOT_OK(WriteOpsLocked(b, t, &stats));
+      } else {
+        RILL_RETURN_NOT_OK(WriteOneLocked(b, t, &stats));
+      }
     }
     RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &stats.expired));
     RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
-    if (stats.rows_in == 0 && stats.expired == 0) {
-      return stats;
+    if (stats.inserted + stats.updated + stats.deleted + stats.expired == 0) {
+      return stats;  // nothing changed (no rows, or deletes of absent keys)
     }
     PublishLocked(t);
     published = current_.Load();
@@ -433,6 +469,13 @@ Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& 
   std::shared_ptr<const TableVersion> published;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
+    BeginLogLocked();
+    // Not recorded: the log restarts at the version this publishes (older
+    // cursors read a snapshot).
+    if (recording_) {
+      pending_ = std::make_unique<table_internal::ChangeEntry>();
+      pending_->reset = true;  // also when this fails half-way
+    }
     const double t = now.value_or(clock_());
     // Rows of the old state: dropped after the new rows are in (keyed tables
     // then keep z_insert_ts for keys that stay).
@@ -485,6 +528,7 @@ Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
   std::shared_ptr<const TableVersion> published;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
+    BeginLogLocked();
     const double t = now.value_or(clock_());
     RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &expired));
     if (expired == 0) return 0;
@@ -498,6 +542,7 @@ Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
 
 Status LiveTable::Compact(bool full) {
   std::lock_guard<std::mutex> lock(write_mu_);
+  BeginLogLocked();
   RILL_RETURN_NOT_OK(CompactLocked(full));
   // Compaction changes no rows (so no subscriber call); publish so that
   // readers drop the old chunks.

@@ -34,12 +34,18 @@
 #include "rill/common/clock.h"
 #include "rill/common/snapshot_cell.h"
 #include "rill/common/status.h"
+#include "rill/table/change_feed.h"
 #include "rill/table/retention.h"
 #include "rill/table/schema.h"
 
 namespace rill {
 
 class KeyIndex;
+namespace table_internal {
+class ChangeLog;
+struct ChangeEntry;
+enum class Removal : uint8_t;
+}  // namespace table_internal
 
 /// One chunk of a published version: a batch (with system columns) and which
 /// of its rows are alive.
@@ -114,10 +120,12 @@ struct WriteStats {
   int64_t inserted = 0;      ///< new keys (or appended rows)
   int64_t updated = 0;       ///< rows that replaced an existing key
   int64_t expired = 0;       ///< rows removed by retention
+  int64_t deleted = 0;       ///< rows removed by deletes (keys found) and truncations
+  int64_t delete_misses = 0;  ///< delete rows whose key was not in the table
 };
 
 /// A live table. See the file comment for the storage model and threads.
-class LiveTable {
+class LiveTable : public std::enable_shared_from_this<LiveTable> {
  public:
   using Subscriber = std::function<void(const std::shared_ptr<const TableVersion>&)>;
   using SubscriptionId = uint64_t;
@@ -158,13 +166,30 @@ class LiveTable {
   /// append otherwise; then apply retention and compaction and publish. Each
   /// batch is reconciled with the schema first (see Reconcile); if any batch
   /// cannot be, nothing is written and the error names the column and types.
-  /// `now` defaults to the table's clock.
+  /// A batch with the operation column (row_ops.h: kWriteOpColumn) applies its
+  /// rows in order, each an upsert, a delete of its key or a truncation (keyed
+  /// tables only: Invalid for an append or unkeyed table when a row deletes or
+  /// truncates). `now` defaults to the table's clock.
   Result<WriteStats> Write(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
                            std::optional<double> now = std::nullopt);
   Result<WriteStats> Write(const std::shared_ptr<arrow::RecordBatch>& batch,
                            std::optional<double> now = std::nullopt);
   Result<WriteStats> Write(const std::shared_ptr<arrow::Table>& table,
                            std::optional<double> now = std::nullopt);
+
+  /// Delete the rows whose key is in `keys` (a batch or table holding at least
+  /// the key columns; other columns are ignored), as one version, through the
+  /// key index: O(keys). Keys not in the table are counted (delete_misses), not
+  /// an error. Published (subscribers, the change feed: `delete` rows with the
+  /// last values) only when a row was deleted. Invalid for an append table or
+  /// a table without a primary key, and for a missing key column.
+  Result<WriteStats> Delete(const std::shared_ptr<arrow::RecordBatch>& keys,
+                            std::optional<double> now = std::nullopt);
+  Result<WriteStats> Delete(const std::shared_ptr<arrow::Table>& keys,
+                            std::optional<double> now = std::nullopt);
+  /// Remove every row (a keyed table), as one version; the change feed reports
+  /// each as a delete. Invalid for an append or unkeyed table.
+  Result<WriteStats> Truncate(std::optional<double> now = std::nullopt);
 
   /// Replace the whole state with `table` (reconciled like Write; in snapshot
   /// mode with a key the last row per key wins). System columns present in
@@ -183,7 +208,10 @@ class LiveTable {
   /// order, missing nullable columns filled with nulls, types cast when Arrow
   /// can cast them safely; system columns in the batch are dropped. Invalid,
   /// naming the column and both types, when that is impossible; Invalid also for
-  /// unknown columns and for nulls in a non-nullable column.
+  /// unknown columns and for nulls in a non-nullable column. A batch with the
+  /// operation column keeps it, last, as int8 RowOp codes (row_ops.h); its
+  /// delete and truncate rows are exempt from the null check, and a missing
+  /// column is filled with nulls whatever its nullability.
   Result<std::shared_ptr<arrow::RecordBatch>> Reconcile(
       const std::shared_ptr<arrow::RecordBatch>& batch) const;
 
@@ -215,6 +243,13 @@ class LiveTable {
   /// Number of chunks in the current state (for tests and metrics).
   int64_t num_chunks() const;
 
+  /// Open a change feed (change_feed.h): from now on, and while any feed is
+  /// open, every write records what it did, per published version; the log
+  /// starts at the current version (a feed opened on a table at version 0 reads
+  /// every change from the empty table). The feed may outlive the table (it then
+  /// reads the last published state). Any thread; takes the write lock briefly.
+  std::shared_ptr<ChangeFeed> OpenChangeFeed(ChangeFeedOptions options = {});
+
  private:
   struct Chunk;
   LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
@@ -223,6 +258,21 @@ class LiveTable {
   // A *Locked function must be called with write_mu_ held.
   Status WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                         WriteStats* stats);
+  /// Delete the keys of `keys` (user-schema layout: only the key columns are
+  /// read; row_ops.cc).
+  Status DeleteKeysLocked(const arrow::RecordBatch& keys, WriteStats* stats);
+  void TruncateLocked(WriteStats* stats);
+  /// Delete and Truncate: run `remove` under the write lock, then compact and
+  /// publish (and notify) if it removed a row.
+  Result<WriteStats> RemoveAndPublish(std::optional<double> now,
+                                      const std::function<Status(WriteStats*)>& remove);
+  /// Apply a reconciled batch with the operation column, run by run.
+  Status WriteOpsLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
+                        WriteStats* stats);
+  /// Reconcile; null_check = false leaves the non-nullable columns unchecked
+  /// (the caller checks the rows that are written).
+  Result<std::shared_ptr<arrow::RecordBatch>> ReconcileImpl(
+      const std::shared_ptr<arrow::RecordBatch>& batch, bool null_check) const;
   Status ApplyRetentionLocked(double now, int64_t* expired);
   Status CompactLocked(bool full);
   Status RewriteLocked(size_t begin, size_t end);
@@ -237,6 +287,24 @@ class LiveTable {
   void KillRowLocked(uint64_t location);
   void EraseKeyLocked(uint32_t slot, int64_t row);
   void DropEmptyChunksLocked();
+  /// Change log hooks (no-ops unless a feed is open, i.e. pending_ is set).
+  /// Start a locked write: stop recording when the last feed has closed.
+  void BeginLogLocked();
+  /// Record the chunk just written to `slot` (its `updated` bits: which rows
+  /// replaced an existing key).
+  void LogWrittenLocked(uint32_t slot, std::shared_ptr<arrow::Buffer> updated);
+  /// Record that the row at `location` leaves the table for `reason`; call it
+  /// before KillRowLocked. A row written by the version being built is taken
+  /// out of that version's writes instead (and reported as removed only if it
+  /// had replaced an older row of its key). Returns true when the row's key
+  /// existed before this version (the new row of an update is then an update,
+  /// not an insert). Issue 25's Delete(key) calls it with Removal::kDelete.
+  bool LogRemovedLocked(uint64_t location, table_internal::Removal reason);
+  /// Record that rows [begin, end) of slots_[slot] expire at once (retention
+  /// of a whole chunk or a prefix of an unkeyed chunk), before slots_ changes.
+  void LogExpiredRangeLocked(uint32_t slot, int64_t begin, int64_t end);
+  /// Record that every live row of slots_[slot] is deleted (a truncation).
+  void LogTruncatedChunkLocked(uint32_t slot);
   uint32_t AllocateSlotLocked();
   void PublishLocked(double now);
   void RunRefresher() const;
@@ -267,6 +335,11 @@ class LiveTable {
   std::vector<uint64_t> moved_scratch_;  // guarded by write_mu_; old locations (compaction)
   std::shared_ptr<arrow::Buffer> now_buffer_;  // guarded by write_mu_; filled with now_value_
   double now_value_ = 0;                       // guarded by write_mu_
+  // The change log: created by the first OpenChangeFeed; recording_ while
+  // feeds are open, pending_ the entry of the version being built.
+  std::shared_ptr<table_internal::ChangeLog> log_;          // guarded by write_mu_
+  bool recording_ = false;                                  // guarded by write_mu_
+  std::unique_ptr<table_internal::ChangeEntry> pending_;    // guarded by write_mu_
 
   SnapshotCell<TableVersion> current_;
   mutable std::mutex refresh_mu_;        // one refresh at a time; readers wait

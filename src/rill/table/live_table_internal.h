@@ -28,6 +28,16 @@ struct LiveTable::Chunk {
   double time_min = 0;
   double time_max = 0;
   bool in_use = false;
+  // Change log (only while a feed is open). log_version: the version being
+  // built when this chunk was written (log_part: its index in the pending
+  // entry's writes; row r here is row r + log_row_offset of that part's batch)
+  // or when log_group was last set (the pending entry's removal groups of
+  // this chunk, per Removal).
+  uint64_t log_version = 0;
+  int32_t log_part = -1;
+  int64_t log_row_offset = 0;
+  uint64_t log_group_version = 0;
+  int32_t log_group[3] = {-1, -1, -1};
 };
 
 namespace table_internal {
@@ -40,6 +50,13 @@ constexpr uint64_t Location(uint32_t slot, int64_t row) {
 constexpr uint32_t SlotOf(uint64_t location) { return static_cast<uint32_t>(location >> 32); }
 /// Return the row of a location.
 constexpr int64_t RowOf(uint64_t location) { return static_cast<int64_t>(location & 0xffffffffu); }
+
+/// A reconciled batch with the operation column (last), as Write applies it:
+/// without the column when every row is an upsert (and for an unkeyed table,
+/// skipped rows left out); Invalid when an unkeyed or append table is asked
+/// to delete or truncate. delete.cc.
+Result<std::shared_ptr<arrow::RecordBatch>> PrepareOpBatch(
+    const LiveTable& table, std::shared_ptr<arrow::RecordBatch> batch);
 
 /// Return a validity bitmap of `n` set bits from the tables' memory pool.
 Result<std::shared_ptr<arrow::Buffer>> AllAliveBitmap(int64_t n);

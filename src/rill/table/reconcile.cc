@@ -7,17 +7,48 @@
 #include <arrow/type.h>
 
 #include "rill/common/arrow_init.h"
+#include "rill/common/row_ops.h"
 
 namespace rill {
 
 Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     const std::shared_ptr<arrow::RecordBatch>& batch) const {
+  const int op = batch->schema()->GetFieldIndex(kWriteOpColumn);
+  if (op < 0) return ReconcileImpl(batch, /*null_check=*/true);
+  // The operation column: normalized to int8 codes and kept last; only the
+  // rows that are written (upserts) must satisfy the columns' nullability.
+  auto ops = NormalizeRowOps(batch->column(op));
+  if (!ops.ok()) return Status::Invalid("Table '", name_, "': ", ops.status().message());
+  RILL_ASSIGN_OR_RAISE(auto rest, batch->RemoveColumn(op));
+  RILL_ASSIGN_OR_RAISE(auto user, ReconcileImpl(rest, /*null_check=*/false));
+  const int8_t* codes = (*ops)->data()->GetValues<int8_t>(1);
+  const int64_t n = user->num_rows();
+  for (int i = 0; i < user_schema_->num_fields(); ++i) {
+    const auto& field = *user_schema_->field(i);
+    const auto& column = *user->column(i);
+    if (field.nullable() || column.null_count() == 0) continue;
+    int64_t nulls = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      nulls += codes[r] == static_cast<int8_t>(RowOp::kUpsert) && column.IsNull(r);
+    }
+    if (nulls > 0) {
+      return Status::Invalid("Table '", name_, "': column '", field.name(),
+                             "' is not nullable but the batch has ", nulls,
+                             " null value(s) in rows it writes");
+    }
+  }
+  return user->AddColumn(user->num_columns(), arrow::field(kWriteOpColumn, arrow::int8(), false),
+                         *ops);
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::ReconcileImpl(
+    const std::shared_ptr<arrow::RecordBatch>& batch, bool null_check) const {
   const auto& in = *batch->schema();
   const int64_t n = batch->num_rows();
   // On column data, not boxed arrays: boxing an Array per column allocates, a
   // fixed cost per push (issue 16).
   auto check_nulls = [&](const arrow::Field& field, const arrow::ArrayData& col) -> Status {
-    if (!field.nullable() && col.GetNullCount() > 0) {
+    if (null_check && !field.nullable() && col.GetNullCount() > 0) {
       return Status::Invalid("Table '", name_, "': column '", field.name(),
                              "' is not nullable but the batch has ", col.GetNullCount(),
                              " null value(s)");
@@ -54,7 +85,7 @@ Result<std::shared_ptr<arrow::RecordBatch>> LiveTable::Reconcile(
     }
     std::shared_ptr<arrow::Array> col;
     if (matches.empty()) {
-      if (!field->nullable()) {
+      if (null_check && !field->nullable()) {
         return Status::Invalid("Table '", name_, "': column '", field->name(), "' (",
                                field->type()->ToString(),
                                ") is missing from the batch and is not nullable");

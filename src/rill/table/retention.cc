@@ -5,6 +5,7 @@
 #include <arrow/type.h>
 #include <arrow/util/bit_util.h>
 
+#include "rill/table/change_log_internal.h"
 #include "rill/table/key_index_internal.h"
 #include "rill/table/live_table.h"
 #include "rill/table/live_table_internal.h"
@@ -109,7 +110,9 @@ Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
   }
   const auto& policy = *options_.retention;
   const int64_t before = live_rows_;
+  const bool logging = pending_ && !pending_->reset;
   auto kill = [&](uint32_t slot, int64_t row) {
+    if (logging) LogRemovedLocked(Location(slot, row), table_internal::Removal::kRetention);
     if (index_) EraseKeyLocked(slot, row);
     KillRowLocked(Location(slot, row));
   };
@@ -142,6 +145,7 @@ Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
       const int64_t rows = c.batch->num_rows();
       if (c.live_rows <= excess && !index_) {
         // Whole chunk expires: no need to touch rows one by one.
+        if (logging) LogExpiredRangeLocked(slot, 0, rows);
         excess -= c.live_rows;
         live_rows_ -= c.live_rows;
         c.live_rows = 0;
@@ -150,6 +154,7 @@ Status LiveTable::ApplyRetentionLocked(double now, int64_t* expired) {
       if (!index_ && !c.alive) {
         // Unkeyed, no dead rows: the oldest `excess` rows are a prefix. Slice
         // it off (no copy, no bitmap, no rewrite once half of it is dead).
+        if (logging) LogExpiredRangeLocked(slot, 0, excess);
         SetChunkLocked(slot, c.batch->Slice(excess), nullptr, rows - excess);
         live_rows_ -= excess;
         excess = 0;

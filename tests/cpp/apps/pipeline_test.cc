@@ -207,6 +207,21 @@ TEST(ParsePipeline, EngineTakesMaxRecordsPerTick) {
               {"p.yaml:2: engine.max_records_per_tick: must not be negative"});
 }
 
+TEST(ParsePipeline, EngineTakesMemoryBudgetPolicy) {
+  auto parsed = ParsePipeline("engine:\n  memory_budget_mb: 64\n  memory_budget_policy: shed\n",
+                              "p.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->engine.memory_budget_policy, MemoryBudgetPolicy::kShed);
+  EXPECT_EQ(parsed->engine.memory_budget_bytes, 64 << 20);
+  auto defaulted = ParsePipeline("engine:\n  memory_budget_mb: 64\n", "p.yaml");
+  ASSERT_TRUE(defaulted.ok());
+  EXPECT_EQ(defaulted->engine.memory_budget_policy, MemoryBudgetPolicy::kWarn);
+  ExpectError("engine:\n  memory_budget_mb: 64\n  memory_budget_policy: drop\n",
+              {"p.yaml:3: engine.memory_budget_policy: must be 'warn' or 'shed', got 'drop'"});
+  ExpectError("engine:\n  memory_budget_policy: shed\n",
+              {"p.yaml:2: engine.memory_budget_policy: 'shed' needs engine.memory_budget_mb"});
+}
+
 TEST(ParsePipeline, ErrorsNameFileLineAndKey) {
   ExpectError("tables:\n  - name: t\n    columns: {a: int64\n", {"p.yaml:", "YAML syntax error"});
   ExpectError("engine: {}\ntabels: []\n", {"p.yaml:2: tabels: unknown key", "tables"});

@@ -33,7 +33,9 @@ TEST(TransparentHugePages, MakingAnEngineTurnsThemOffForTheProcess) {
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   EXPECT_EQ(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), 1);
   const int in_status = ThpEnabledInStatus();
-  if (in_status >= 0) EXPECT_EQ(in_status, 0);
+  if (in_status >= 0) {
+    EXPECT_EQ(in_status, 0);  // -1: this kernel does not report it
+  }
   DisableTransparentHugePagesUnlessAsked();  // idempotent
   EXPECT_EQ(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), 1);
 }

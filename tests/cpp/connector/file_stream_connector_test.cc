@@ -11,6 +11,7 @@
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
+#include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
@@ -58,9 +59,12 @@ class FileStreamTest : public ::testing::Test {
     return out;
   }
 
+  /// Scan, poll and commit what was polled, as a tick without checkpoints does.
   std::vector<int64_t> ScanIds(FileStreamConnector& c) {
     EXPECT_TRUE(c.ScanOnce().ok());
-    return Ids(*c.Poll());
+    auto ids = Ids(*c.Poll());
+    c.CommitApplied();
+    return ids;
   }
 
   fs::path dir_;
@@ -156,6 +160,122 @@ TEST_F(FileStreamTest, DeletesProcessedFilesWhenAsked) {
   Write("a.ndjson", "{\"id\":1}\n");
   EXPECT_EQ(ScanIds(*c), (std::vector<int64_t>{1}));
   EXPECT_FALSE(fs::exists(dir_ / "a.ndjson"));
+}
+
+TEST_F(FileStreamTest, ARestartReadsAgainAFilePolledButNotApplied) {
+  auto c = Make();
+  Write("a.ndjson", "{\"id\":1}\n");
+  RILL_ASSERT_OK(c->ScanOnce());
+  EXPECT_EQ(Ids(*c->Poll()), (std::vector<int64_t>{1}));
+  // A crash here (no CommitApplied): the rows were never applied, so the
+  // state file must not name the file.
+  c.reset();
+  auto again = Make();
+  EXPECT_EQ(ScanIds(*again), (std::vector<int64_t>{1}));
+  // Applied now: a further restart reads nothing twice.
+  again.reset();
+  EXPECT_TRUE(ScanIds(*Make()).empty());
+}
+
+TEST_F(FileStreamTest, DeleteAfterProcessKeepsAFileUntilTheTickAppliedIt) {
+  FileStreamOptions o;
+  o.delete_after_process = true;
+  auto c = Make(o);
+  Write("a.ndjson", "{\"id\":1}\n");
+  RILL_ASSERT_OK(c->ScanOnce());
+  EXPECT_TRUE(fs::exists(dir_ / "a.ndjson"));  // buffered only
+  EXPECT_EQ(Ids(*c->Poll()), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(fs::exists(dir_ / "a.ndjson"));  // polled, not yet applied
+  c->CommitApplied();
+  EXPECT_FALSE(fs::exists(dir_ / "a.ndjson"));
+}
+
+TEST_F(FileStreamTest, DeleteAfterProcessWithCheckpointsKeepsAFileUntilACheckpointHoldsIt) {
+  FileStreamOptions o;
+  o.delete_after_process = true;
+  auto c = Make(o);
+  RILL_ASSERT_OK_AND_ASSIGN(std::string before, c->SavePosition());
+  Write("a.ndjson", "{\"id\":1}\n");
+  RILL_ASSERT_OK(c->ScanOnce());
+  EXPECT_EQ(Ids(*c->Poll()), (std::vector<int64_t>{1}));
+  RILL_ASSERT_OK_AND_ASSIGN(std::string holding_a, c->SavePosition());
+  // A checkpoint taken before the file was polled completes: the file stays.
+  c->CommitCheckpointed(before);
+  EXPECT_TRUE(fs::exists(dir_ / "a.ndjson"));
+  // A crash now: a restart without a checkpoint holding it reads it again.
+  {
+    auto restarted = Make(o);
+    RILL_ASSERT_OK(restarted->ScanOnce());
+    EXPECT_EQ(Ids(*restarted->Poll()), (std::vector<int64_t>{1}));
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "a.ndjson"));
+  // The checkpoint that holds it completes: now it is deleted.
+  c->CommitCheckpointed(holding_a);
+  EXPECT_FALSE(fs::exists(dir_ / "a.ndjson"));
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST_F(FileStreamTest, DeleteAfterProcessMovesAFileThatFailedToReadToFailedAndSaysWhy) {
+  FileStreamOptions o;
+  o.delete_after_process = true;
+  auto c = Make(o);
+  Write("a.ndjson", "{\"id\":1}\n");
+  // An Arrow IPC stream cut in the middle of its batch: a corrupt file.
+  auto batch = arrow::RecordBatch::Make(
+      arrow::schema({arrow::field("id", arrow::int64())}), 2,
+      {arrow::json::ArrayFromJSONString(arrow::int64(), "[2,3]").ValueOrDie()});
+  std::string ipc;
+  {
+    auto sink = arrow::io::BufferOutputStream::Create().ValueOrDie();
+    auto w = arrow::ipc::MakeStreamWriter(sink, batch->schema()).ValueOrDie();
+    ASSERT_TRUE(w->WriteRecordBatch(*batch).ok());
+    ASSERT_TRUE(w->Close().ok());
+    ipc = sink->Finish().ValueOrDie()->ToString();
+  }
+  const std::string corrupt = ipc.substr(0, ipc.size() - 40);
+  Write("b.arrows", corrupt);
+  Write("c.ndjson", "{\"id\":4}\n");
+  EXPECT_EQ(ScanIds(*c), (std::vector<int64_t>{1, 4}));
+  // The good files are processed and deleted; the corrupt one is kept, moved.
+  EXPECT_FALSE(fs::exists(dir_ / "a.ndjson"));
+  EXPECT_FALSE(fs::exists(dir_ / "c.ndjson"));
+  EXPECT_FALSE(fs::exists(dir_ / "b.arrows"));
+  ASSERT_TRUE(fs::exists(dir_ / "failed" / "b.arrows"));
+  EXPECT_EQ(ReadAll(dir_ / "failed" / "b.arrows"), corrupt);
+  auto rejects = c->TakeRejects();
+  ASSERT_EQ(rejects.size(), 1u);
+  EXPECT_EQ(rejects[0].connector, "t");
+  EXPECT_EQ(rejects[0].position, "file b.arrows");
+  EXPECT_NE(rejects[0].error.find("moved to 'failed/b.arrows'"), std::string::npos)
+      << rejects[0].error;
+  EXPECT_EQ(rejects[0].raw_size, static_cast<int64_t>(corrupt.size()));
+  EXPECT_EQ(c->stats().errors, 1);
+  // failed/ is not watched; a later file of the same name that fails too keeps both.
+  EXPECT_TRUE(ScanIds(*c).empty());
+  std::remove((dir_ / ".rill-t.state").c_str());  // forget what was read
+  auto again = Make(o);
+  Write("b.arrows", "not an Arrow stream");
+  EXPECT_TRUE(ScanIds(*again).empty());
+  EXPECT_EQ(ReadAll(dir_ / "failed" / "b.arrows"), corrupt);
+  EXPECT_EQ(ReadAll(dir_ / "failed" / "b.arrows.1"), "not an Arrow stream");
+  ASSERT_EQ(again->TakeRejects().size(), 1u);
+}
+
+TEST_F(FileStreamTest, AFileThatFailedToReadStaysInPlaceWithoutDeleteAfterProcess) {
+  auto c = Make();
+  Write("a.parquet", "PAR1 truncated");
+  Write("b.ndjson", "{\"id\":1}\n");
+  EXPECT_EQ(ScanIds(*c), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ReadAll(dir_ / "a.parquet"), "PAR1 truncated");
+  EXPECT_FALSE(fs::exists(dir_ / "failed"));
+  auto rejects = c->TakeRejects();
+  ASSERT_EQ(rejects.size(), 1u);
+  EXPECT_EQ(rejects[0].position, "file a.parquet");
+  EXPECT_EQ(c->stats().errors, 1);
 }
 
 TEST_F(FileStreamTest, TheWatchThreadPicksUpFilesRenamedIntoPlace) {

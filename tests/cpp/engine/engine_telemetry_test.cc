@@ -4,6 +4,7 @@
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arrow/api.h>
@@ -80,7 +81,9 @@ TEST(RillMetrics, HasTheDocumentedColumnsInOrder) {
       "process_rss_bytes",  "arrow_allocated_bytes",   "arrow_peak_allocated_bytes",
       "pyarrow_allocated_bytes", "pyarrow_max_memory",
       "duckdb_memory_bytes", "rejected_batches",       "rejected_records",
-      "engine_errors",      "memory_warnings",         "business_metrics",
+      "engine_errors",      "memory_warnings",         "checkpoint_failures",
+      "shedding",           "dropped_records",         "rejects_overflowed",
+      "business_metrics",
       "z_insert_ts",        "z_update_ts"};  // every live table's system columns
   EXPECT_EQ(MetricsRow(*engine)->schema()->field_names(), expected);
 }
@@ -101,6 +104,7 @@ TEST(RillMetrics, CarriesHostCpuAndHostMemorySoThatUsedOverTotalIsTheHostsShare)
   EXPECT_GT(Cell(*row, "process_rss_bytes"), 0);
   EXPECT_LT(Cell(*row, "process_rss_bytes"), total);
   EXPECT_GE(Cell(*row, "process_cpu_percent"), 0);
+  EXPECT_LE(Cell(*row, "process_cpu_percent"), 100.0 * std::thread::hardware_concurrency());
   // They are the engine's sampler's latest reading, the one the metrics store reads.
   const HostSample latest = engine->host_sampler()->Latest();
   EXPECT_EQ(used, static_cast<double>(latest.used_memory_bytes));

@@ -159,6 +159,8 @@ TEST(Server, RejectedStatementsAndBadBodiesGet400WithTheReason) {
   Reply file = Post(a, "/api/v1/query", R"x({"sql":"SELECT * FROM read_csv('/etc/passwd')"})x",
                     "test-token");
   EXPECT_EQ(file.status, 400) << file.body;
+  // Refused for lack of permission (no file access), not for any other reason.
+  EXPECT_NE(file.body.find("Permission Error"), std::string::npos) << file.body;
   EXPECT_EQ(Post(a, "/api/v1/query", "{not json", "test-token").status, 400);
   EXPECT_EQ(Post(a, "/api/v1/query", R"({"format":"json"})", "test-token").status, 400);
   Reply fmt = Post(a, "/api/v1/query", R"({"sql":"SELECT 1","format":"xml"})", "test-token");
@@ -172,14 +174,12 @@ TEST(Server, QueryTimeoutInterruptsDuckDbAndNamesTheLimit) {
   ServerOptions o;
   o.query_timeout_seconds = 0.3;
   Harness h(o);
-  auto start = std::chrono::steady_clock::now();
+  // 4 * 10^10 products: far longer than the limit, so a 504 means the timeout fired.
   Reply r = Post(h.server->address(), "/api/v1/query",
                  R"({"sql":"SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"})",
                  "test-token");
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, 504) << r.body;
   EXPECT_NE(r.body.find("query_timeout_seconds"), std::string::npos);
-  EXPECT_LT(took, 10.0);
   EXPECT_EQ(h.server->stats().query_timeouts, 1);
   // The pooled connection still works afterwards.
   EXPECT_EQ(Post(h.server->address(), "/api/v1/query", R"({"sql":"SELECT 1 AS x"})",

@@ -197,7 +197,12 @@ TEST(SqlEngine, RefusesStatementsThatWriteOrReconfigure) {
 TEST(SqlEngine, CannotReadFilesByDefault) {
   auto sql = MakeEngine();
   auto result = sql->Query("SELECT * FROM read_csv('/etc/hostname')");
-  EXPECT_FALSE(result.ok());
+  ASSERT_FALSE(result.ok());
+  // Refused for lack of permission (enable_external_access=false), not for any other reason.
+  EXPECT_EQ(SqlErrorType(result.status()), "Permission") << result.status();
+  EXPECT_NE(result.status().message().find("file system operations are disabled"),
+            std::string::npos)
+      << result.status();
 }
 
 TEST(SqlEngine, QuotesOddTableNames) {

@@ -13,7 +13,11 @@
 //              with IS NOT DISTINCT FROM, DELETE the matches, INSERT;
 //   max_age  = DELETE WHERE time < now - max_age (NULL times stay);
 //   max_rows = then DELETE rows whose seq is not among the newest N, i.e. the
-//              table keeps the newest N writes among the rows not expired.
+//              table keeps the newest N writes among the rows not expired;
+//   delete   = DELETE the rows whose key matches (issue 25): LiveTable::Delete,
+//              and writes whose operation column (row_ops.h) mixes upserts,
+//              deletes and truncations, applied run by run in order, with
+//              retention once at the end of the write as the table does.
 //
 // RILL_DIFF_ITERATIONS sets the number of sequences (default 2000, and 100 for
 // the ordered comparison), RILL_DIFF_STEPS the steps per sequence (default:
@@ -36,6 +40,7 @@
 
 #include "duckdb.hpp"
 #include "rill/table/live_table.h"
+#include "rill/common/row_ops.h"
 #include "table/test_util.h"
 
 namespace rill {
@@ -196,6 +201,7 @@ class Reference {
       // ...then delete the replaced rows (the only older rows with a written key).
       Prepare("replace", "DELETE FROM ref r WHERE r.seq < $1 AND EXISTS (SELECT 1 FROM stage d WHERE " +
                              match + ")");
+      Prepare("delete", "DELETE FROM ref r WHERE EXISTS (SELECT 1 FROM stage d WHERE " + match + ")");
     } else {
       Prepare("insert", "INSERT INTO ref SELECT k_int, k_str, v_int, v_str, ev_raw, ev_s, $1, $1, "
                         "$2 + rn FROM stage");
@@ -216,7 +222,27 @@ class Reference {
     }
   }
 
-  void Write(const std::vector<Row>& rows, double now) {
+  void Write(const std::vector<Row>& rows, double now, bool retention = true) {
+    Stage(rows);
+    Run("insert", {duckdb::Value::DOUBLE(now), duckdb::Value::BIGINT(next_seq_)});
+    if (config_.keyed()) Run("replace", {duckdb::Value::BIGINT(next_seq_)});
+    next_seq_ += static_cast<int64_t>(rows.size());
+    if (retention) ApplyRetention(now);
+  }
+
+  /// Delete the rows whose key is the key of one of `rows` (keyed tables).
+  void Delete(const std::vector<Row>& rows) {
+    Stage(rows);
+    Run("delete", {});
+  }
+
+  void Truncate() {
+    cached_.reset();
+    Exec("DELETE FROM ref");
+  }
+
+ private:
+  void Stage(const std::vector<Row>& rows) {
     cached_.reset();
     Run("clear_stage", {});
     {
@@ -245,12 +271,9 @@ class Reference {
       }
       appender.Close();
     }
-    Run("insert", {duckdb::Value::DOUBLE(now), duckdb::Value::BIGINT(next_seq_)});
-    if (config_.keyed()) Run("replace", {duckdb::Value::BIGINT(next_seq_)});
-    next_seq_ += static_cast<int64_t>(rows.size());
-    ApplyRetention(now);
   }
 
+ public:
   void ApplyRetention(double now) {
     if (!config_.max_age && !config_.max_rows) return;
     cached_.reset();
@@ -502,15 +525,18 @@ class Sequence {
   bool Step(std::string* what) {
     const double p = Uniform();
     if (p < 0.6) {
-      return Write(what);
+      return config_.keyed() && Chance(0.35) ? WriteOps(what) : Write(what);
     }
-    if (p < 0.75) {
+    if (p < 0.67) {
+      return DeleteKeys(what);
+    }
+    if (p < 0.78) {
       const double dt = 0.5 * Int(1, 12);
       clock_.Advance(dt);
       *what = "advance clock by " + FormatDouble(dt);
       return true;
     }
-    if (p < 0.9) {
+    if (p < 0.91) {
       clock_.Advance(0.5 * Int(0, 4));
       *what = "ApplyRetention at " + FormatDouble(clock_.now());
       auto expired = table_->ApplyRetention();
@@ -581,6 +607,110 @@ class Sequence {
       return false;
     }
     ref_->Write(all, now);
+    return true;
+  }
+
+  /// LiveTable::Delete of random keys (present, absent, repeated); refused by
+  /// tables that are not keyed, which must stay as they were.
+  bool DeleteKeys(std::string* what) {
+    std::vector<Row> keys;
+    const int n = Int(1, 8);
+    for (int i = 0; i < n; ++i) keys.push_back(RandomRow());
+    auto batch = MakeBatch(config_, keys);
+    std::ostringstream out;
+    out << "Delete of " << n << " keys:";
+    for (const auto& row : test::RowStrings(*arrow::Table::FromRecordBatches({batch}).ValueOrDie())) {
+      out << " [" << row << "]";
+    }
+    if (config_.keyed() && Chance(0.5)) {
+      // Only the key columns.
+      std::vector<int> indices;
+      for (const auto& k : config_.key_columns()) indices.push_back(batch->schema()->GetFieldIndex(k));
+      batch = *batch->SelectColumns(indices);
+      out << " (key columns only)";
+    }
+    *what = out.str();
+    auto stats = table_->Delete(batch);
+    if (!config_.keyed()) {
+      if (stats.ok()) {
+        *what += " -> accepted by a table that is not keyed";
+        return false;
+      }
+      return true;
+    }
+    if (!stats.ok()) {
+      *what += " -> " + stats.status().ToString();
+      return false;
+    }
+    *what += " (deleted " + std::to_string(stats->deleted) + ", misses " +
+             std::to_string(stats->delete_misses) + ")";
+    ref_->Delete(keys);
+    return true;
+  }
+
+  /// A write whose batches carry the operation column: upserts, deletes and
+  /// (rarely) truncations, as strings or int8 codes, applied in order.
+  bool WriteOps(std::string* what) {
+    if (Chance(0.5)) clock_.Advance(0.5 * Int(0, 3));
+    const int batches = Int(1, 3);
+    std::vector<std::shared_ptr<arrow::RecordBatch>> arrow_batches;
+    std::vector<std::pair<RowOp, Row>> all;
+    const bool as_strings = Chance(0.5);
+    for (int b = 0; b < batches; ++b) {
+      const int n = Int(1, 12);
+      std::vector<Row> rows;
+      arrow::StringBuilder names;
+      arrow::Int8Builder codes;
+      for (int i = 0; i < n; ++i) {
+        const double q = Uniform();
+        const RowOp op = q < 0.6 ? RowOp::kUpsert : q < 0.97 ? RowOp::kDelete : RowOp::kTruncate;
+        Row row = RandomRow();
+        rows.push_back(row);
+        all.emplace_back(op, row);
+        static const std::vector<std::string> kUpserts = {"insert", "upsert", "update", "c", "u", "r"};
+        const std::string name = op == RowOp::kUpsert ? kUpserts[Int(0, 5)]
+                                 : op == RowOp::kDelete ? (Chance(0.5) ? "delete" : "d")
+                                                        : "t";
+        if (!names.Append(name).ok() || !codes.Append(static_cast<int8_t>(op)).ok()) return false;
+      }
+      std::shared_ptr<arrow::Array> ops;
+      if (!(as_strings ? names.Finish(&ops) : codes.Finish(&ops)).ok()) return false;
+      auto batch = MakeBatch(config_, rows);
+      arrow_batches.push_back(*batch->AddColumn(batch->num_columns(), kWriteOpColumn, ops));
+    }
+    const double now = clock_.now();
+    std::ostringstream out;
+    out << "Write with ops at " << FormatDouble(now) << ":";
+    for (const auto& [op, row] : all) {
+      auto one = MakeBatch(config_, {row});
+      out << " " << RowOpName(op) << "["
+          << test::RowStrings(*arrow::Table::FromRecordBatches({one}).ValueOrDie())[0] << "]";
+    }
+    *what = out.str();
+    auto stats = table_->Write(arrow_batches);
+    if (!stats.ok()) {
+      *what += " -> " + stats.status().ToString();
+      return false;
+    }
+    if (stats->rows_in != static_cast<int64_t>(all.size())) {
+      *what += " -> rows_in " + std::to_string(stats->rows_in);
+      return false;
+    }
+    // The reference, run by run; retention once, at the end.
+    size_t i = 0;
+    while (i < all.size()) {
+      size_t j = i + 1;
+      while (j < all.size() && all[j].first == all[i].first) ++j;
+      std::vector<Row> run;
+      for (size_t k = i; k < j; ++k) run.push_back(all[k].second);
+      switch (all[i].first) {
+        case RowOp::kUpsert: ref_->Write(run, now, /*retention=*/false); break;
+        case RowOp::kDelete: ref_->Delete(run); break;
+        default: ref_->Truncate(); break;
+      }
+      i = j;
+    }
+    ref_->ApplyRetention(now);
     return true;
   }
 

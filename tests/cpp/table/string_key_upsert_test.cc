@@ -80,7 +80,9 @@ void RunRandomUpserts(bool composite, uint64_t seed) {
     arrow::ArrayVector columns = {keys.Finish().ValueOrDie(), values.Finish().ValueOrDie()};
     if (composite) columns.push_back(parts.Finish().ValueOrDie());
     ASSERT_TRUE(table->Write(arrow::RecordBatch::Make(arrow::schema(fields), n, columns)).ok());
-    if (step % 37 == 36) ASSERT_TRUE(table->Compact(/*full=*/true).ok());
+    if (step % 37 == 36) {
+      ASSERT_TRUE(table->Compact(/*full=*/true).ok());
+    }
     ASSERT_EQ(TableState(*table, composite), ref) << "step " << step;
   }
 }

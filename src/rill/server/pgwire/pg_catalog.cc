@@ -60,7 +60,8 @@ const std::set<std::string>& CatalogFunctions() {
       "to_regclass", "to_regtype", "pg_get_function_identity_arguments", "pg_get_function_result",
       "pg_get_triggerdef", "pg_get_ruledef", "pg_has_role", "pg_relation_is_publishable",
       "pg_table_size", "pg_indexes_size", "pg_get_function_arguments", "pg_get_keywords",
-      "pg_get_userbyid", "pg_collation_is_visible", "pg_conversion_is_visible"};
+      "pg_get_userbyid", "pg_collation_is_visible", "pg_conversion_is_visible",
+      "set_config"};
   return kNames;
 }
 
@@ -482,6 +483,27 @@ class Rewriter {
 
 std::string RewriteCatalogSql(std::string_view sql, const CatalogSessionInfo& session) {
   return Rewriter(sql, session).Run();
+}
+
+std::optional<std::string> DriverIntrospectionSql(std::string_view sql) {
+  if (sql.find("typeinfo_tree") == std::string_view::npos ||
+      sql.find("$1::oid[]") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  // The columns of asyncpg's INTRO_LOOKUP_TYPES. Rill has no domains,
+  // composites, ranges or enums: only arrays have an element type. The
+  // element rows are left out (asyncpg knows every scalar type here), and
+  // attrtypoids / attrnames are NULL text (asyncpg only tests them).
+  return std::string(R"sql(SELECT t.oid AS oid, 'pg_catalog' AS ns, t.typname AS name,
+  t.typtype AS kind, CAST(NULL AS BIGINT) AS basetype,
+  CASE WHEN t.typelem = 0 THEN NULL ELSE t.typelem END AS elemtype,
+  e.typdelim AS elemdelim, CAST(NULL AS BIGINT) AS range_subtype,
+  CAST(NULL AS VARCHAR) AS attrtypoids, CAST(NULL AS VARCHAR) AS attrnames, 0 AS depth,
+  CAST(NULL AS VARCHAR) AS basetype_name, e.typname AS elemtype_name,
+  CAST(NULL AS VARCHAR) AS range_subtype_name
+FROM pg_type AS t LEFT JOIN pg_type AS e ON t.typelem <> 0 AND e.oid = t.typelem
+WHERE list_contains($1, t.oid)
+ORDER BY t.oid)sql");
 }
 
 }  // namespace rill::pgwire

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,12 @@ struct CatalogSessionInfo {
   int32_t pid = 0;
   const std::map<std::string, std::string>* settings = nullptr;  ///< lower-case names
 };
+
+/// Return the statement that answers a driver's type-introspection query in
+/// place of `sql` (asyncpg's INTRO_LOOKUP_TYPES: recursive CTEs over pg_type,
+/// pg_range and pg_attribute for the OIDs in `$1::oid[]`), with the same
+/// columns and parameter; nullopt for any other statement.
+std::optional<std::string> DriverIntrospectionSql(std::string_view sql);
 
 /// Return `sql` with PostgreSQL-only constructs rewritten for DuckDB.
 /// Strings, quoted identifiers and comments are left alone.

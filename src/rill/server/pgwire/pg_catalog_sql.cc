@@ -81,6 +81,9 @@ void DefineFunctions(std::vector<std::string>* sql) {
   add("CREATE OR REPLACE MACRO rill_pg.pg_get_userbyid(id) AS 'rill'");
   add("CREATE OR REPLACE MACRO rill_pg.pg_table_is_visible(id) AS true");
   add("CREATE OR REPLACE MACRO rill_pg.pg_type_is_visible(id) AS true");
+  // Sessions ignore server settings they do not have (asyncpg turns jit off).
+  add("CREATE OR REPLACE MACRO rill_pg.set_config(setting_name, new_value, is_local) AS "
+      "CAST(new_value AS VARCHAR)");
   add("CREATE OR REPLACE MACRO rill_pg.pg_function_is_visible(id) AS true");
   add("CREATE OR REPLACE MACRO rill_pg.pg_encoding_to_char(e) AS 'UTF8'");
   add("CREATE OR REPLACE MACRO rill_pg.version() AS "

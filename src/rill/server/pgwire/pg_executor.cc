@@ -51,7 +51,8 @@ void PgDeadlines::Loop() {
     }
     auto first = due_.begin();
     if (first->first > Clock::now()) {
-      cv_.wait_until(lock, first->first);
+      const Clock::time_point due = first->first;  // a copy: Remove may erase the entry meanwhile
+      cv_.wait_until(lock, due);
       continue;
     }
     first->second.second();
@@ -75,11 +76,9 @@ Status EnginePgExecutor::Init() {
 Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& database,
                                                             std::string_view sql,
                                                             PgQueryControl* control) {
-  if (database == kMetricsDatabase) {
-    if (metrics_ == nullptr) {
-      return Status::KeyError("database \"", kMetricsDatabase, "\" is not available here");
-    }
-    return metrics_->QueryMetrics(sql);
+  const bool metrics_db = database == kMetricsDatabase;
+  if (metrics_db && metrics_ == nullptr) {
+    return Status::KeyError("database \"", kMetricsDatabase, "\" is not available here");
   }
   QueryInterrupt interrupt;
   if (control != nullptr) {
@@ -95,7 +94,8 @@ Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& d
         PgDeadlines::Clock::now() + std::chrono::milliseconds(query_timeout_ms_),
         [&interrupt] { interrupt.Interrupt(); });
   }
-  auto result = engine_->sql().Query(sql, &interrupt);
+  auto result = metrics_db ? metrics_->QueryMetrics(sql, &interrupt)
+                           : engine_->sql().Query(sql, &interrupt);
   const bool timed_out = deadline != 0 && deadlines_.Remove(deadline);
   if (control != nullptr) {
     control->SetInterrupt(nullptr);
@@ -105,6 +105,17 @@ Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& d
                              query_timeout_ms_, " ms)");
   }
   return result;
+}
+
+Result<std::vector<std::string>> EnginePgExecutor::ParameterTypes(const std::string& database,
+                                                                  std::string_view sql) {
+  if (database == kMetricsDatabase) {
+    if (metrics_ == nullptr) {
+      return Status::KeyError("database \"", kMetricsDatabase, "\" is not available here");
+    }
+    return metrics_->MetricsParameterTypes(sql);
+  }
+  return engine_->sql().ParameterTypes(sql);
 }
 
 }  // namespace rill::pgwire

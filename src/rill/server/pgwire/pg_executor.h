@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <arrow/type_fwd.h>
 
@@ -62,6 +63,15 @@ class PgExecutor {
   virtual Result<std::shared_ptr<arrow::Table>> Run(const std::string& database,
                                                     std::string_view sql,
                                                     PgQueryControl* control) = 0;
+  /// Return the database's type of each parameter ($1 is element 0) of `sql`
+  /// as DuckDB names it ("BIGINT", "VARCHAR", ...; "" where it is open),
+  /// without running it. The default knows none (every element "").
+  virtual Result<std::vector<std::string>> ParameterTypes(const std::string& database,
+                                                          std::string_view sql) {
+    (void)database;
+    (void)sql;
+    return std::vector<std::string>{};
+  }
 };
 
 /// Statement timeouts of all sessions: one thread that interrupts the
@@ -92,14 +102,17 @@ class PgDeadlines {
 class EnginePgExecutor : public PgExecutor {
  public:
   /// `metrics` may be null: the metrics database is then unavailable.
-  /// Queries on live tables running longer than `query_timeout_ms` (0 = no
-  /// limit) are interrupted and fail with Cancelled (SQLSTATE 57014).
+  /// Queries (on live tables and on the metrics database) running longer
+  /// than `query_timeout_ms` (0 = no limit) are interrupted and fail with
+  /// Cancelled (SQLSTATE 57014).
   EnginePgExecutor(Engine* engine, MetricsStore* metrics, int64_t query_timeout_ms = 0);
   /// Install the catalog compatibility macros (pg_catalog.h) in the engine's
   /// DuckDB. Call once before serving.
   Status Init();
   Result<std::shared_ptr<arrow::Table>> Run(const std::string& database, std::string_view sql,
                                             PgQueryControl* control) override;
+  Result<std::vector<std::string>> ParameterTypes(const std::string& database,
+                                                  std::string_view sql) override;
 
  private:
   Engine* engine_;

@@ -5,6 +5,7 @@
 
 #include <arrow/api.h>
 
+#include "rill/server/pgwire/pg_catalog.h"
 #include "rill/server/pgwire/pg_session_internal.h"
 #include "rill/server/pgwire/pg_sql.h"
 #include "rill/server/pgwire/pg_types.h"
@@ -141,6 +142,11 @@ Status PgSession::OnParse(std::string_view body) {
   auto statement = std::make_shared<Statement>();
   statement->sql = std::move(m->query);
   statement->param_types = std::move(m->param_types);
+  if (auto replacement = DriverIntrospectionSql(statement->sql)) {
+    statement->sql = std::move(*replacement);
+    statement->param_types.resize(1);
+    statement->param_types[0] = PgArrayOidFor(oid::kOid);  // oid[], as asyncpg sends it
+  }
   if (statement->param_types.size() < static_cast<size_t>(*count)) {
     statement->param_types.resize(static_cast<size_t>(*count), 0);
   }
@@ -160,7 +166,7 @@ Status PgSession::OnBind(std::string_view body) {
                                            "\" does not exist"));
     return Status::OK();
   }
-  const Statement& statement = *it->second;
+  Statement& statement = *it->second;
   if (m->params.size() != statement.param_types.size()) {
     ExtendedError("08P01", Status::Invalid("bind message supplies ", m->params.size(),
                                            " parameters, but prepared statement \"",
@@ -172,12 +178,22 @@ Status PgSession::OnBind(std::string_view body) {
     ExtendedError("42P03", Status::Invalid("portal \"", m->portal, "\" already exists"));
     return Status::OK();
   }
+  auto format_of = [&](size_t i) -> int16_t {
+    return m->param_formats.empty()       ? 0
+           : m->param_formats.size() == 1 ? m->param_formats[0]
+                                          : m->param_formats[i];
+  };
+  // A binary value of an unspecified type: the client encoded it for the type
+  // a Describe announced (or assumes one), so decode it as the bound type.
+  for (size_t i = 0; i < m->params.size() && !statement.inferred; ++i) {
+    if (format_of(i) == 1 && statement.param_types[i] == 0) {
+      InferParameterTypes(statement);
+    }
+  }
   std::vector<std::string> literals;
   literals.reserve(m->params.size());
   for (size_t i = 0; i < m->params.size(); ++i) {
-    int16_t format = m->param_formats.empty()       ? 0
-                     : m->param_formats.size() == 1 ? m->param_formats[0]
-                                                    : m->param_formats[i];
+    const int16_t format = format_of(i);
     if (format == 0 && m->params[i].has_value() && !IsValidUtf8(*m->params[i])) {
       ExtendedError("22021", Status::Invalid("parameter $", i + 1,
                                              ": invalid byte sequence for encoding \"UTF8\""));
@@ -222,7 +238,33 @@ bool PgSession::EnsurePortalRun(Portal& portal) {
   return true;
 }
 
-void PgSession::DescribeStatement(const Statement& statement) {
+void PgSession::InferParameterTypes(Statement& statement) {
+  if (statement.inferred) {
+    return;
+  }
+  statement.inferred = true;
+  if (std::none_of(statement.param_types.begin(), statement.param_types.end(),
+                   [](int32_t t) { return t == 0; })) {
+    return;
+  }
+  CatalogSessionInfo info{database_, user_, pid_, &settings_};
+  auto types = config_->executor->ParameterTypes(database_, RewriteCatalogSql(statement.sql, info));
+  if (!types.ok()) {
+    return;  // the statement's error shows when it runs (or is described)
+  }
+  // A parameter DuckDB leaves open (or of a type without an OID here) is
+  // text, as PostgreSQL types `SELECT $1`: its value becomes a string literal
+  // either way, which DuckDB casts to what the expression needs.
+  for (size_t i = 0; i < statement.param_types.size(); ++i) {
+    if (statement.param_types[i] == 0) {
+      const int32_t bound = i < types->size() ? PgOidForDuckType((*types)[i]) : 0;
+      statement.param_types[i] = bound != 0 ? bound : oid::kText;
+    }
+  }
+}
+
+void PgSession::DescribeStatement(Statement& statement) {
+  InferParameterTypes(statement);
   std::vector<int32_t> types = statement.param_types;
   for (auto& t : types) {
     if (t == 0) t = oid::kText;  // undeclared: the client sends text
@@ -237,8 +279,20 @@ void PgSession::DescribeStatement(const Statement& statement) {
     writer_.NoData();
     return;
   }
-  // Learn the columns by running the statement without rows, parameters NULL.
-  std::vector<std::string> nulls(statement.param_types.size(), "NULL");
+  // Learn the columns by running the statement without rows, parameters NULL
+  // of the type they will have, so `SELECT $1` (text) is described as it will
+  // run; untyped NULL where the database could not tell (0).
+  std::vector<std::string> nulls;
+  for (int32_t type : statement.param_types) {
+    // numeric: the widest decimal (a value's literal has its own scale), in a
+    // subquery, since DuckDB folds arithmetic on a NULL decimal to type NULL.
+    if (type == oid::kNumeric) {
+      nulls.push_back("(SELECT CAST(NULL AS DECIMAL(38,10)))");
+      continue;
+    }
+    const std::string duck = type == 0 ? "" : DuckTypeForOid(type);
+    nulls.push_back(duck.empty() ? "NULL" : "CAST(NULL AS " + duck + ")");
+  }
   auto sql = SubstituteParameters(statement.sql, nulls);
   std::string probe = sql.ok() ? *sql : statement.sql;
   if (query) {

@@ -33,6 +33,11 @@ constexpr int32_t kMinStartupPacket = 8;
 constexpr int32_t kMaxStartupPacket = 10000;
 /// Default cap of a regular message (length word included).
 constexpr int64_t kDefaultMaxMessageBytes = 64LL << 20;
+/// Cap of a typed message before authentication completes (password,
+/// SASLInitialResponse, SASLResponse; length word included): a SCRAM message
+/// is a few hundred bytes, so a client that announces more is refused before
+/// anything is buffered.
+constexpr int64_t kMaxPreAuthMessageBytes = 8 * 1024;
 /// At most this many parameters in Parse and Bind.
 constexpr int kMaxParameters = 65535;
 
@@ -65,6 +70,11 @@ class PgFrameDecoder {
   Result<std::optional<PgFrame>> Next();
   /// Switch between startup-phase (untyped) and regular (typed) frames.
   void set_startup_phase(bool startup) { startup_ = startup; }
+  /// Change the cap of a typed frame (kMaxPreAuthMessageBytes until the
+  /// session authenticated, then the server's cap).
+  void set_max_message_bytes(int64_t max_message_bytes) {
+    max_message_bytes_ = max_message_bytes;
+  }
   bool startup_phase() const { return startup_; }
   /// Bytes received and not yet cut into frames.
   size_t buffered() const { return buffer_.size() - consumed_; }

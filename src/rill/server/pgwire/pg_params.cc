@@ -74,7 +74,79 @@ Result<std::string> BinaryTimestampText(int64_t pg_micros, bool tz) {
   return out;
 }
 
+Result<std::string> BinaryLiteral(const std::string& b, int32_t type_oid);
+
+// The element OID of an array type this file decodes, 0 for others.
+int32_t ElementOidOf(int32_t array_oid) {
+  for (int32_t element : {oid::kBool, oid::kInt2, oid::kInt4, oid::kInt8, oid::kFloat4,
+                          oid::kFloat8, oid::kNumeric, oid::kText, oid::kVarchar, oid::kDate,
+                          oid::kTimestamp, oid::kTimestamptz, oid::kUuid, oid::kBytea,
+                          oid::kOid}) {
+    if (PgArrayOidFor(element) == array_oid) return element;
+  }
+  return 0;
+}
+
+// A one-dimensional binary array (ndim, has-null flag, element OID, then per
+// dimension size and lower bound, then each element as length + bytes) as a
+// DuckDB list literal. Every count is checked against the bytes present.
+Result<std::string> BinaryArrayLiteral(const std::string& b, int32_t element_oid) {
+  auto need = [&](size_t at, size_t n) -> Status {
+    if (at + n > b.size()) return Status::Invalid("binary array parameter is truncated");
+    return Status::OK();
+  };
+  RILL_RETURN_NOT_OK(need(0, 12));
+  const int64_t ndim = LoadBE(b, 0, 4);
+  if (ndim < 0 || ndim > 1) {
+    return Status::NotImplemented("binary array parameters of ", ndim,
+                                  " dimensions are not supported; send one dimension");
+  }
+  if (LoadBE(b, 8, 4) != element_oid) {
+    return Status::Invalid("binary array parameter holds elements of type OID ",
+                           LoadBE(b, 8, 4), ", expected ", element_oid);
+  }
+  size_t at = 12;
+  int64_t count = 0;
+  if (ndim == 1) {
+    RILL_RETURN_NOT_OK(need(at, 8));
+    count = LoadBE(b, at, 4);
+    at += 8;
+    // Each element takes at least its 4-byte length.
+    if (count < 0 || static_cast<size_t>(count) > (b.size() - at) / 4) {
+      return Status::Invalid("binary array parameter claims ", count, " elements");
+    }
+  }
+  std::string out = "[";
+  for (int64_t i = 0; i < count; ++i) {
+    RILL_RETURN_NOT_OK(need(at, 4));
+    const int64_t len = LoadBE(b, at, 4);
+    at += 4;
+    if (i > 0) out += ", ";
+    if (len < 0) {
+      out += "NULL";
+      continue;
+    }
+    RILL_RETURN_NOT_OK(need(at, static_cast<size_t>(len)));
+    RILL_ASSIGN_OR_RAISE(auto element,
+                         BinaryLiteral(b.substr(at, static_cast<size_t>(len)), element_oid));
+    out += element;
+    at += static_cast<size_t>(len);
+  }
+  if (at != b.size()) {
+    return Status::Invalid("binary array parameter has ", b.size() - at, " trailing bytes");
+  }
+  out += "]";
+  // Numeric elements keep their own scale; the others give the list its type.
+  if (std::string duck = DuckTypeForOid(element_oid); !duck.empty()) {
+    out = "CAST(" + out + " AS " + duck + "[])";
+  }
+  return out;
+}
+
 Result<std::string> BinaryLiteral(const std::string& b, int32_t type_oid) {
+  if (int32_t element = ElementOidOf(type_oid); element != 0) {
+    return BinaryArrayLiteral(b, element);
+  }
   switch (type_oid) {
     case oid::kBool:
       RILL_RETURN_NOT_OK(ExpectSize(b, 1, type_oid));

@@ -23,7 +23,8 @@ Status PrepareServerConfig(PgServerConfig* config) {
 
 PgSession::PgSession(const PgServerConfig* config)
     : config_(config),
-      decoder_(config->max_message_bytes),
+      // Until authentication completes, messages are small (kMaxPreAuthMessageBytes).
+      decoder_(std::min(config->max_message_bytes, kMaxPreAuthMessageBytes)),
       control_(std::make_shared<PgQueryControl>()) {}
 
 PgSession::~PgSession() {
@@ -113,6 +114,12 @@ Status PgSession::HandleStartup(const PgFrame& frame) {
   switch (packet->kind) {
     case StartupPacket::Kind::kSslRequest:
     case StartupPacket::Kind::kGssEncRequest:
+      // A client asks for TLS and GSS encryption at most once each (libpq
+      // does both); more would make the server write answers nobody reads.
+      if (++encryption_requests_ > 2) {
+        return Fatal(session_internal::kProtocolViolation,
+                     Status::Invalid("more than two SSLRequest/GSSENCRequest packets"));
+      }
       // No TLS/GSS here: the client goes on in clear with a startup message.
       writer_.Byte('N');
       return Status::OK();
@@ -205,6 +212,7 @@ Status PgSession::HandleAuth(const PgFrame& frame) {
 
 void PgSession::FinishStartup() {
   writer_.AuthenticationOk();
+  decoder_.set_max_message_bytes(config_->max_message_bytes);
   settings_ = session_internal::DefaultSettings(*config_);
   for (auto& [name, value] : startup_settings_) {
     settings_[name] = value;

@@ -49,7 +49,9 @@ struct PgServerConfig {
   std::string token;
   /// SCRAM keys of `token` (see MakeScramVerifier); required for SCRAM.
   std::shared_ptr<const ScramVerifier> scram;
-  /// Cap of one message after startup (bytes, length word included).
+  /// Cap of one message once authenticated (bytes, length word included).
+  /// Before, a message is at most kMaxPreAuthMessageBytes (startup packets
+  /// at most kMaxStartupPacket).
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
   /// Reported as server_version (a 16.x string, as clients parse it).
   std::string server_version = "16.4 (Rill)";
@@ -90,6 +92,8 @@ class PgSession {
   /// its idle timeout from it).
   enum class Waiting { kAuthentication, kIdle, kIdleInTransaction };
   Waiting waiting() const;
+  /// True once authentication succeeded (and until the session closes).
+  bool authenticated() const { return phase_ == Phase::kReady; }
   /// End the session from outside (a timeout): append a FATAL ErrorResponse
   /// with `sqlstate` and `message` to output() and mark the session closed.
   void Terminate(std::string_view sqlstate, std::string_view message);
@@ -103,7 +107,10 @@ class PgSession {
 
   struct Statement {
     std::string sql;  ///< as the client sent it
+    /// As the client declared them (0 = unspecified), then with the
+    /// unspecified ones the database binds filled in (InferParameterTypes).
     std::vector<int32_t> param_types;
+    bool inferred = false;  ///< InferParameterTypes ran
   };
   struct Portal {
     std::shared_ptr<Statement> statement;
@@ -136,7 +143,10 @@ class PgSession {
   Status OnClose(std::string_view body);
   /// Run the portal's statement unless it ran; on error send it and return false.
   bool EnsurePortalRun(Portal& portal);
-  void DescribeStatement(const Statement& statement);
+  void DescribeStatement(Statement& statement);
+  /// Fill the unspecified parameter types of `statement` with the types the
+  /// database binds for them (once; 0 stays where it cannot tell).
+  void InferParameterTypes(Statement& statement);
   void ClosePortalsAtTransactionEnd();
   void ExtendedError(std::string_view sqlstate, const Status& status);
 
@@ -177,6 +187,7 @@ class PgSession {
 
   std::shared_ptr<PgQueryControl> control_;
   int32_t pid_ = 0;
+  int encryption_requests_ = 0;  ///< SSLRequest/GSSENCRequest packets seen
 };
 
 }  // namespace rill::pgwire

@@ -37,7 +37,8 @@ std::map<std::string, std::string> DefaultSettings(const PgServerConfig& config)
           {"lc_collate", "C.UTF-8"},
           {"lc_ctype", "C.UTF-8"},
           {"statement_timeout", "0"},
-          {"bytea_output", "hex"}};
+          {"bytea_output", "hex"},
+          {"jit", "off"}};
 }
 
 std::string DisplayName(const std::string& lower_name) {
@@ -52,6 +53,7 @@ std::string SqlStateFor(const Status& status) {
   const std::string& m = status.message();
   auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
   if (has("INTERRUPT") || has("Interrupted")) return "57014";
+  if (has("Out of Memory")) return "53200";  // the query memory limit
   if (has("only SELECT and EXPLAIN")) return "25006";
   if (has("Parser Error") || has("syntax error")) return "42601";
   if (has("Table with name") || has("Table Function with name") ||

@@ -82,6 +82,70 @@ PgTypeInfo PgTypeFor(const arrow::DataType& type) {
   }
 }
 
+int32_t PgOidForDuckType(std::string_view t) {
+  if (t.size() > 2 && t.substr(t.size() - 2) == "[]") {
+    return PgArrayOidFor(PgOidForDuckType(t.substr(0, t.size() - 2)));
+  }
+  if (t.rfind("DECIMAL", 0) == 0) return oid::kNumeric;
+  struct Name {
+    std::string_view duck;
+    int32_t oid;
+  };
+  static constexpr Name kNames[] = {
+      {"BOOLEAN", oid::kBool},       {"TINYINT", oid::kInt2},
+      {"SMALLINT", oid::kInt2},      {"UTINYINT", oid::kInt2},
+      {"INTEGER", oid::kInt4},       {"USMALLINT", oid::kInt4},
+      {"BIGINT", oid::kInt8},        {"UINTEGER", oid::kInt8},
+      {"UBIGINT", oid::kNumeric},    {"HUGEINT", oid::kNumeric},
+      {"UHUGEINT", oid::kNumeric},   {"FLOAT", oid::kFloat4},
+      {"DOUBLE", oid::kFloat8},      {"VARCHAR", oid::kText},
+      {"BLOB", oid::kBytea},         {"DATE", oid::kDate},
+      {"TIME", oid::kTime},          {"TIMESTAMP", oid::kTimestamp},
+      {"TIMESTAMP_S", oid::kTimestamp}, {"TIMESTAMP_MS", oid::kTimestamp},
+      {"TIMESTAMP_NS", oid::kTimestamp}, {"TIMESTAMP WITH TIME ZONE", oid::kTimestamptz},
+      {"INTERVAL", oid::kInterval},  {"UUID", oid::kUuid},
+      {"JSON", oid::kJson},
+  };
+  for (const Name& n : kNames) {
+    if (n.duck == t) return n.oid;
+  }
+  return 0;
+}
+
+std::string DuckTypeForOid(int32_t type_oid) {
+  switch (type_oid) {
+    case 0:
+    case oid::kText:
+    case oid::kVarchar:
+    case oid::kBpchar:
+    case oid::kName:
+    case oid::kUnknown:
+    case oid::kJson:
+    case oid::kJsonb: return "VARCHAR";
+    case oid::kBool: return "BOOLEAN";
+    case oid::kInt2: return "SMALLINT";
+    case oid::kInt4: return "INTEGER";
+    case oid::kInt8:
+    case oid::kOid: return "BIGINT";
+    case oid::kFloat4: return "REAL";
+    case oid::kFloat8: return "DOUBLE";
+    case oid::kDate: return "DATE";
+    case oid::kTime: return "TIME";
+    case oid::kTimestamp: return "TIMESTAMP";
+    case oid::kTimestamptz: return "TIMESTAMPTZ";
+    case oid::kInterval: return "INTERVAL";
+    case oid::kUuid: return "UUID";
+    case oid::kBytea: return "BLOB";
+    default: break;
+  }
+  for (int32_t element : {oid::kBool, oid::kInt2, oid::kInt4, oid::kInt8, oid::kFloat4,
+                          oid::kFloat8, oid::kText, oid::kVarchar, oid::kDate,
+                          oid::kTimestamp, oid::kTimestamptz, oid::kUuid, oid::kOid}) {
+    if (PgArrayOidFor(element) == type_oid) return DuckTypeForOid(element) + "[]";
+  }
+  return "";
+}
+
 int32_t PgArrayOidFor(int32_t element_oid) {
   switch (element_oid) {
     case oid::kBool: return 1000;
@@ -101,6 +165,7 @@ int32_t PgArrayOidFor(int32_t element_oid) {
     case oid::kNumeric: return 1231;
     case oid::kUuid: return 2951;
     case oid::kJson: return 199;
+    case oid::kOid: return 1028;
     default: return 0;
   }
 }

@@ -42,6 +42,16 @@ struct PgTypeInfo {
 /// Return the PostgreSQL type announced for an Arrow column type.
 PgTypeInfo PgTypeFor(const arrow::DataType& type);
 
+/// Return the PostgreSQL type OID of a parameter DuckDB bound to `duck_type`
+/// (DuckDB's name: "BIGINT", "DECIMAL(18,3)", "TIMESTAMP WITH TIME ZONE",
+/// "INTEGER[]"), 0 when there is none here or the type is open ("").
+int32_t PgOidForDuckType(std::string_view duck_type);
+
+/// Return the DuckDB type a parameter of PostgreSQL type `type_oid` becomes
+/// ("BIGINT", "VARCHAR" for text and unspecified (0), "INTEGER[]"), "" when
+/// its literal carries its own type (numeric) or the OID is not known here.
+std::string DuckTypeForOid(int32_t type_oid);
+
 /// Return the array type OID for an element OID, 0 if PostgreSQL has none here.
 int32_t PgArrayOidFor(int32_t element_oid);
 
