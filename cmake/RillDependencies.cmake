@@ -67,6 +67,8 @@ find_package(fmt REQUIRED)
 # or the system's) and librdkafka.
 find_package(OpenSSL REQUIRED)
 find_package(CURL REQUIRED)
+# zlib: the deflate codec of Avro object container files (connector/avro_source.cc).
+find_package(ZLIB REQUIRED)
 find_package(simdjson CONFIG REQUIRED)
 find_package(Parquet QUIET CONFIG)
 if(TARGET Parquet::parquet_shared)

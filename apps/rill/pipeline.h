@@ -12,10 +12,15 @@
 //                  name: type), primary_key ("a" / "a,b" / [a, b]),
 //                  mode (snapshot | append), retention {max_rows,
 //                  max_age_seconds, time_column}
-//   connectors:  - name, type (memory | generator), table, max_records,
+//   connectors:  - name, type (memory | generator | postgres_cdc), table, max_records,
 //                  max_bytes, on_overflow (drop_oldest | drop_newest | error);
 //                  a generator also has rows_per_second, interval_ms, seed
-//                  and columns: {column: spec} (see generator.h)
+//                  and columns: {column: spec} (see generator.h);
+//                  postgres_cdc takes PostgresCDCConnector's names instead:
+//                  target_table (the Rill table), dsn, table (the source),
+//                  slot_name, publication, snapshot, numeric_as,
+//                  status_interval_ms, lag_alert_bytes, max_records
+//                  (docs/postgres_cdc.md)
 //   tasks:       - name, type (sql | join), interval_seconds, output,
 //                  primary_key; sql: `sql`; join: left, right, keys,
 //                  right_keys, join_type, group_by, aggregations
@@ -65,6 +70,7 @@
 #include "generator.h"
 #include "rill/common/status.h"
 #include "rill/connector/bounded_buffer.h"
+#include "rill/connector/postgres_cdc_connector.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
 #include "rill/engine/window_options.h"
@@ -100,10 +106,11 @@ struct TableSpec {
 struct ConnectorSpec {
   SourceRef where;
   std::string name;
-  std::string type;  ///< "memory" or "generator"
+  std::string type;  ///< "memory", "generator" or "postgres_cdc"
   std::string table;
   BufferLimits limits;
   GeneratorSpec generator;  ///< for type "generator"
+  PostgresCDCOptions postgres_cdc;  ///< for type "postgres_cdc" (table: the source)
 };
 
 struct SqlTaskSpec {

@@ -31,6 +31,10 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
                                            c.generator, c.limits, clock);
       RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
       connector = *made;
+    } else if (c.type == "postgres_cdc") {
+      auto made = PostgresCDCConnector::Make(c.table, c.postgres_cdc);
+      RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
+      connector = *made;
     } else {
       connector = std::make_shared<MemoryConnector>(c.table, (*table)->user_schema(), c.limits,
                                                     c.name);

@@ -173,6 +173,7 @@ class Parser {
   Status ParseServer(const At& at, Pipeline* p) const;
   Status ParseTable(const At& at, Pipeline* p) const;
   Status ParseConnector(const At& at, Pipeline* p) const;
+  Status ParsePostgresCdc(const At& at, ConnectorSpec* spec) const;
   Status ParseGenerator(const At& at, const TableSpec& table, GeneratorSpec* spec) const;
   Status ParseGeneratorColumn(const At& c, GeneratorColumnSpec* col) const;
   Status ParseTask(const At& at, Pipeline* p) const;

@@ -116,13 +116,49 @@ Status Parser::ParseGenerator(const At& at, const TableSpec& table, GeneratorSpe
   return Status::OK();
 }
 
+// type: postgres_cdc takes PostgresCDCConnector's argument names: target_table
+// (the Rill table), dsn, table (the source), slot_name, publication, snapshot,
+// numeric_as, status_interval_ms, lag_alert_bytes.
+Status Parser::ParsePostgresCdc(const At& at, ConnectorSpec* spec) const {
+  PostgresCDCOptions& o = spec->postgres_cdc;
+  RILL_ASSIGN_OR_RAISE(o.dsn, RequiredStr(at, "dsn"));
+  RILL_ASSIGN_OR_RAISE(o.table, RequiredStr(at, "table"));
+  RILL_ASSIGN_OR_RAISE(o.slot_name, RequiredStr(at, "slot_name"));
+  if (Has(at, "publication")) {
+    RILL_ASSIGN_OR_RAISE(o.publication, Str(Child(at, "publication")));
+  }
+  if (Has(at, "snapshot")) {
+    RILL_ASSIGN_OR_RAISE(o.snapshot, Bool(Child(at, "snapshot")));
+  }
+  if (Has(at, "numeric_as")) {
+    RILL_ASSIGN_OR_RAISE(o.numeric_as, Str(Child(at, "numeric_as")));
+  }
+  if (Has(at, "status_interval_ms")) {
+    RILL_ASSIGN_OR_RAISE(o.status_interval_ms, Int(Child(at, "status_interval_ms")));
+  }
+  if (Has(at, "lag_alert_bytes")) {
+    RILL_ASSIGN_OR_RAISE(o.lag_alert_bytes, Int(Child(at, "lag_alert_bytes")));
+  }
+  if (spec->limits.max_records > 0) o.max_buffer_records = spec->limits.max_records;
+  o.name = spec->name;
+  return Status::OK();
+}
+
 Status Parser::ParseConnector(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "table", "max_records", "max_bytes",
-                               "on_overflow", "rows_per_second", "interval_ms", "seed",
-                               "columns"}));
+  const bool cdc = at.node["type"].IsDefined() && at.node["type"].IsScalar() &&
+                   at.node["type"].Scalar() == "postgres_cdc";
+  if (cdc) {
+    RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "target_table", "dsn", "table", "slot_name",
+                                 "publication", "snapshot", "numeric_as", "status_interval_ms",
+                                 "lag_alert_bytes", "max_records"}));
+  } else {
+    RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "table", "max_records", "max_bytes",
+                                 "on_overflow", "rows_per_second", "interval_ms", "seed",
+                                 "columns"}));
+  }
   ConnectorSpec spec;
   spec.where = Ref(at);
-  RILL_ASSIGN_OR_RAISE(spec.table, RequiredStr(at, "table"));
+  RILL_ASSIGN_OR_RAISE(spec.table, RequiredStr(at, cdc ? "target_table" : "table"));
   spec.name = spec.table;
   if (Has(at, "name")) {
     RILL_ASSIGN_OR_RAISE(spec.name, Str(Child(at, "name")));
@@ -133,7 +169,7 @@ Status Parser::ParseConnector(const At& at, Pipeline* p) const {
     if (t.name == spec.table) table = &t;
   }
   if (table == nullptr) {
-    return Error(Child(at, "table"), "unknown table '", spec.table,
+    return Error(Child(at, cdc ? "target_table" : "table"), "unknown table '", spec.table,
                  "' (declare it under 'tables')");
   }
   if (Has(at, "max_records")) {
@@ -149,7 +185,9 @@ Status Parser::ParseConnector(const At& at, Pipeline* p) const {
     if (!policy.ok()) return Ref(v).Wrap(policy.status());
     spec.limits.on_overflow = *policy;
   }
-  if (spec.type == "generator") {
+  if (spec.type == "postgres_cdc") {
+    RILL_RETURN_NOT_OK(ParsePostgresCdc(at, &spec));
+  } else if (spec.type == "generator") {
     RILL_RETURN_NOT_OK(ParseGenerator(at, *table, &spec.generator));
   } else if (spec.type == "memory") {
     for (const char* key : {"rows_per_second", "interval_ms", "seed", "columns"}) {
@@ -159,7 +197,7 @@ Status Parser::ParseConnector(const At& at, Pipeline* p) const {
     }
   } else {
     return Error(Child(at, "type"), "unknown connector type '", spec.type,
-                 "' (available: memory, generator)");
+                 "' (available: memory, generator, postgres_cdc)");
   }
   for (const ConnectorSpec& other : p->connectors) {
     if (other.name == spec.name) {

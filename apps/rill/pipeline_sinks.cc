@@ -41,7 +41,8 @@ std::vector<std::string> KeysOf(const std::string& type) {
   std::vector<std::string> own;
   if (type == "kafka") {
     own = {"topic",      "kafka_config", "format",          "key_columns",
-           "key_format", "exactly_once", "transactional_id"};
+           "key_format", "exactly_once", "transactional_id", "schema_registry_url",
+           "schema_registry_user", "schema_registry_password"};
   } else if (type == "postgres") {
     own = {"dsn", "target_table", "create_table", "connect_timeout_seconds"};
   } else {
@@ -124,6 +125,17 @@ Status Parser::ParseKafkaSink(const At& at, KafkaSinkOptions* o) const {
     if (o->format != "json" && o->format != "avro") {
       return Error(v, "expected json or avro, got '", o->format, "'");
     }
+  }
+  for (auto [key, field] : {std::pair{"schema_registry_url", &o->schema_registry_url},
+                            std::pair{"schema_registry_user", &o->schema_registry_user},
+                            std::pair{"schema_registry_password", &o->schema_registry_password}}) {
+    if (Has(at, key)) {
+      RILL_ASSIGN_OR_RAISE(*field, RequiredStr(at, key));
+    }
+  }
+  if (o->format == "avro" && o->schema_registry_url.empty()) {
+    return Error(Child(at, "format"), "avro needs schema_registry_url (the registry the schema "
+                                      "is registered in)");
   }
   if (Has(at, "key_columns")) {
     RILL_ASSIGN_OR_RAISE(o->key_columns, Names(Child(at, "key_columns")));

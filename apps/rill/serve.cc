@@ -101,6 +101,21 @@ Status StartServer(Running* run, const std::string& listen,
   return Status::OK();
 }
 
+/// Print one line per change-data-capture connector whose initial snapshot
+/// runs (rows copied, estimate, rate, ETA), as a user expects of a long load.
+void PrintSnapshotProgress(Engine& engine) {
+  for (const auto& c : engine.Connectors()) {
+    const ConnectorStats s = c->stats();
+    if (s.snapshot_done != 0) continue;
+    std::printf("rill serve: %s: snapshot %lld of ~%lld rows, %lld rows/s, ETA %lld s\n",
+                c->name().c_str(), static_cast<long long>(s.snapshot_rows),
+                static_cast<long long>(s.snapshot_rows_total),
+                static_cast<long long>(s.snapshot_rows_per_s),
+                static_cast<long long>(s.snapshot_eta_seconds));
+    std::fflush(stdout);
+  }
+}
+
 Status Serve(const ServeOptions& options, Running* run) {
   Pipeline pipeline;
   if (!options.pipeline.empty()) {
@@ -137,6 +152,7 @@ Status Serve(const ServeOptions& options, Running* run) {
 
   const auto start = std::chrono::steady_clock::now();
   int waiting_sinks = 1;  // sinks whose table (a task's output) does not exist yet
+  double next_progress = 5;  // seconds: the console's line per running initial snapshot
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (waiting_sinks > 0) {
@@ -144,6 +160,10 @@ Status Serve(const ServeOptions& options, Running* run) {
     }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed >= next_progress) {
+      PrintSnapshotProgress(*run->engine);
+      next_progress = elapsed + 5;
+    }
     if (options.duration_s > 0 && elapsed >= options.duration_s) {
       break;
     }

@@ -279,8 +279,8 @@ export function pivotKpiCells(cells) {
 export function connectorRows(connectors, sinks, formatValue = String) {
   const rows = (connectors || []).map((c) => {
     const name = c.connector ?? c.name;
-    return {kind: 'connector', name, title: '', cells: [
-      name, c.table || c.target_table || '', formatValue(c.buffered_records),
+    return {kind: 'connector', name, title: cdcTitle(c, formatValue), cells: [
+      name, c.table || c.target_table || '', cdcProgress(c, formatValue) ?? formatValue(c.buffered_records),
       formatValue(c.dropped_records), formatValue((c.rejected_records ?? 0) + (c.refused_records ?? 0))]};
   });
   for (const s of sinks || []) {
@@ -296,6 +296,32 @@ export function connectorRows(connectors, sinks, formatValue = String) {
         formatValue(s.errors ?? 0)]});
   }
   return rows;
+}
+
+/**
+ * A change-data-capture connector's buffered cell (it has snapshot_done): the
+ * initial snapshot's progress while it runs ("snapshot 120,000 / ~1,000,000
+ * rows (12%), 50,000 rows/s, ETA 18 s"), then the slot's lag in bytes;
+ * undefined for other connectors.
+ */
+export function cdcProgress(c, formatValue = String) {
+  if (c.snapshot_done === undefined) return undefined;
+  if (c.snapshot_done === false) {
+    const total = Number(c.snapshot_rows_total ?? -1);
+    const pct = total > 0 ? ` (${Math.min(100, Math.floor(100 * c.snapshot_rows / total))}%)` : '';
+    const eta = Number(c.snapshot_eta_seconds ?? -1) >= 0 ? `, ETA ${c.snapshot_eta_seconds} s` : '';
+    return `snapshot ${formatValue(c.snapshot_rows ?? 0)}` +
+      (total >= 0 ? ` / ~${formatValue(total)}` : '') + ` rows${pct}, ` +
+      `${formatValue(c.snapshot_rows_per_s ?? 0)} rows/s${eta}`;
+  }
+  return `${formatValue(c.buffered_records ?? 0)}, lag ${formatValue(c.lag_bytes ?? 0)} B`;
+}
+
+function cdcTitle(c, formatValue) {
+  if (c.snapshot_done === undefined) return '';
+  return `change data capture: snapshot ${formatValue(c.snapshot_rows ?? 0)} rows` +
+    (c.snapshot_done ? ' (done)' : ' (running)') + `, slot lag ${formatValue(c.lag_bytes ?? 0)} bytes, ` +
+    `${formatValue(c.reconnects ?? 0)} reconnects, ${formatValue(c.errors ?? 0)} errors`;
 }
 
 export function listOf(data, ...keys) {

@@ -10,6 +10,7 @@ import {normalizeAddress} from '../src/api.js';
 import {toneFor, scheduleTone, DEFAULT_SOUND_PREFS, SoundPlayer} from '../src/sound.js';
 import {readResult} from '../src/result.js';
 import {readMetrics, listOf, businessValues, pivotKpiCells, connectorRows} from '../src/state.js';
+import {cdcProgress} from '../src/state.js';
 
 test('values format by kind', () => {
   assert.equal(formatValue(13025.214, 'currency'), '$13,025.21');
@@ -250,4 +251,16 @@ test('the Connectors table lists the sinks after the connectors, with lag, drops
   assert.deepEqual(rows[1].cells, ['→ out (kafka)', 'orders', 'lag 2 v / 0.5 s (backpressure)', '4', '1']);
   assert.match(rows[1].title, /10 rows in 2 commits, 1 retries, holding .* back; last error: broker down/);
   assert.deepEqual(connectorRows([], undefined), []);
+});
+
+test('a change-data-capture connector shows its snapshot progress, then its slot lag', () => {
+  const running = {connector: 'pg', table: 'orders', snapshot_done: false, snapshot_rows: 250,
+    snapshot_rows_total: 1000, snapshot_rows_per_s: 50, snapshot_eta_seconds: 15, lag_bytes: 0};
+  assert.equal(cdcProgress(running), 'snapshot 250 / ~1000 rows (25%), 50 rows/s, ETA 15 s');
+  const rows = connectorRows([running, {...running, snapshot_done: true, buffered_records: 2,
+    lag_bytes: 4096}], []);
+  assert.equal(rows[0].cells[2], 'snapshot 250 / ~1000 rows (25%), 50 rows/s, ETA 15 s');
+  assert.equal(rows[1].cells[2], '2, lag 4096 B');
+  assert.match(rows[1].title, /slot lag 4096 bytes/);
+  assert.equal(cdcProgress({connector: 'in', buffered_records: 1}), undefined);
 });

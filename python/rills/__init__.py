@@ -72,11 +72,12 @@ __all__ += ["AggregationPipeline", "PipelineStore", "AnalyticsEngine", "StreamAn
 from .connectors.file import FileStreamConnector  # noqa: E402
 from .connectors.json_stream import JSONStreamConnector  # noqa: E402
 from .connectors.kafka import KafkaConnector, KafkaMockCluster  # noqa: E402
+from .connectors.postgres_cdc import PostgresCDCConnector  # noqa: E402
 
 from .connectors.websocket import WebSocketConnector  # noqa: E402
 
 __all__ += ["JSONStreamConnector", "FileStreamConnector", "KafkaConnector", "KafkaMockCluster",
-            "WebSocketConnector"]
+            "WebSocketConnector", "PostgresCDCConnector"]
 
 # Seed-API completeness (issue 14): rills.compute, SQL error classes, metrics
 # store options, C++ logs in Python's logging.

@@ -8,6 +8,7 @@ Python code on the tick thread.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Dict, List, Optional, Union
 
@@ -44,6 +45,18 @@ def _parse_options(parse_options: Any) -> tuple:
             f"unexpected_field_behavior must be 'ignore', 'error' or 'infer', got {unexpected!r}"
         )
     return schema, unexpected
+
+
+
+
+def _row_ops(format: str, op_column: Optional[str], ts_ms_column: Optional[str]) -> dict:
+    """The row-operation keywords of the C++ connectors' make()."""
+    if not isinstance(format, str):
+        raise TypeError(f"format must be a str, got {type(format).__name__}")
+    for what, value in (("op_column", op_column), ("ts_ms_column", ts_ms_column)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"{what} must be a non-empty column name or None, got {value!r}")
+    return {"format": format, "op_column": op_column or "", "ts_ms_column": ts_ms_column or ""}
 
 
 class _DecodingConnector(MemoryConnector):
@@ -95,6 +108,16 @@ class JSONStreamConnector(_DecodingConnector):
         on_overflow: "drop_oldest" (earlier pushes are dropped first),
             "drop_newest" or "error" (push_bytes raises BufferError).
         name: unique name within an engine (default: derived from target_table).
+        format: "json" (default; or "ndjson"): each record is a row;
+            "debezium": each record is a Debezium change event (before, after,
+            op, source; with or without the schema/payload wrapper) applied
+            in order as an upsert, a delete or a truncate (docs/debezium.md).
+        op_column: a field of the records that says what each row does
+            (insert/upsert/update/delete/truncate or c/u/d/r/t); rows are
+            applied in order; the field is not a column of the table.
+        ts_ms_column: with format="debezium", the column that receives each
+            event's source.ts_ms (a timestamp column, or an integer column in
+            milliseconds; added as timestamp[ms, UTC] when the schema lacks it).
     """
 
     def __init__(
@@ -106,9 +129,14 @@ class JSONStreamConnector(_DecodingConnector):
         max_buffer_bytes: Optional[int] = None,
         on_overflow: str = "drop_oldest",
         name: Optional[str] = None,
+        format: str = "json",
+        op_column: Optional[str] = None,
+        ts_ms_column: Optional[str] = None,
     ):
         BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
         schema, unexpected = _parse_options(parse_options)
+        row_ops = _row_ops(format, op_column, ts_ms_column)
+        self.format, self.op_column, self.ts_ms_column = format, op_column, ts_ms_column
         block_size = _option(read_options, "block_size", None)
         max_reject_bytes = _option(read_options, "max_reject_bytes", None)
         self.parse_options = parse_options
@@ -125,6 +153,7 @@ class JSONStreamConnector(_DecodingConnector):
             _check_limit("max_buffer_bytes", max_buffer_bytes),
             on_overflow,
             self.name,
+            **row_ops,
         )
         _register_core(self._core, self)
 
@@ -189,6 +218,16 @@ class FileStreamConnector(_ReaderConnector):
         max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
             on_overflow="error" the reader waits for room instead of dropping.
         name: unique name within an engine (default: derived from target_table).
+        format: "json" (default; or "ndjson"): each record is a row;
+            "debezium": each record is a Debezium change event (before, after,
+            op, source; with or without the schema/payload wrapper) applied
+            in order as an upsert, a delete or a truncate (docs/debezium.md).
+        op_column: a field of the records that says what each row does
+            (insert/upsert/update/delete/truncate or c/u/d/r/t); rows are
+            applied in order; the field is not a column of the table.
+        ts_ms_column: with format="debezium", the column that receives each
+            event's source.ts_ms (a timestamp column, or an integer column in
+            milliseconds; added as timestamp[ms, UTC] when the schema lacks it).
     """
 
     def __init__(
@@ -206,8 +245,13 @@ class FileStreamConnector(_ReaderConnector):
         max_buffer_bytes: Optional[int] = None,
         on_overflow: str = "drop_oldest",
         name: Optional[str] = None,
+        format: str = "json",
+        op_column: Optional[str] = None,
+        ts_ms_column: Optional[str] = None,
     ):
         BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        row_ops = _row_ops(format, op_column, ts_ms_column)
+        self.format, self.op_column, self.ts_ms_column = format, op_column, ts_ms_column
         if schema is not None and not isinstance(schema, pa.Schema):
             raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         self.watch_path = os.fspath(watch_path)
@@ -232,6 +276,7 @@ class FileStreamConnector(_ReaderConnector):
             _check_limit("max_buffer_bytes", max_buffer_bytes),
             on_overflow,
             self.name,
+            **row_ops,
         )
         _register_core(self._core, self)
 
@@ -265,7 +310,7 @@ class FileStreamConnector(_ReaderConnector):
 
 
 class KafkaConnector(_ReaderConnector):
-    """Rows from Kafka topics (NDJSON message values), read by a C++ librdkafka consumer.
+    """Rows from Kafka topics (NDJSON or Avro message values), read by a C++ librdkafka consumer.
 
     Each message value holds one or more NDJSON rows (or a JSON array); bad
     lines go to ``rill_rejects`` with their topic, partition and offset. The
@@ -291,6 +336,40 @@ class KafkaConnector(_ReaderConnector):
         max_buffer_records / max_buffer_bytes / on_overflow: backpressure; with
             "error" the consumer waits for room (the topic keeps the data).
         name: unique name within an engine (default: derived from target_table).
+        format: "json" (default; or "ndjson"): each record is a row;
+            "debezium": each record is a Debezium change event (before, after,
+            op, source; with or without the schema/payload wrapper) applied
+            in order as an upsert, a delete or a truncate (docs/debezium.md);
+            "avro": each message value is one Avro record (see
+            schema_registry_url and avro_schema; docs/avro.md).
+        op_column: a field of the records that says what each row does
+            (insert/upsert/update/delete/truncate or c/u/d/r/t); rows are
+            applied in order; the field is not a column of the table.
+        ts_ms_column: with format="debezium", the column that receives each
+            event's source.ts_ms (a timestamp column, or an integer column in
+            milliseconds; added as timestamp[ms, UTC] when the schema lacks it).
+        key_columns: the columns the message key holds (JSON: an object of
+            them, or a scalar for one column; Debezium's schema/payload key
+            wrapper is unwrapped). A message with a key and a null value (a
+            tombstone) then deletes that key, and the key fills these columns
+            of upserts whose value lacks them. Without key columns a tombstone
+            is a reject naming these options (format="debezium": skipped, as
+            Debezium writes one after each delete event); every tombstone is
+            counted in ``stats()["tombstones"]``.
+        key_format: "json" (default) or "string": the key bytes are the value
+            of the one key column (key_columns[0], else the table's one-column
+            primary key).
+        schema_registry_url: with format="avro" (one Avro record per message,
+            decoded into the target table's schema by Avro's resolution rules,
+            docs/avro.md), values are in the Confluent wire format (magic byte
+            0, 4-byte schema id, Avro binary) and schemas are fetched from this
+            Confluent-compatible registry (``GET /schemas/ids/{id}``, cached by
+            id). Credentials may be in the URL
+            (``http://user:password@host:8081``) or given below.
+        schema_registry_user / schema_registry_password: HTTP basic auth of the
+            registry (win over the URL's userinfo).
+        avro_schema: with format="avro" and no registry, the writer schema of
+            plain Avro binary values (JSON text, or a dict).
     """
 
     def __init__(
@@ -306,8 +385,38 @@ class KafkaConnector(_ReaderConnector):
         max_buffer_bytes: Optional[int] = None,
         on_overflow: str = "drop_oldest",
         name: Optional[str] = None,
+        format: str = "json",
+        op_column: Optional[str] = None,
+        ts_ms_column: Optional[str] = None,
+        key_columns: Optional[List[str]] = None,
+        key_format: str = "json",
+        schema_registry_url: Optional[str] = None,
+        schema_registry_user: Optional[str] = None,
+        schema_registry_password: Optional[str] = None,
+        avro_schema: Union[str, Dict[str, Any], None] = None,
     ):
         BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
+        avro = format == "avro"
+        # Avro values are records (rows); an op_column among their fields still
+        # applies (the row-operation part of the decoding is the JSON one's).
+        row_ops = _row_ops("json" if avro else format, op_column, ts_ms_column)
+        self.format, self.op_column, self.ts_ms_column = format, op_column, ts_ms_column
+        if isinstance(avro_schema, (dict, list)):
+            avro_schema = json.dumps(avro_schema)
+        if avro and bool(schema_registry_url) == bool(avro_schema):
+            raise ValueError(
+                'format="avro" needs exactly one of schema_registry_url (the Confluent '
+                "wire format) and avro_schema (plain Avro binary)"
+            )
+        if not avro and (schema_registry_url or avro_schema):
+            raise ValueError('schema_registry_url and avro_schema need format="avro"')
+        self.schema_registry_url = schema_registry_url
+        if isinstance(key_columns, str):
+            key_columns = [key_columns]
+        if key_columns is not None and not all(isinstance(c, str) and c for c in key_columns):
+            raise ValueError(f"key_columns must be a list of column names, got {key_columns!r}")
+        self.key_columns = list(key_columns or [])
+        self.key_format = key_format
         if isinstance(topics, str):
             topics = [topics]
         if not topics or not all(isinstance(t, str) and t for t in topics):
@@ -335,6 +444,14 @@ class KafkaConnector(_ReaderConnector):
             _check_limit("max_buffer_bytes", max_buffer_bytes),
             on_overflow,
             self.name,
+            key_columns=self.key_columns,
+            key_format=key_format,
+            value_format="avro" if avro else "json",
+            schema_registry_url=schema_registry_url or "",
+            schema_registry_user=schema_registry_user or "",
+            schema_registry_password=schema_registry_password or "",
+            avro_schema=avro_schema or "",
+            **row_ops,
         )
         _register_core(self._core, self)
 
@@ -374,6 +491,16 @@ class WebSocketConnector(_ReaderConnector):
             the message that does not fit and stops reading the socket until a
             tick makes room.
         name: unique name within an engine (default: derived from target_table).
+        format: "json" (default; or "ndjson"): each record is a row;
+            "debezium": each record is a Debezium change event (before, after,
+            op, source; with or without the schema/payload wrapper) applied
+            in order as an upsert, a delete or a truncate (docs/debezium.md).
+        op_column: a field of the records that says what each row does
+            (insert/upsert/update/delete/truncate or c/u/d/r/t); rows are
+            applied in order; the field is not a column of the table.
+        ts_ms_column: with format="debezium", the column that receives each
+            event's source.ts_ms (a timestamp column, or an integer column in
+            milliseconds; added as timestamp[ms, UTC] when the schema lacks it).
     """
 
     def __init__(
@@ -392,9 +519,14 @@ class WebSocketConnector(_ReaderConnector):
         max_buffer_bytes: Optional[int] = None,
         on_overflow: str = "drop_oldest",
         name: Optional[str] = None,
+        format: str = "json",
+        op_column: Optional[str] = None,
+        ts_ms_column: Optional[str] = None,
     ):
         BaseConnector.__init__(self, target_table, max_buffer_records, on_overflow, name)
         schema, unexpected = _parse_options(parse_options)
+        row_ops = _row_ops(format, op_column, ts_ms_column)
+        self.format, self.op_column, self.ts_ms_column = format, op_column, ts_ms_column
         self.uri = uri
         self.headers = dict(headers or {})
         self.schema = schema
@@ -404,7 +536,8 @@ class WebSocketConnector(_ReaderConnector):
             unexpected, float(reconnect_initial_seconds), float(reconnect_max_seconds),
             float(connect_timeout_seconds), int(max_message_bytes), bool(tls_verify),
             ca_file or "", _check_limit("max_buffer_records", max_buffer_records),
-            _check_limit("max_buffer_bytes", max_buffer_bytes), on_overflow, self.name)
+            _check_limit("max_buffer_bytes", max_buffer_bytes), on_overflow, self.name,
+            **row_ops)
         _register_core(self._core, self)
 
     @property

@@ -37,8 +37,15 @@ nb::dict StatsToDict(const rill::ConnectorStats& stats) {
   d["parsed_records"] = stats.parsed_records;
   d["rejected_records"] = stats.rejected_records;
   d["unknown_fields"] = stats.unknown_fields;
+  d["tombstones"] = stats.tombstones;
   d["reconnects"] = stats.reconnects;
   d["lag"] = stats.lag;
+  d["lag_bytes"] = stats.lag_bytes;
+  d["snapshot_rows"] = stats.snapshot_rows;
+  d["snapshot_rows_total"] = stats.snapshot_rows_total;
+  d["snapshot_rows_per_s"] = stats.snapshot_rows_per_s;
+  d["snapshot_eta_seconds"] = stats.snapshot_eta_seconds;
+  d["snapshot_done"] = stats.snapshot_done;
   return d;
 }
 

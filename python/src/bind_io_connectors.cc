@@ -21,6 +21,7 @@
 #include "rill/connector/bounded_buffer.h"
 #include "rill/connector/file_stream_connector.h"
 #include "rill/connector/kafka_connector.h"
+#include "rill/connector/postgres_cdc_connector.h"
 #include "rill/connector/json_stream_connector.h"
 #include "rill/connector/websocket_connector.h"
 
@@ -113,6 +114,15 @@ nb::dict TopicPartitionMap(const std::map<rill::KafkaConnector::TopicPartition, 
   return out;
 }
 
+/// The connectors' row-operation options: format ("json" | "debezium"),
+/// op_column and ts_ms_column ("" : none).
+void SetRowOps(rill::JsonDecodeOptions* decode, const std::string& format,
+               const std::string& op_column, const std::string& ts_ms_column) {
+  decode->format = ValueOrRaise(rill::ParseJsonFormat(format));
+  decode->op_column = op_column;
+  decode->ts_ms_column = ts_ms_column;
+}
+
 template <typename F>
 void Released(F&& f) {
   arrow::Status st;
@@ -131,8 +141,21 @@ void BindKafka(nb::module_& m) {
              const std::map<std::string, std::string>& config, const std::string& start,
              int64_t start_timestamp_ms, bool metadata_columns, nb::handle schema,
              const std::string& unknown, int64_t max_records, int64_t max_bytes,
-             const std::string& on_overflow, const std::string& name) {
+             const std::string& on_overflow, const std::string& name, const std::string& format,
+             const std::string& op_column, const std::string& ts_ms_column,
+             const std::vector<std::string>& key_columns, const std::string& key_format,
+             const std::string& value_format, const std::string& schema_registry_url,
+             const std::string& schema_registry_user, const std::string& schema_registry_password,
+             const std::string& avro_schema) {
             rill::KafkaOptions o;
+            o.format = value_format;
+            o.avro.schema_registry_url = schema_registry_url;
+            o.avro.schema_registry_user = schema_registry_user;
+            o.avro.schema_registry_password = schema_registry_password;
+            o.avro.avro_schema = avro_schema;
+            SetRowOps(&o.decode, format, op_column, ts_ms_column);
+            o.key_columns = key_columns;
+            o.key_format = ValueOrRaise(rill::ParseKafkaKeyFormat(key_format));
             o.topics = topics;
             o.config = config;
             o.start = ValueOrRaise(rill::ParseKafkaStart(start));
@@ -147,7 +170,12 @@ void BindKafka(nb::module_& m) {
           nb::arg("target_table"), nb::arg("topics"), nb::arg("config"), nb::arg("start"),
           nb::arg("start_timestamp_ms"), nb::arg("metadata_columns"), nb::arg("schema").none(),
           nb::arg("unexpected_fields"), nb::arg("max_records"), nb::arg("max_bytes"),
-          nb::arg("on_overflow"), nb::arg("name"))
+          nb::arg("on_overflow"), nb::arg("name"), nb::arg("format") = "json",
+          nb::arg("op_column") = "", nb::arg("ts_ms_column") = "",
+          nb::arg("key_columns") = std::vector<std::string>{}, nb::arg("key_format") = "json",
+          nb::arg("value_format") = "json", nb::arg("schema_registry_url") = "",
+          nb::arg("schema_registry_user") = "", nb::arg("schema_registry_password") = "",
+          nb::arg("avro_schema") = "")
       .def("start", [](rill::KafkaConnector& c) { Released([&] { return c.Start(); }); })
       .def("stop",
            [](rill::KafkaConnector& c) {
@@ -192,6 +220,46 @@ void BindKafka(nb::module_& m) {
       });
 }
 
+void BindPostgresCDC(nb::module_& m) {
+  nb::class_<rill::PostgresCDCConnector, rill::Connector>(m, "PostgresCDCConnector")
+      .def_static(
+          "make",
+          [](const std::string& target_table, const std::string& dsn, const std::string& table,
+             const std::string& slot_name, const std::string& publication, bool snapshot,
+             const std::string& numeric_as, int64_t max_buffer_records,
+             int64_t status_interval_ms, int64_t lag_alert_bytes, const std::string& name) {
+            rill::PostgresCDCOptions o;
+            o.dsn = dsn;
+            o.table = table;
+            o.slot_name = slot_name;
+            o.publication = publication;
+            o.snapshot = snapshot;
+            o.numeric_as = numeric_as;
+            if (max_buffer_records > 0) o.max_buffer_records = max_buffer_records;
+            if (status_interval_ms > 0) o.status_interval_ms = status_interval_ms;
+            o.lag_alert_bytes = lag_alert_bytes;
+            o.name = name;
+            return ValueOrRaise(rill::PostgresCDCConnector::Make(target_table, o));
+          },
+          nb::arg("target_table"), nb::arg("dsn"), nb::arg("table"), nb::arg("slot_name"),
+          nb::arg("publication"), nb::arg("snapshot"), nb::arg("numeric_as"),
+          nb::arg("max_buffer_records"), nb::arg("status_interval_ms"),
+          nb::arg("lag_alert_bytes"), nb::arg("name"))
+      .def("start", [](rill::PostgresCDCConnector& c) { Released([&] { return c.Start(); }); })
+      .def("stop",
+           [](rill::PostgresCDCConnector& c) {
+             nb::gil_scoped_release release;
+             c.Stop();
+           })
+      .def("poll", [](rill::PostgresCDCConnector& c) { return PollToStream(c); })
+      .def("take_rejects",
+           [](rill::PostgresCDCConnector& c) { return RejectsToList(c.TakeRejects()); })
+      .def("save_position",
+           [](const rill::PostgresCDCConnector& c) { return ValueOrRaise(c.SavePosition()); })
+      .def_prop_ro("publication", &rill::PostgresCDCConnector::publication)
+      .def_prop_ro("confirmed_lsn", &rill::PostgresCDCConnector::confirmed_lsn);
+}
+
 void BindWebSocket(nb::module_& m) {
   nb::class_<rill::WebSocketConnector, rill::Connector>(m, "WebSocketConnector")
       .def_static(
@@ -201,8 +269,10 @@ void BindWebSocket(nb::module_& m) {
              const std::string& unknown, double reconnect_initial, double reconnect_max,
              double connect_timeout, int64_t max_message_bytes, bool tls_verify,
              const std::string& ca_file, int64_t max_records, int64_t max_bytes,
-             const std::string& on_overflow, const std::string& name) {
+             const std::string& on_overflow, const std::string& name, const std::string& format,
+             const std::string& op_column, const std::string& ts_ms_column) {
             rill::WebSocketOptions o;
+            SetRowOps(&o.decode, format, op_column, ts_ms_column);
             o.headers = headers;
             if (!schema.is_none()) o.decode.schema = ValueOrRaise(ImportSchema(schema));
             o.decode.unknown_fields = ParseUnknownFields(unknown);
@@ -220,7 +290,8 @@ void BindWebSocket(nb::module_& m) {
           nb::arg("unexpected_fields"), nb::arg("reconnect_initial_seconds"),
           nb::arg("reconnect_max_seconds"), nb::arg("connect_timeout_seconds"),
           nb::arg("max_message_bytes"), nb::arg("tls_verify"), nb::arg("ca_file"),
-          nb::arg("max_records"), nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"))
+          nb::arg("max_records"), nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"),
+          nb::arg("format") = "json", nb::arg("op_column") = "", nb::arg("ts_ms_column") = "")
       .def("start", [](rill::WebSocketConnector& c) { Released([&] { return c.Start(); }); })
       .def("stop",
            [](rill::WebSocketConnector& c) {
@@ -242,8 +313,11 @@ void BindIoConnectors(nb::module_& m) {
           "make",
           [](const std::string& target_table, nb::handle schema, const std::string& unknown,
              int64_t max_record_bytes, int64_t max_raw_bytes, int64_t max_records,
-             int64_t max_bytes, const std::string& on_overflow, const std::string& name) {
+             int64_t max_bytes, const std::string& on_overflow, const std::string& name,
+             const std::string& format, const std::string& op_column,
+             const std::string& ts_ms_column) {
             rill::JsonStreamOptions options;
+            SetRowOps(&options.decode, format, op_column, ts_ms_column);
             if (!schema.is_none()) options.decode.schema = ValueOrRaise(ImportSchema(schema));
             options.decode.unknown_fields = ParseUnknownFields(unknown);
             if (max_record_bytes > 0) options.decode.max_record_bytes = max_record_bytes;
@@ -254,7 +328,8 @@ void BindIoConnectors(nb::module_& m) {
           },
           nb::arg("target_table"), nb::arg("schema").none(), nb::arg("unexpected_fields"),
           nb::arg("max_record_bytes"), nb::arg("max_raw_bytes"), nb::arg("max_records"),
-          nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"))
+          nb::arg("max_bytes"), nb::arg("on_overflow"), nb::arg("name"), nb::arg("format") = "json",
+          nb::arg("op_column") = "", nb::arg("ts_ms_column") = "")
       .def(
           "push_bytes",
           [](rill::JsonStreamConnector& c, nb::handle data) {
@@ -283,8 +358,10 @@ void BindIoConnectors(nb::module_& m) {
              const std::string& file_pattern, bool delete_after_process, bool tail,
              nb::handle schema, int64_t poll_interval_ms, int64_t stable_ms, bool use_inotify,
              const std::string& state_path, int64_t max_records, int64_t max_bytes,
-             const std::string& on_overflow, const std::string& name) {
+             const std::string& on_overflow, const std::string& name, const std::string& format,
+             const std::string& op_column, const std::string& ts_ms_column) {
             rill::FileStreamOptions o;
+            SetRowOps(&o.decode, format, op_column, ts_ms_column);
             o.watch_path = watch_path;
             o.file_pattern = file_pattern;
             o.delete_after_process = delete_after_process;
@@ -302,7 +379,8 @@ void BindIoConnectors(nb::module_& m) {
           nb::arg("delete_after_process"), nb::arg("tail"), nb::arg("schema").none(),
           nb::arg("poll_interval_ms"), nb::arg("stable_ms"), nb::arg("use_inotify"),
           nb::arg("state_path"), nb::arg("max_records"), nb::arg("max_bytes"),
-          nb::arg("on_overflow"), nb::arg("name"))
+          nb::arg("on_overflow"), nb::arg("name"), nb::arg("format") = "json",
+          nb::arg("op_column") = "", nb::arg("ts_ms_column") = "")
       .def("start",
            [](rill::FileStreamConnector& c) {
              arrow::Status st;
@@ -340,6 +418,7 @@ void BindIoConnectors(nb::module_& m) {
       .def_prop_ro("using_inotify", &rill::FileStreamConnector::using_inotify);
 
   BindKafka(m);
+  BindPostgresCDC(m);
   BindWebSocket(m);
 }
 

@@ -232,9 +232,14 @@ void BindSink(nb::module_& m) {
       [](nb::handle engine, nb::dict common, const std::string& topic,
          const std::map<std::string, std::string>& kafka_config, const std::string& format,
          const std::vector<std::string>& key_columns, const std::string& key_format,
-         bool exactly_once, const std::string& transactional_id) {
+         bool exactly_once, const std::string& transactional_id,
+         const std::string& schema_registry_url, const std::string& schema_registry_user,
+         const std::string& schema_registry_password) {
         rill::KafkaSinkOptions o;
         o.topic = topic;
+        o.schema_registry_url = schema_registry_url;
+        o.schema_registry_user = schema_registry_user;
+        o.schema_registry_password = schema_registry_password;
         o.kafka_config = kafka_config;
         o.format = format;
         o.key_columns = key_columns;
@@ -245,7 +250,9 @@ void BindSink(nb::module_& m) {
       },
       nb::arg("engine"), nb::arg("common"), nb::arg("topic"), nb::arg("kafka_config"),
       nb::arg("format"), nb::arg("key_columns"), nb::arg("key_format"),
-      nb::arg("exactly_once"), nb::arg("transactional_id"));
+      nb::arg("exactly_once"), nb::arg("transactional_id"),
+      nb::arg("schema_registry_url") = "", nb::arg("schema_registry_user") = "",
+      nb::arg("schema_registry_password") = "");
   m.def(
       "sink_add_postgres",
       [](nb::handle engine, nb::dict common, const std::string& dsn,

@@ -95,6 +95,7 @@ class PostgresServer:
             self._initialized = True
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
                    f"-c wal_level=logical -c max_connections=100 "
+                   f"-c max_replication_slots=32 -c max_wal_senders=32 "
                    f"-c fsync={'on' if self.fsync else 'off'}")
         self._run([f"{self.bin}/pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",
                    "-t", "60", "-o", options, "start"])

@@ -341,7 +341,10 @@ def test_postgres_sink_table_equals_the_rill_table_after_random_upserts(postgres
     assert progress == [(stats["committed_version"],)]
 
 
-def test_kafka_avro_waits_for_the_schema_registry(orders):
-    with pytest.raises(NotImplementedError, match="avro"):
-        orders.add_sink(KafkaSink("k", "orders", "out", KAFKA, format="avro"))
+def test_kafka_avro_needs_a_schema_registry(orders):
+    with pytest.raises(ValueError, match="schema_registry_url"):
+        KafkaSink("k", "orders", "out", KAFKA, format="avro")
+    with pytest.raises(ValueError, match="expected http"):
+        orders.add_sink(KafkaSink("k", "orders", "out", KAFKA, format="avro",
+                                  schema_registry_url="ftp://x"))
     assert list(orders.sinks) == []

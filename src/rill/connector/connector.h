@@ -35,8 +35,21 @@ struct ConnectorStats {
   /// (counted, not kept in rill_rejects; the engine raises an alert).
   int64_t rejects_overflowed = 0;
   int64_t unknown_fields = 0;    ///< fields not in the schema (ignored and counted)
+  /// Kafka messages with a key and a null value (deletes by key, or skipped:
+  /// see KafkaConnector's file comment).
+  int64_t tombstones = 0;
   int64_t reconnects = 0;        ///< reconnections after a drop (network connectors)
   int64_t lag = 0;               ///< records not yet read at the source (Kafka: sum of lags)
+  // Change data capture (PostgresCDCConnector).
+  int64_t lag_bytes = 0;  ///< WAL bytes the source holds for this reader (slot lag)
+  /// The initial snapshot: rows copied so far, the table's estimated rows
+  /// (pg_class.reltuples; -1 unknown), rows per second, seconds left (-1
+  /// unknown), and whether it is complete (1) or running (0; -1: none taken).
+  int64_t snapshot_rows = 0;
+  int64_t snapshot_rows_total = -1;
+  int64_t snapshot_rows_per_s = 0;
+  int64_t snapshot_eta_seconds = -1;
+  int64_t snapshot_done = -1;
 };
 
 /// One input record that could not be decoded; the engine writes it to

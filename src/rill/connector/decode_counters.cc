@@ -30,6 +30,7 @@ ConnectorStats WithDecodeCounters(ConnectorStats stats, const ConnectorStats& co
   stats.parsed_records = counters.parsed_records;
   stats.rejected_records = counters.rejected_records;
   stats.unknown_fields = counters.unknown_fields;
+  stats.tombstones = counters.tombstones;
   stats.errors += counters.errors;
   stats.dropped_records += counters.dropped_records;
   stats.rejects_overflowed += counters.rejects_overflowed;

@@ -17,6 +17,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "rill/connector/change_envelope_internal.h"
 #include "rill/connector/decode_counters.h"
 #include "rill/connector/file_readers_internal.h"
 #include "rill/connector/json_stream_connector.h"
@@ -355,7 +356,16 @@ Result<FileStreamConnector::Batches> FileStreamConnector::ReadWhole(const std::s
   }
   RILL_ASSIGN_OR_RAISE(auto batches, file_internal::ReadBatches(path, format, schema));
   int64_t rows = 0;
-  for (const auto& b : batches) rows += b->num_rows();
+  for (auto& b : batches) {
+    rows += b->num_rows();
+    // op_column: the table reads the renamed column's operation names.
+    const std::string& op = options_.decode.op_column;
+    const int at = op.empty() ? -1 : b->schema()->GetFieldIndex(op);
+    if (at >= 0) {
+      RILL_ASSIGN_OR_RAISE(
+          b, b->SetColumn(at, b->schema()->field(at)->WithName(json_internal::kOpColumn), b->column(at)));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     counters_.received_records += rows;

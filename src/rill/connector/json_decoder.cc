@@ -8,17 +8,31 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "rill/connector/change_envelope_internal.h"
 #include "rill/connector/json_convert_internal.h"
 
 namespace rill {
 
 using json_internal::Cell;
+using json_internal::ChangeEnvelope;
+using json_internal::OpCode;
 using json_internal::ColKind;
 using json_internal::ColumnSpec;
 using json_internal::JsonErrorMessage;
 using json_internal::JsonScalar;
 namespace ondemand = simdjson::ondemand;
 using simdjson::error_code;
+
+Result<JsonFormat> ParseJsonFormat(std::string_view name) {
+  if (name == "json" || name == "ndjson") return JsonFormat::kJson;
+  if (name == "debezium") return JsonFormat::kDebezium;
+  return Status::Invalid("unknown format '", std::string(name),
+                         "' (expected json, ndjson or debezium)");
+}
+
+const char* JsonFormatName(JsonFormat format) {
+  return format == JsonFormat::kDebezium ? "debezium" : "json";
+}
 
 std::string TruncateRaw(std::string_view raw, int64_t max_bytes) {
   if (max_bytes < 0 || static_cast<int64_t>(raw.size()) <= max_bytes) return std::string(raw);
@@ -66,17 +80,39 @@ class JsonDecoder::Impl {
   explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {}
 
   Status SetSchema(std::shared_ptr<arrow::Schema> schema) {
+    if (schema) {
+      RILL_ASSIGN_OR_RAISE(schema, ColumnsOf(schema));  // checked before any change
+    }
     specs_.clear();
     index_.clear();
     builders_.clear();
+    op_builder_.Reset();
+    op_index_ = ts_index_ = -1;
     if (!schema) {
-      schema_ = nullptr;
+      schema_ = batch_schema_ = nullptr;
       return Status::OK();
     }
     for (const auto& f : schema->fields()) specs_.push_back(json_internal::MakeSpec(*f));
     schema_ = json_internal::SpecSchema(specs_);
+    batch_schema_ = schema_;
+    num_columns_ = specs_.size();
+    if (!options_.ts_ms_column.empty()) ts_index_ = schema_->GetFieldIndex(options_.ts_ms_column);
+    if (options_.has_row_ops()) {
+      RILL_ASSIGN_OR_RAISE(batch_schema_,
+                           schema_->AddField(schema_->num_fields(),
+                                             arrow::field(json_internal::kOpColumn, arrow::int8(),
+                                                          /*nullable=*/false)));
+    }
+    if (!options_.op_column.empty()) {
+      // The op field is read like a utf8 column (any JSON value as its text)
+      // into the cell after the columns; it has no builder.
+      op_index_ = static_cast<int>(specs_.size());
+      specs_.push_back(json_internal::MakeSpec(*arrow::field(options_.op_column, arrow::utf8())));
+      specs_.back().any_as_text = true;
+    }
     for (size_t i = 0; i < specs_.size(); ++i) {
       index_[specs_[i].name] = static_cast<int>(i);  // views into specs_, which stay put
+      if (i >= num_columns_) continue;
       std::unique_ptr<arrow::ArrayBuilder> b;
       RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), specs_[i].type, &b));
       builders_.push_back(std::move(b));
@@ -86,7 +122,7 @@ class JsonDecoder::Impl {
     fills_.clear();
     for (auto& b : builders_) AddFills(b.get());
     nested_.assign(specs_.size(), json_internal::NestedNode{});
-    for (size_t i = 0; i < specs_.size(); ++i) {
+    for (size_t i = 0; i < num_columns_; ++i) {
       if (IsNested(specs_[i].kind)) {
         nested_[i] = json_internal::MakeNestedNode(specs_[i], builders_[i].get());
       }
@@ -95,6 +131,34 @@ class JsonDecoder::Impl {
   }
 
   std::shared_ptr<arrow::Schema> schema() const { return schema_; }
+
+  /// The columns the decoder fills for `schema`: without "_rill_op" and the
+  /// op_column, with the ts_ms_column (added as timestamp[ms, UTC] when
+  /// missing). Invalid for a ts_ms_column of another type.
+  Result<std::shared_ptr<arrow::Schema>> ColumnsOf(const std::shared_ptr<arrow::Schema>& schema) {
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    for (const auto& f : schema->fields()) {
+      if (f->name() == json_internal::kOpColumn ||
+          (!options_.op_column.empty() && f->name() == options_.op_column)) {
+        continue;
+      }
+      fields.push_back(f);
+    }
+    const std::string& ts = options_.ts_ms_column;
+    if (!ts.empty()) {
+      auto it = std::find_if(fields.begin(), fields.end(),
+                             [&](const auto& f) { return f->name() == ts; });
+      if (it == fields.end()) {
+        fields.push_back(arrow::field(ts, arrow::timestamp(arrow::TimeUnit::MILLI, "UTC")));
+      } else if ((*it)->type()->id() != arrow::Type::TIMESTAMP &&
+                 !arrow::is_integer((*it)->type()->id())) {
+        return Status::Invalid("ts_ms_column '", ts, "' has type ", (*it)->type()->ToString(),
+                               ": it takes source.ts_ms into a timestamp or an integer "
+                               "(milliseconds) column");
+      }
+    }
+    return arrow::schema(std::move(fields), schema->metadata());
+  }
 
   Result<DecodeResult> Decode(std::string_view data, const JsonInputPosition& where) {
     // simdjson reads up to SIMDJSON_PADDING bytes past a document: copy once
@@ -136,9 +200,14 @@ class JsonDecoder::Impl {
       for (size_t i = 0; i < builders_.size(); ++i) {
         RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
       }
-      result_.batch = arrow::RecordBatch::Make(schema_, rows_, std::move(columns));
+      if (options_.has_row_ops()) {
+        columns.emplace_back();
+        RILL_RETURN_NOT_OK(op_builder_.Finish(&columns.back()));
+      }
+      result_.batch = arrow::RecordBatch::Make(batch_schema_, rows_, std::move(columns));
     } else {
       for (auto& b : builders_) b->Reset();
+      op_builder_.Reset();
     }
     return std::move(result_);
   }
@@ -166,17 +235,25 @@ class JsonDecoder::Impl {
   Status DecodeOne(std::string_view record) {
     ++result_.records;
     Status bad;
+    OpCode op = OpCode::kUpsert;
     if (static_cast<int64_t>(record.size()) > options_.max_record_bytes) {
       bad = Status::Invalid("record of ", record.size(), " bytes exceeds the limit of ",
                             options_.max_record_bytes, " bytes");
+    } else if (options_.format == JsonFormat::kDebezium) {
+      bad = ParseChange(record, &op);
     } else {
-      bad = ParseRecord(record);
+      // With an op_column, required columns are checked once the op says
+      // the row is an upsert (a delete needs only the key).
+      bad = ParseRecord(record, /*required=*/op_index_ < 0);
+      if (bad.ok() && op_index_ >= 0) bad = ReadOpField(&op);
+      if (bad.ok() && op_index_ >= 0 && op == OpCode::kUpsert) bad = CheckRequired();
     }
     if (!bad.ok()) {
       Reject(record, bad.message());
       return Status::OK();
     }
-    for (size_t i = 0; i < specs_.size(); ++i) {
+    if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Append(static_cast<int8_t>(op)));
+    for (size_t i = 0; i < num_columns_; ++i) {
       Cell& cell = cells_[i];
       if (cell.generation != generation_) cell.null = true;
       if (!cell.null && nested_[i].spec != nullptr) continue;  // staged in ops_
@@ -341,9 +418,94 @@ class JsonDecoder::Impl {
     return Status::Invalid("field '", key, "': ", msg);
   }
 
+  /// Parse the Debezium change event `record`: its row into cells_ (nothing
+  /// for a truncate), source.ts_ms into the ts_ms_column, its op into `*op`.
+  Status ParseChange(std::string_view record, OpCode* op) {
+    ChangeEnvelope change;
+    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    RILL_RETURN_NOT_OK(
+        json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change));
+    *op = change.op;
+    if (change.op == OpCode::kTruncate) {
+      ++generation_;  // every column null
+      ops_.clear();
+    } else {
+      // A delete needs only the key: the other columns may be missing or null.
+      Status st = ParseRecord(change.row, /*required=*/change.op == OpCode::kUpsert);
+      if (!st.ok()) {
+        return Status::Invalid(change.op == OpCode::kDelete ? "'before': " : "'after': ",
+                               st.message());
+      }
+    }
+    if (ts_index_ >= 0 && change.has_ts) return SetTsMs(change.ts_ms);
+    return Status::OK();
+  }
+
+  /// Put source.ts_ms into the ts_ms_column's cell (a timestamp in its unit,
+  /// or milliseconds in an integer column).
+  Status SetTsMs(int64_t ms) {
+    const json_internal::ColumnSpec& spec = specs_[ts_index_];
+    int64_t value = ms;
+    bool overflow = false;
+    if (spec.kind == ColKind::kTimestamp) {
+      switch (static_cast<arrow::TimeUnit::type>(spec.unit)) {
+        case arrow::TimeUnit::SECOND:
+          value = ms / 1000 - (ms % 1000 < 0 ? 1 : 0);
+          break;
+        case arrow::TimeUnit::MICRO:
+          overflow = __builtin_mul_overflow(ms, int64_t{1000}, &value);
+          break;
+        case arrow::TimeUnit::NANO:
+          overflow = __builtin_mul_overflow(ms, int64_t{1000000}, &value);
+          break;
+        default:
+          break;
+      }
+    }
+    if (overflow) {
+      return Status::Invalid("source.ts_ms ", ms, " out of range for ", spec.type->ToString());
+    }
+    JsonScalar scalar;
+    scalar.type = JsonScalar::kInt;
+    scalar.i = value;
+    Cell& cell = cells_[ts_index_];
+    Status st = json_internal::Convert(scalar, spec, &cell);
+    if (!st.ok()) return Status::Invalid("source.ts_ms: ", st.message());
+    cell.generation = generation_;
+    return Status::OK();
+  }
+
+  /// Invalid when a non-nullable column of the record just parsed is missing
+  /// or null.
+  Status CheckRequired() const {
+    for (size_t i = 0; i < num_columns_; ++i) {
+      if (specs_[i].nullable) continue;
+      if (cells_[i].generation != generation_) {
+        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
+      }
+      if (cells_[i].null) {
+        return Status::Invalid("field '", specs_[i].name, "': null in a non-nullable column");
+      }
+    }
+    return Status::OK();
+  }
+
+  /// The operation in the op_column field of the record just parsed.
+  Status ReadOpField(OpCode* op) {
+    const Cell& cell = cells_[op_index_];
+    if (cell.generation != generation_ || cell.null) return Status::OK();  // upsert
+    auto parsed = ParseRowOp(cell.s);
+    if (!parsed.ok()) {
+      return Status::Invalid("field '", options_.op_column, "': ", parsed.status().message());
+    }
+    *op = *parsed;
+    return Status::OK();
+  }
+
   /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
-  /// the reason when the record cannot be decoded.
-  Status ParseRecord(std::string_view record) {
+  /// the reason when the record cannot be decoded; `required`: also when a
+  /// non-nullable column is missing or null.
+  Status ParseRecord(std::string_view record, bool required) {
     ++generation_;
     ops_.clear();
     size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
@@ -388,14 +550,14 @@ class JsonDecoder::Impl {
       const ColumnSpec& spec = specs_[col];
       Status st = json_internal::Convert(scalar, spec, &cell);
       if (!st.ok()) return FieldError(key, st);
-      if (cell.null && !spec.nullable) {
+      if (cell.null && !spec.nullable && required) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
       }
     }
     if (doc.current_location().error() == simdjson::SUCCESS) {
       return Status::Invalid("unexpected content after the object");
     }
-    for (size_t i = 0; i < specs_.size(); ++i) {
+    for (size_t i = 0; required && i < specs_.size(); ++i) {
       if (!specs_[i].nullable && cells_[i].generation != generation_) {
         return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
       }
@@ -464,7 +626,7 @@ class JsonDecoder::Impl {
     auto st = ForEachLine([&](std::string_view line) {
       if (seen++ < options_.infer_records &&
           static_cast<int64_t>(line.size()) <= options_.max_record_bytes) {
-        InferRecord(line);
+        InferAny(line);
       }
       return Status::OK();
     });
@@ -478,11 +640,24 @@ class JsonDecoder::Impl {
     DecodeResult saved = std::move(result_);
     result_ = DecodeResult{};
     RILL_RETURN_NOT_OK(ForEachElement(first, [&](std::string_view element) {
-      if (seen++ < options_.infer_records) InferRecord(element);
+      if (seen++ < options_.infer_records) InferAny(element);
       return Status::OK();
     }));
     result_ = std::move(saved);
     return FinishInference();
+  }
+
+  /// Infer from a record: the row of a change event (its `after`, or a
+  /// delete's `before`), else the record itself.
+  void InferAny(std::string_view record) {
+    if (options_.format != JsonFormat::kDebezium) return InferRecord(record);
+    ChangeEnvelope change;
+    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    if (json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change)
+            .ok() &&
+        change.op != OpCode::kTruncate) {
+      InferRecord(change.row);
+    }
   }
 
   void InferRecord(std::string_view record) {
@@ -531,11 +706,14 @@ class JsonDecoder::Impl {
   Status FinishInference() {
     if (inferred_.empty()) return Status::OK();
     std::vector<std::shared_ptr<arrow::Field>> fields;
-    for (const auto& [name, s] : inferred_) fields.push_back(arrow::field(name, SeenType(s)));
-    RILL_RETURN_NOT_OK(SetSchema(arrow::schema(std::move(fields))));
-    for (size_t i = 0; i < inferred_.size(); ++i) {
-      specs_[i].any_as_text = inferred_[i].second == Seen::kText;
+    std::vector<bool> as_text;
+    for (const auto& [name, s] : inferred_) {
+      if (name == json_internal::kOpColumn || name == options_.op_column) continue;
+      fields.push_back(arrow::field(name, SeenType(s)));
+      as_text.push_back(s == Seen::kText);
     }
+    RILL_RETURN_NOT_OK(SetSchema(arrow::schema(std::move(fields))));
+    for (size_t i = 0; i < as_text.size(); ++i) specs_[i].any_as_text = as_text[i];
     inferred_.clear();
     inferred_index_.clear();
     return Status::OK();
@@ -568,7 +746,14 @@ class JsonDecoder::Impl {
 
   JsonDecodeOptions options_;
   std::shared_ptr<arrow::Schema> schema_;
+  /// schema_, then kOpColumn when the batches carry row operations.
+  std::shared_ptr<arrow::Schema> batch_schema_;
+  /// The columns (then, with an op_column, the op field's spec).
   std::vector<ColumnSpec> specs_;
+  size_t num_columns_ = 0;  ///< specs_ that are columns (each has a builder)
+  int op_index_ = -1;       ///< the op_column's spec, -1: none
+  int ts_index_ = -1;       ///< the ts_ms_column's spec, -1: none
+  arrow::Int8Builder op_builder_;
   std::unordered_map<std::string_view, int> index_;
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
   std::vector<Cell> cells_;
@@ -583,6 +768,7 @@ class JsonDecoder::Impl {
 
   ondemand::parser parser_;
   ondemand::parser array_parser_;
+  ondemand::parser envelope_parser_;  ///< change events (their rows: parser_)
   std::vector<char> buffer_;
 
   // State of the current Decode.
@@ -604,6 +790,15 @@ Result<std::unique_ptr<JsonDecoder>> JsonDecoder::Make(JsonDecodeOptions options
   }
   if (options.max_raw_bytes < 0) {
     return Status::Invalid("max_raw_bytes must be >= 0, got ", options.max_raw_bytes);
+  }
+  if (!options.ts_ms_column.empty() && options.format != JsonFormat::kDebezium) {
+    return Status::Invalid("ts_ms_column '", options.ts_ms_column,
+                           "' needs format='debezium' (it takes the events' source.ts_ms)");
+  }
+  if (!options.op_column.empty() && options.format == JsonFormat::kDebezium) {
+    return Status::Invalid("op_column '", options.op_column,
+                           "' and format='debezium' exclude each other (a Debezium event "
+                           "carries its op)");
   }
   auto schema = options.schema;
   auto impl = std::make_unique<Impl>(std::move(options));

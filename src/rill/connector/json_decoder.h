@@ -53,6 +53,17 @@ enum class UnknownFieldPolicy {
   kReject,  ///< reject the record, naming the field
 };
 
+/// How records are framed (the connectors' `format` option).
+enum class JsonFormat {
+  kJson,      ///< "json" (or "ndjson"): each record is a row
+  kDebezium,  ///< "debezium": each record is a Debezium change event
+};
+
+/// Parse "json", "ndjson" or "debezium". Invalid naming the choices otherwise.
+Result<JsonFormat> ParseJsonFormat(std::string_view name);
+/// "json" or "debezium".
+const char* JsonFormatName(JsonFormat format);
+
 /// Options of a JsonDecoder.
 struct JsonDecodeOptions {
   /// Decode into these columns; null: infer from the first Decode.
@@ -67,6 +78,15 @@ struct JsonDecodeOptions {
   /// Fill DecodeResult::row_offsets (for connectors that map rows back to
   /// the messages they came from).
   bool row_offsets = false;
+  /// How records are framed (see the file comment).
+  JsonFormat format = JsonFormat::kJson;
+  /// A field of the records holding each row's operation ("" : none).
+  std::string op_column;
+  /// kDebezium: the column that receives source.ts_ms ("": none).
+  std::string ts_ms_column;
+
+  /// True when the batches carry the operation column "_rill_op".
+  bool has_row_ops() const { return format == JsonFormat::kDebezium || !op_column.empty(); }
 };
 
 /// Where an input sits in its stream, for the positions of rejects.
@@ -104,12 +124,15 @@ class JsonDecoder {
   /// cannot allocate, or when there is no schema and none can be inferred.
   Result<DecodeResult> Decode(std::string_view data, const JsonInputPosition& where = {});
 
-  /// Replace the target schema (for the next Decode). Invalid for a field whose
-  /// type cannot be decoded at all (none today: unknown types fall back to utf8).
+  /// Replace the target schema (for the next Decode); its columns named
+  /// "_rill_op" or op_column are left out. Invalid for a ts_ms_column that is
+  /// neither a timestamp nor an integer (the decoder keeps its schema then).
   Status SetSchema(std::shared_ptr<arrow::Schema> schema);
 
   /// The schema of the batches (the decode schema: target types, with types the
-  /// decoder cannot fill replaced by utf8). Null before inference.
+  /// decoder cannot fill replaced by utf8; a ts_ms_column added when missing).
+  /// Null before inference. Batches with row operations also end with the
+  /// column "_rill_op", which this schema does not list.
   std::shared_ptr<arrow::Schema> schema() const;
 
   class Impl;

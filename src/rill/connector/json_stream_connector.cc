@@ -37,6 +37,7 @@ JsonStreamConnector::JsonStreamConnector(std::string target_table, JsonStreamOpt
                                          std::unique_ptr<JsonDecoder> decoder)
     : Connector(options.name, std::move(target_table), options.decode.schema),
       explicit_schema_(options.decode.schema != nullptr),
+      decode_options_(options.decode),
       max_pending_rejects_(kMaxPendingRejects),
       buffer_(options.limits),
       decoder_(std::move(decoder)) {}
@@ -59,12 +60,39 @@ Status JsonStreamConnector::BufferLocked(
   return Status::OK();
 }
 
+Result<JsonDecoder*> JsonStreamConnector::DecoderFor(const PushFormat& format) {
+  if (format == PushFormat{decode_options_.format, decode_options_.op_column,
+                           decode_options_.ts_ms_column}) {
+    return decoder_.get();
+  }
+  for (auto& [f, d] : other_decoders_) {
+    if (f == format) return d.get();
+  }
+  JsonDecodeOptions options = decode_options_;
+  options.format = format.format;
+  options.op_column = format.op_column;
+  options.ts_ms_column = format.ts_ms_column;
+  options.schema = decoder_->schema();
+  RILL_ASSIGN_OR_RAISE(auto decoder, JsonDecoder::Make(options));
+  other_decoders_.emplace_back(format, std::move(decoder));
+  return other_decoders_.back().second.get();
+}
+
 Result<PushReceipt> JsonStreamConnector::Push(std::string_view data,
                                               int64_t max_receipt_rejects) {
+  return Push(data, max_receipt_rejects,
+              PushFormat{decode_options_.format, decode_options_.op_column,
+                         decode_options_.ts_ms_column});
+}
+
+Result<PushReceipt> JsonStreamConnector::Push(std::string_view data,
+                                              int64_t max_receipt_rejects,
+                                              const PushFormat& format) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return Status::Invalid("JSONStreamConnector '", name(), "' is closed");
+  RILL_ASSIGN_OR_RAISE(JsonDecoder* decoder, DecoderFor(format));
   counters_.received_bytes += static_cast<int64_t>(data.size());
-  auto decoded = decoder_->Decode(data);
+  auto decoded = decoder->Decode(data);
   if (!decoded.ok()) {
     ++counters_.errors;
     return decoded.status();
@@ -89,9 +117,25 @@ Result<PushReceipt> JsonStreamConnector::Push(std::string_view data,
 
 Result<PushReceipt> JsonStreamConnector::PushBatches(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+  return PushBatches(batches, {}, 0);
+}
+
+Result<PushReceipt> JsonStreamConnector::PushBatches(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    std::vector<RejectedRecord> rejects, int64_t max_receipt_rejects) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return Status::Invalid("JSONStreamConnector '", name(), "' is closed");
   PushReceipt receipt;
+  receipt.rejected = static_cast<int64_t>(rejects.size());
+  for (const auto& r : rejects) {
+    if (static_cast<int64_t>(receipt.first_rejects.size()) >= max_receipt_rejects) break;
+    receipt.first_rejects.push_back(r);
+    receipt.first_rejects.back().connector = name();
+  }
+  counters_.received_records += receipt.rejected;
+  counters_.rejected_records += receipt.rejected;
+  CollectRejects(name(), std::move(rejects), max_pending_rejects_, &rejects_,
+                 &counters_.rejects_overflowed);
   for (const auto& b : batches) {
     if (!b) continue;
     receipt.records += b->num_rows();
@@ -99,6 +143,7 @@ Result<PushReceipt> JsonStreamConnector::PushBatches(
   }
   counters_.received_records += receipt.records;
   counters_.parsed_records += receipt.records;
+  receipt.records += receipt.rejected;
   receipt.sequence = buffer_.stats().pushed_records;
   RILL_RETURN_NOT_OK(BufferLocked(batches, &receipt));
   return receipt;
@@ -126,6 +171,9 @@ void JsonStreamConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& 
   if (explicit_schema_ || !schema) return;
   std::lock_guard<std::mutex> lock(mu_);
   AdoptTargetSchema(decoder_.get(), schema, &counters_);
+  for (auto& [format, decoder] : other_decoders_) {
+    AdoptTargetSchema(decoder.get(), schema, &counters_);
+  }
 }
 
 Status JsonStreamConnector::Start() {

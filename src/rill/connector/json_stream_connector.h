@@ -25,6 +25,18 @@ struct JsonStreamOptions {
   std::string name;
 };
 
+/// How one push's records are framed (HTTP ingest's ?format= and ?op_column=):
+/// JsonDecodeOptions' format, op_column and ts_ms_column.
+struct PushFormat {
+  JsonFormat format = JsonFormat::kJson;
+  std::string op_column;
+  std::string ts_ms_column;
+
+  bool operator==(const PushFormat& o) const {
+    return format == o.format && op_column == o.op_column && ts_ms_column == o.ts_ms_column;
+  }
+};
+
 /// What one push did (JsonStreamConnector::Push, PushBatches).
 struct PushReceipt {
   int64_t records = 0;   ///< records offered (lines, array elements, rows)
@@ -58,10 +70,23 @@ class JsonStreamConnector : public Connector {
   /// PushBytes, returning what the push did, with copies of at most
   /// `max_receipt_rejects` of its rejects. Same errors. Any thread.
   Result<PushReceipt> Push(std::string_view data, int64_t max_receipt_rejects = 10);
+  /// Push, with the records framed as `format` says instead of as the
+  /// connector's options do (a decoder per format, made on first use, with the
+  /// same schema). Invalid for a bad format (ts_ms_column without debezium,
+  /// ...); otherwise the same errors. Any thread.
+  Result<PushReceipt> Push(std::string_view data, int64_t max_receipt_rejects,
+                           const PushFormat& format);
   /// Buffer already decoded batches (Arrow IPC or CSV bodies) as one push; the
   /// engine casts them to the table's schema. Same errors as PushBytes. Any thread.
   Result<PushReceipt> PushBatches(
       const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
+  /// PushBatches with the records the caller's own decoder refused (Avro
+  /// bodies): kept for TakeRejects (rill_rejects), counted as received and
+  /// rejected, and copied into the receipt (at most `max_receipt_rejects`).
+  /// Same errors. Any thread.
+  Result<PushReceipt> PushBatches(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+                                  std::vector<RejectedRecord> rejects,
+                                  int64_t max_receipt_rejects);
   /// True once every row of the push that returned `sequence` has left the
   /// buffer (drained by a tick, or dropped by drop_oldest). Any thread.
   bool IsSettled(int64_t sequence) const;
@@ -90,11 +115,17 @@ class JsonStreamConnector : public Connector {
   Status BufferLocked(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
                       PushReceipt* receipt);
 
+  /// The decoder of `format` (decoder_ for the connector's own). Holds mu_.
+  Result<JsonDecoder*> DecoderFor(const PushFormat& format);
+
   const bool explicit_schema_;
+  const JsonDecodeOptions decode_options_;
   const int64_t max_pending_rejects_;
   BoundedBuffer buffer_;
   mutable std::mutex mu_;
   std::unique_ptr<JsonDecoder> decoder_;      // guarded by mu_
+  /// Decoders of other push formats.
+  std::vector<std::pair<PushFormat, std::unique_ptr<JsonDecoder>>> other_decoders_;  // mu_
   std::vector<RejectedRecord> rejects_;       // guarded by mu_
   ConnectorStats counters_;                   // decode counters, guarded by mu_
   bool stopped_ = false;                      // guarded by mu_

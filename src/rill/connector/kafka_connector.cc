@@ -13,6 +13,7 @@
 
 #include "rill/common/json_text.h"
 #include "rill/connector/decode_counters.h"
+#include "rill/connector/kafka_avro_internal.h"
 #include "rill/connector/json_stream_connector.h"
 #include "rill/connector/kafka_connector_internal.h"
 
@@ -101,6 +102,9 @@ struct KafkaConnector::Impl {
   std::mutex deliver_mu;
   mutable std::mutex mu;
   std::unique_ptr<JsonDecoder> decoder;         // guarded by mu (reader thread uses it)
+  std::unique_ptr<kafka_internal::KeyReader> keys;  // guarded by mu; null: no key columns
+  std::shared_ptr<AvroSource> avro_source;          // format="avro" only
+  std::unique_ptr<AvroDecoder> avro_decoder;        // guarded by mu, format="avro" only
   // positions: the next offset per partition past the messages whose rows and
   // rejects are buffered (or were dropped by the overflow policy, counted);
   // polled: the same as of the last Poll, which handed out exactly those.
@@ -310,9 +314,13 @@ void KafkaConnector::Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
     {
       std::lock_guard<std::mutex> lock(mu);
       in_outage = false;
-      decoded = kafka_internal::DecodeMessages(decoder.get(), options.decode, batch, begin,
-                                               batch.size(), options.metadata_columns,
-                                               options.pool);
+      decoded = avro_decoder
+                    ? kafka_internal::DecodeAvroMessages(
+                          avro_source.get(), avro_decoder.get(), batch, begin, batch.size(),
+                          options.metadata_columns, options.pool, options.decode.max_raw_bytes)
+                    : kafka_internal::DecodeMessages(decoder.get(), options.decode, batch, begin,
+                                                     batch.size(), options.metadata_columns,
+                                                     options.pool, keys.get());
     }
     const size_t end = begin + decoded.messages;
     if (end > begin && !Deliver(&decoded, batch, begin, end)) {
@@ -321,14 +329,16 @@ void KafkaConnector::Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
     }
     begin = end;
     if (decoded.error.ok()) continue;
-    // Adding the metadata columns failed (Arrow could not allocate): the
+    // Adding the metadata columns failed (Arrow could not allocate), or the
+    // schema registry of format="avro" could not be asked: the
     // messages from `begin` on are neither buffered nor passed; decode them
     // again after a pause. Counted per attempt, reported once per batch.
     {
       std::lock_guard<std::mutex> lock(mu);
       ++counters.errors;
       if (!reported) {
-        pending_error = "Kafka: adding the metadata columns failed at " +
+        pending_error = std::string(avro_decoder ? "Kafka: decoding Avro stopped at "
+                                                 : "Kafka: adding the metadata columns failed at ") +
                         kafka_internal::MessagePosition(*batch[begin]) +
                         " (retrying): " + decoded.error.ToString();
       }
@@ -361,6 +371,7 @@ bool KafkaConnector::Impl::Deliver(DecodedMessages* decoded,
         counters.received_bytes += decoded->received_bytes;
         counters.received_records += decoded->received_records;
         counters.unknown_fields += decoded->unknown_fields;
+        counters.tombstones += decoded->tombstones;
         counters.rejected_records += static_cast<int64_t>(decoded->rejects.size());
         CollectRejects(self->name(), std::move(decoded->rejects), kMaxPendingRejects, &rejects,
                        &counters.dropped_records);
@@ -456,11 +467,36 @@ Result<std::shared_ptr<KafkaConnector>> KafkaConnector::Make(std::string target_
   if (options.commit_interval_ms < 0) {
     return Status::Invalid("KafkaConnector: commit_interval_ms must be >= 0");
   }
-  options.decode.row_offsets = options.metadata_columns;
+  if (options.key_format == KafkaKeyFormat::kString && options.key_columns.size() > 1) {
+    return Status::Invalid("KafkaConnector: key_format 'string' takes one key column, got ",
+                           options.key_columns.size());
+  }
+  const bool keys = !options.key_columns.empty() || options.key_format == KafkaKeyFormat::kString;
+  // Rows map back to their messages for the metadata columns and the keys.
+  options.decode.row_offsets = options.metadata_columns || keys;
   std::shared_ptr<KafkaConnector> c(new KafkaConnector(std::move(target_table), options));
   Impl& impl = *c->impl_;
   impl.self = c.get();
   RILL_ASSIGN_OR_RAISE(impl.decoder, JsonDecoder::Make(options.decode));
+  if (options.format == "avro") {
+    if (options.decode.format != JsonFormat::kJson || keys || !options.decode.op_column.empty()) {
+      return Status::Invalid(
+          "KafkaConnector: format 'avro' reads each value as one row; the Debezium envelope, "
+          "op_column, key_columns and key_format (tombstones) are for JSON values");
+    }
+    RILL_ASSIGN_OR_RAISE(impl.avro_source, AvroSource::Make(options.avro));
+    AvroDecodeOptions avro;
+    avro.schema = options.decode.schema;
+    avro.pool = options.pool;
+    RILL_ASSIGN_OR_RAISE(impl.avro_decoder, AvroDecoder::Make(std::move(avro)));
+  } else if (options.format != "json") {
+    return Status::Invalid("KafkaConnector: unknown format '", options.format,
+                           "': expected 'json' or 'avro'");
+  }
+  if (keys) {
+    impl.keys = std::make_unique<kafka_internal::KeyReader>(options.key_columns,
+                                                            options.key_format);
+  }
 
   auto config = options.config;
   config.emplace("group.id", "rill-" + c->name());
@@ -630,9 +666,14 @@ std::map<KafkaConnector::TopicPartition, int64_t> KafkaConnector::commit_target(
 }
 
 void KafkaConnector::SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) {
-  if (impl_->options.decode.schema || !schema) return;
+  if (!schema) return;
   std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->keys) impl_->keys->SetTableSchema(schema);  // its primary key
+  if (impl_->options.decode.schema) return;
   if (!impl_->decoder->SetSchema(schema).ok()) ++impl_->counters.errors;
+  if (impl_->avro_decoder && !impl_->avro_decoder->SetSchema(schema).ok()) {
+    ++impl_->counters.errors;
+  }
 }
 
 ConnectorStats KafkaConnector::stats() const {

@@ -1,4 +1,4 @@
-// KafkaConnector: NDJSON messages of Kafka topics (librdkafka consumer).
+// KafkaConnector: NDJSON or Avro messages of Kafka topics (librdkafka consumer).
 //
 // A reader thread polls a librdkafka consumer, decodes message values (one or
 // more NDJSON rows per message, or a JSON array) in batches with JsonDecoder,
@@ -19,6 +19,13 @@
 // drop_newest are counted in dropped_records and their offsets are committed
 // with the rest: the user chose to drop them.
 //
+// Tombstones (a null value): with key columns (KafkaOptions::key_columns or
+// key_format), a delete of the message key's row; without, under format
+// debezium, skipped and counted in `tombstones` (Debezium writes one after
+// each delete event, for log compaction: the delete event already deleted the
+// row); otherwise a reject naming the options. Every tombstone is counted in
+// ConnectorStats::tombstones.
+//
 // Partition EOF is not an error. Broker errors (an outage) are counted,
 // reported once per outage through Poll (the engine records them as alerts)
 // and retried by librdkafka; the connector never stops on them.
@@ -33,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/connector/avro_source.h"
 #include "rill/connector/bounded_buffer.h"
 #include "rill/connector/connector.h"
 #include "rill/connector/json_decoder.h"
@@ -49,6 +57,15 @@ enum class KafkaStart {
 
 /// Parse "committed", "earliest", "latest" or "timestamp".
 Result<KafkaStart> ParseKafkaStart(std::string_view text);
+
+/// How message keys are read (KafkaOptions::key_format).
+enum class KafkaKeyFormat {
+  kJson,    ///< "json": a JSON object of the key columns, or a scalar for one column
+  kString,  ///< "string": the key bytes are the value of the one key column
+};
+
+/// Parse "json" or "string".
+Result<KafkaKeyFormat> ParseKafkaKeyFormat(std::string_view text);
 
 /// Options of a KafkaConnector.
 struct KafkaOptions {
@@ -71,7 +88,27 @@ struct KafkaOptions {
   /// The pool of the arrays the connector builds itself (metadata columns);
   /// null: Arrow's default pool.
   arrow::MemoryPool* pool = nullptr;
+  /// Decoding of the message values: format json or debezium, op_column,
+  /// ts_ms_column (json_decoder.h).
   JsonDecodeOptions decode;
+  /// The columns the message key holds (docs/debezium.md, "Kafka keys and
+  /// tombstones"): the key is JSON, an object with these columns (or, for one
+  /// column, a JSON scalar; Debezium's {"schema", "payload"} wrapper is
+  /// unwrapped). A message with a key and a null value (a tombstone) then
+  /// deletes that key; the key also fills these columns of upsert rows whose
+  /// value lacks them (null or missing). Empty: keys are not read, except with
+  /// key_format kString.
+  std::vector<std::string> key_columns;
+  /// kString: the key bytes are the value of the single key column
+  /// (key_columns' one column, else the target table's one-column primary key).
+  KafkaKeyFormat key_format = KafkaKeyFormat::kJson;
+  /// Message value format: "json" (NDJSON, or the Debezium envelope with
+  /// decode.format, the default) or "avro" (one Avro record per message: the
+  /// Confluent wire format with schemas from `avro.schema_registry_url`, or
+  /// plain Avro binary of `avro.avro_schema`; decoded into `decode.schema` or
+  /// the target table's schema; docs/avro.md).
+  std::string format = "json";
+  AvroSourceOptions avro;
   BufferLimits limits;
   std::string name;
 };

@@ -2,11 +2,14 @@
 #include <algorithm>
 #include <string>
 
+#include <arrow/array/util.h>
 #include <arrow/builder.h>
+#include <arrow/compute/api.h>
 #include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "rill/connector/change_envelope_internal.h"
 #include "rill/connector/kafka_connector_internal.h"
 
 namespace rill::kafka_internal {
@@ -17,6 +20,9 @@ std::string_view ValueOf(const rd_kafka_message_t& m) {
   if (m.payload == nullptr) return {};
   return {static_cast<const char*>(m.payload), m.len};
 }
+
+/// A message with a null value (Kafka's delete marker for compaction).
+bool IsTombstone(const rd_kafka_message_t& m) { return m.payload == nullptr; }
 
 bool HoldsArray(const rd_kafka_message_t& m) {
   for (char c : ValueOf(m)) {
@@ -30,8 +36,9 @@ class MessageDecoder {
  public:
   MessageDecoder(JsonDecoder* decoder, const JsonDecodeOptions& options,
                  const std::vector<MessagePtr>& messages, bool metadata_columns,
-                 arrow::MemoryPool* pool)
+                 arrow::MemoryPool* pool, KeyReader* keys)
       : decoder_(decoder),
+        keys_(keys),
         options_(options),
         messages_(messages),
         metadata_columns_(metadata_columns),
@@ -41,10 +48,13 @@ class MessageDecoder {
     out_.messages = 0;
     for (size_t i = begin; i < end;) {
       size_t j = i + 1;
-      if (!HoldsArray(*messages_[i])) {
-        while (j < end && !HoldsArray(*messages_[j])) ++j;
+      const bool tombstones = IsTombstone(*messages_[i]);
+      if (tombstones) {
+        while (j < end && IsTombstone(*messages_[j])) ++j;
+      } else if (!HoldsArray(*messages_[i])) {
+        while (j < end && !HoldsArray(*messages_[j]) && !IsTombstone(*messages_[j])) ++j;
       }
-      Status st = DecodeRun(i, j);
+      Status st = tombstones ? DecodeTombstones(i, j) : DecodeRun(i, j);
       if (!st.ok()) {
         out_.error = st;
         break;
@@ -76,14 +86,18 @@ class MessageDecoder {
       return Status::OK();
     }
     DecodeResult decoded = std::move(*result);
-    if (decoded.batch && metadata_columns_) {
-      RILL_ASSIGN_OR_RAISE(decoded.batch,
-                           AddMetadata(decoded.batch, decoded.row_offsets, starts, i));
-    }
     auto message_of = [&](int64_t offset) {
       auto it = std::upper_bound(starts.begin(), starts.end(), offset);
       return i + static_cast<size_t>(it - starts.begin()) - 1;
     };
+    if (decoded.batch && keys_ != nullptr) {
+      RILL_ASSIGN_OR_RAISE(decoded.batch, FillKeys(decoded.batch, decoded.row_offsets, i, j,
+                                                   message_of));
+    }
+    if (decoded.batch && metadata_columns_) {
+      RILL_ASSIGN_OR_RAISE(decoded.batch,
+                           AddMetadata(decoded.batch, decoded.row_offsets, starts, i));
+    }
     for (auto& r : decoded.rejects) {
       const size_t k = message_of(std::max<int64_t>(0, r.byte_offset));
       r.position = MessagePosition(*messages_[k]);
@@ -96,6 +110,119 @@ class MessageDecoder {
     out_.unknown_fields += decoded.unknown_fields;
     out_.messages += j - i;
     return Status::OK();
+  }
+
+  /// Fill the null key columns of `rows` (of messages [i, j)) from the keys.
+  template <typename MessageOf>
+  Result<std::shared_ptr<arrow::RecordBatch>> FillKeys(
+      std::shared_ptr<arrow::RecordBatch> rows, const std::vector<int64_t>& row_offsets,
+      size_t i, size_t j, MessageOf&& message_of) {
+    bool missing = false;
+    for (const auto& c : keys_->Columns(decoder_->schema())) {
+      auto col = rows->GetColumnByName(c);
+      missing = missing || (col && col->null_count() > 0);
+    }
+    if (!missing || static_cast<int64_t>(row_offsets.size()) != rows->num_rows()) return rows;
+    RILL_ASSIGN_OR_RAISE(KeyRows keys, keys_->Read(messages_, i, j, decoder_->schema()));
+    std::vector<int64_t> row_messages;
+    row_messages.reserve(row_offsets.size());
+    for (int64_t offset : row_offsets) {
+      row_messages.push_back(static_cast<int64_t>(message_of(offset) - i));
+    }
+    return FillKeyColumns(rows, row_messages, keys);
+  }
+
+  /// Tombstones [i, j): deletes of their keys (see DecodeMessages). Counted
+  /// only once everything succeeded (a failure leaves them for a retry).
+  Status DecodeTombstones(size_t i, size_t j) {
+    std::vector<RejectedRecord> rejects;
+    std::shared_ptr<arrow::RecordBatch> rows;
+    const auto columns = keys_ ? keys_->Columns(decoder_->schema()) : std::vector<std::string>{};
+    if (columns.empty()) {
+      // Under debezium: the compaction marker after a delete event, skipped.
+      for (size_t k = i; k < j && options_.format != JsonFormat::kDebezium; ++k) {
+        rejects.push_back(TombstoneReject(
+            k, "a tombstone (a null value) deletes by key only when the connector knows the "
+               "key columns: set key_columns=[...] (the message key as JSON) or "
+               "key_format='string' (the key bytes are the one key column's value)"));
+      }
+    } else {
+      RILL_ASSIGN_OR_RAISE(KeyRows keys, keys_->Read(messages_, i, j, decoder_->schema()));
+      std::vector<int64_t> good;
+      for (size_t k = i; k < j; ++k) {
+        const std::string& error = keys.errors[k - i];
+        if (error.empty()) {
+          good.push_back(static_cast<int64_t>(k - i));
+        } else {
+          rejects.push_back(TombstoneReject(k, "tombstone (a null value): " + error));
+        }
+      }
+      if (!good.empty()) {
+        RILL_ASSIGN_OR_RAISE(rows, DeleteRows(keys, good));
+        if (metadata_columns_) {
+          std::vector<int64_t> starts(j - i);
+          for (size_t k = 0; k < starts.size(); ++k) starts[k] = static_cast<int64_t>(k);
+          RILL_ASSIGN_OR_RAISE(rows, AddMetadata(rows, good, starts, i));
+        }
+      }
+    }
+    out_.tombstones += static_cast<int64_t>(j - i);
+    out_.received_records += static_cast<int64_t>(j - i);
+    out_.messages += j - i;
+    for (auto& r : rejects) out_.rejects.push_back(std::move(r));
+    if (rows) out_.rows.push_back(std::move(rows));
+    return Status::OK();
+  }
+
+  /// Delete rows of the keys `good` (indices into keys.rows): the columns of
+  /// the values' schema (null but the key columns; the key columns alone while
+  /// the schema is not known), then the operation column.
+  Result<std::shared_ptr<arrow::RecordBatch>> DeleteRows(const KeyRows& keys,
+                                                         const std::vector<int64_t>& good) {
+    arrow::Int64Builder take_builder(pool_);
+    RILL_RETURN_NOT_OK(take_builder.AppendValues(good));
+    std::shared_ptr<arrow::Array> take;
+    RILL_RETURN_NOT_OK(take_builder.Finish(&take));
+    RILL_ASSIGN_OR_RAISE(auto key_rows, arrow::compute::Take(keys.rows, take));
+    auto key_batch = key_rows.record_batch();
+    auto schema = decoder_->schema() ? decoder_->schema() : key_batch->schema();
+    const int64_t n = static_cast<int64_t>(good.size());
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    std::vector<std::shared_ptr<arrow::Array>> columns;
+    for (const auto& f : schema->fields()) {
+      auto key = key_batch->GetColumnByName(f->name());
+      std::shared_ptr<arrow::Array> col;
+      if (key) {
+        col = key;
+        if (!col->type()->Equals(*f->type())) {
+          RILL_ASSIGN_OR_RAISE(col, arrow::compute::Cast(*col, f->type()));
+        }
+      } else {
+        RILL_ASSIGN_OR_RAISE(col, arrow::MakeArrayOfNull(f->type(), n, pool_));
+      }
+      fields.push_back(f);
+      columns.push_back(std::move(col));
+    }
+    arrow::Int8Builder ops(pool_);
+    for (int64_t r = 0; r < n; ++r) {
+      RILL_RETURN_NOT_OK(ops.Append(static_cast<int8_t>(json_internal::OpCode::kDelete)));
+    }
+    columns.emplace_back();
+    RILL_RETURN_NOT_OK(ops.Finish(&columns.back()));
+    fields.push_back(arrow::field(json_internal::kOpColumn, arrow::int8(), /*nullable=*/false));
+    return arrow::RecordBatch::Make(arrow::schema(fields), n, std::move(columns));
+  }
+
+  RejectedRecord TombstoneReject(size_t k, std::string error) const {
+    const rd_kafka_message_t& m = *messages_[k];
+    RejectedRecord r;
+    r.position = MessagePosition(m);
+    r.error = std::move(error);
+    std::string_view key = m.key ? std::string_view(static_cast<const char*>(m.key), m.key_len)
+                                 : std::string_view();
+    r.raw = TruncateRaw(key, options_.max_raw_bytes);
+    r.raw_size = static_cast<int64_t>(key.size());
+    return r;
   }
 
   void RejectMessage(size_t i, std::string error) {
@@ -153,6 +280,7 @@ class MessageDecoder {
   }
 
   JsonDecoder* decoder_;
+  KeyReader* keys_;  ///< null: no key columns
   const JsonDecodeOptions& options_;
   const std::vector<MessagePtr>& messages_;
   const bool metadata_columns_;
@@ -169,8 +297,10 @@ std::string MessagePosition(const rd_kafka_message_t& m) {
 
 DecodedMessages DecodeMessages(JsonDecoder* decoder, const JsonDecodeOptions& options,
                                const std::vector<MessagePtr>& messages, size_t begin,
-                               size_t end, bool metadata_columns, arrow::MemoryPool* pool) {
-  return MessageDecoder(decoder, options, messages, metadata_columns, pool).Run(begin, end);
+                               size_t end, bool metadata_columns, arrow::MemoryPool* pool,
+                               KeyReader* keys) {
+  return MessageDecoder(decoder, options, messages, metadata_columns, pool, keys)
+      .Run(begin, end);
 }
 
 }  // namespace rill::kafka_internal

@@ -176,7 +176,12 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
                                  s.buffered_records, s.buffered_bytes, s.pushed_records,
                                  s.dropped_records, s.refused_records, s.drained_records,
                                  s.errors, s.received_records, s.parsed_records,
-                                 s.rejected_records, s.lag});
+                                 s.rejected_records, s.lag, s.lag_bytes, s.snapshot_rows,
+                                 s.snapshot_rows_total});
+    if (s.snapshot_done >= 0) {  // change data capture: slot lag, snapshot progress
+      v[prefix + "lag_bytes"] = D(s.lag_bytes);
+      v[prefix + "snapshot_rows"] = D(s.snapshot_rows);
+    }
   }
   v["connector_buffered_records"] = D(buffered);
   v["connector_dropped_records"] = D(dropped);

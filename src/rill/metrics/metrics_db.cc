@@ -56,6 +56,9 @@ ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS received_records BIGIN
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS parsed_records BIGINT;
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS rejected_records BIGINT;
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag_bytes BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS snapshot_rows BIGINT;
+ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS snapshot_rows_total BIGINT;
 )sql";
 
 // Tables pruned by telemetry age (all carry a `ts` column).
@@ -312,7 +315,8 @@ Status MetricsDb::Write(const WriteBatch& batch) {
                            BigInt(c.dropped_records), BigInt(c.refused_records),
                            BigInt(c.drained_records), BigInt(c.errors),
                            BigInt(c.received_records), BigInt(c.parsed_records),
-                           BigInt(c.rejected_records), BigInt(c.lag));
+                           BigInt(c.rejected_records), BigInt(c.lag), BigInt(c.lag_bytes),
+                           BigInt(c.snapshot_rows), BigInt(c.snapshot_rows_total));
       }
       appender.Close();
     }

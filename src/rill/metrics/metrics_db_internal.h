@@ -83,6 +83,10 @@ struct ConnectorStatRow {
   int64_t parsed_records = 0;
   int64_t rejected_records = 0;
   int64_t lag = 0;
+  // Change data capture (PostgresCDCConnector): slot lag, snapshot progress.
+  int64_t lag_bytes = 0;
+  int64_t snapshot_rows = 0;
+  int64_t snapshot_rows_total = -1;
 };
 
 /// One sink's counters (sink/sink.h SinkStats) at one flush cycle.

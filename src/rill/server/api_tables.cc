@@ -180,8 +180,17 @@ HttpReply ConnectorStatsReply(ServerContext& ctx) {
     c["parsed_records"] = s.parsed_records;
     c["rejected_records"] = s.rejected_records;
     c["unknown_fields"] = s.unknown_fields;
+    c["tombstones"] = s.tombstones;
     c["reconnects"] = s.reconnects;
     c["lag"] = s.lag;
+    if (s.snapshot_done >= 0) {  // change data capture (PostgresCDCConnector)
+      c["lag_bytes"] = s.lag_bytes;
+      c["snapshot_rows"] = s.snapshot_rows;
+      c["snapshot_rows_total"] = s.snapshot_rows_total;
+      c["snapshot_rows_per_s"] = s.snapshot_rows_per_s;
+      c["snapshot_eta_seconds"] = s.snapshot_eta_seconds;
+      c["snapshot_done"] = s.snapshot_done == 1;
+    }
     if (auto kafka = std::dynamic_pointer_cast<KafkaConnector>(connector)) {
       json::array partitions;
       for (const auto& [tp, lag] : kafka->lags()) {

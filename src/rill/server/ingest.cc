@@ -7,11 +7,13 @@
 
 #include <boost/json.hpp>
 
+#include "rill/connector/avro_source.h"
 #include "rill/connector/json_stream_connector.h"
 #include "rill/engine/engine.h"
 #include "rill/server/ingest_internal.h"
 #include "rill/server/json_body.h"
 #include "rill/table/live_table.h"
+#include "rill/table/row_ops.h"
 
 namespace rill::server {
 
@@ -171,6 +173,36 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> DecodeBatches(
   return ReadIpcBody(body, ctx.options.max_ingest_decompressed_bytes);
 }
 
+/// Decode an Avro body: an object container file, or Confluent-framed records
+/// one after another (with ServerOptions::schema_registry_url). Invalid (400)
+/// for a body that cannot be read at all, IOError (502) when the registry
+/// cannot be asked.
+Result<AvroDecodeResult> DecodeAvroBody(ServerContext& ctx, std::string_view body,
+                                        const std::string& table) {
+  std::shared_ptr<AvroSource> source;
+  const bool container = body.substr(0, 4) == std::string_view("Obj\x01", 4);
+  if (!container) {
+    if (ctx.options.schema_registry_url.empty()) {
+      return Status::Invalid(
+          "an Avro body that is not an object container file (\"Obj\\x01…\") is read in "
+          "the Confluent wire format, which needs the server's schema_registry_url");
+    }
+    std::lock_guard<std::mutex> lock(ctx.avro_mu);
+    if (!ctx.avro_source) {
+      AvroSourceOptions o;
+      o.schema_registry_url = ctx.options.schema_registry_url;
+      o.schema_registry_user = ctx.options.schema_registry_user;
+      o.schema_registry_password = ctx.options.schema_registry_password;
+      RILL_ASSIGN_OR_RAISE(ctx.avro_source, AvroSource::Make(o));
+    }
+    source = ctx.avro_source;
+  }
+  AvroDecodeOptions options;
+  if (auto t = ctx.engine->GetTable(table); t.ok()) options.schema = (*t)->schema();
+  RILL_ASSIGN_OR_RAISE(auto decoder, AvroDecoder::Make(std::move(options)));
+  return DecodeAvroInput(source.get(), decoder.get(), body);
+}
+
 }  // namespace
 
 HttpReply Ingest(ServerContext& ctx, const IngestRequest& request) {
@@ -194,19 +226,44 @@ HttpReply Ingest(ServerContext& ctx, const IngestRequest& request) {
     body = inflated;
   }
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  std::vector<RejectedRecord> avro_rejects;
   if (*format != IngestFormat::kJson) {
-    auto decoded = DecodeBatches(ctx, *format, body, request.table);
-    // 400 for a body that cannot be read, 413 beyond the decompression bound.
-    if (!decoded.ok()) return StatusReply(decoded.status());
-    batches = std::move(*decoded);
+    if (request.push_format.format != JsonFormat::kJson) {
+      return ErrorReply(415, "format=debezium takes JSON bodies (NDJSON or a JSON array)");
+    }
+    if (*format == IngestFormat::kAvro) {
+      auto decoded = DecodeAvroBody(ctx, body, request.table);
+      if (!decoded.ok()) {
+        // 502: the schema registry could not be asked.
+        if (decoded.status().IsIOError()) return ErrorReply(502, decoded.status().message());
+        return StatusReply(decoded.status());
+      }
+      if (decoded->batch) batches.push_back(decoded->batch);
+      avro_rejects = std::move(decoded->rejects);
+    } else {
+      auto decoded = DecodeBatches(ctx, *format, body, request.table);
+      // 400 for a body that cannot be read, 413 beyond the decompression bound.
+      if (!decoded.ok()) return StatusReply(decoded.status());
+      batches = std::move(*decoded);
+    }
+    if (!request.push_format.op_column.empty()) {
+      for (auto& b : batches) {
+        auto renamed = RenameOpColumn(b, request.push_format.op_column);
+        if (!renamed.ok()) return StatusReply(renamed.status());
+        b = std::move(*renamed);
+      }
+    }
   }
   auto connector = ConnectorFor(ctx, request.table);
   if (!connector.ok()) return StatusReply(connector.status());
   const bool drop_oldest = (*connector)->limits().on_overflow == OverflowPolicy::kDropOldest;
   PushFate fate;
   if (drop_oldest) fate.Start((*connector)->stats());
-  auto receipt = *format == IngestFormat::kJson ? (*connector)->Push(body, kReplyRejects)
-                                                 : (*connector)->PushBatches(batches);
+  auto receipt = *format != IngestFormat::kJson
+                     ? (*connector)->PushBatches(batches, std::move(avro_rejects), kReplyRejects)
+                 : request.has_push_format
+                     ? (*connector)->Push(body, kReplyRejects, request.push_format)
+                     : (*connector)->Push(body, kReplyRejects);
   if (!receipt.ok()) {
     if (receipt.status().IsCapacityError()) return BufferFull(ctx, receipt.status());
     return StatusReply(receipt.status());
@@ -289,6 +346,23 @@ std::optional<HttpReply> RouteIngest(ServerContext& ctx, const HttpRequest& requ
       return ErrorReply(400, "query parameter 'timeout' must be seconds in (0, 3600]");
     }
   }
+  if (auto f = request.param("format"); f.has_value()) {
+    auto parsed = ParseJsonFormat(*f);
+    if (!parsed.ok()) return ErrorReply(400, "query parameter 'format': " +
+                                                 parsed.status().message());
+    in.push_format.format = *parsed;
+    in.has_push_format = true;
+  }
+  if (auto op = request.param("op_column"); op.has_value()) {
+    if (op->empty()) return ErrorReply(400, "query parameter 'op_column' must name a column");
+    in.push_format.op_column = *op;
+    in.has_push_format = true;
+  }
+  if (auto ts = request.param("ts_ms_column"); ts.has_value()) {
+    if (ts->empty()) return ErrorReply(400, "query parameter 'ts_ms_column' must name a column");
+    in.push_format.ts_ms_column = *ts;
+    in.has_push_format = true;
+  }
   return Ingest(ctx, in);
 }
 
@@ -321,8 +395,17 @@ std::string WsIngest(ServerContext& ctx, const json::object& message) {
   std::string fmt = format->value_or("ndjson");
   if (fmt == "csv") {
     in.content_type = "text/csv";
+  } else if (fmt == "debezium") {
+    in.push_format.format = JsonFormat::kDebezium;
+    in.has_push_format = true;
   } else if (fmt != "ndjson" && fmt != "json") {
-    return fail(400, "field 'format' must be ndjson, json or csv");
+    return fail(400, "field 'format' must be ndjson, json, csv or debezium");
+  }
+  auto op_column = GetString(message, "op_column");
+  if (!op_column.ok()) return fail(400, op_column.status().message());
+  if (op_column->has_value()) {
+    in.push_format.op_column = **op_column;
+    in.has_push_format = true;
   }
   HttpReply reply = Ingest(ctx, in);
   ack["status"] = reply.status;

@@ -12,7 +12,10 @@
 //   - bodies by Content-Type: NDJSON or a JSON array (application/x-ndjson,
 //     application/json, ...), Arrow IPC stream or file
 //     (application/vnd.apache.arrow.stream / .file), CSV (text/csv, columns
-//     typed by the table's schema); `Content-Encoding: gzip` inflates at most
+//     typed by the table's schema), Avro (application/vnd.apache.avro…: an
+//     object container file, or Confluent-framed records one after another with
+//     ServerOptions::schema_registry_url; decoded into the table's schema, bad
+//     records into rill_rejects; docs/avro.md); `Content-Encoding: gzip` inflates at most
 //     max_ingest_decompressed_bytes (413 beyond).
 //   - 202 once buffered; with wait=true, 200 once the tick that applied the
 //     rows has published (polls the connector and the engine's tick count),
@@ -22,6 +25,10 @@
 //     waiting, of later pushes) are not accepted; "published": true means
 //     every accepted row is in the table ("uncertain": N and published false
 //     when drains and drops interleaved too closely to tell).
+//   - ?format=debezium: the body's records are Debezium change events;
+//     ?op_column=NAME: a field (a column of CSV / Arrow bodies) that says what
+//     each row does; ?ts_ms_column=NAME: source.ts_ms into that column. Rows
+//     are applied in order as upserts, deletes and truncates (docs/debezium.md).
 //   - rill_* tables are the engine's: ingest into them is refused (403).
 //   - Arrow IPC bodies: ValidateFull on every batch (400), compressed buffers
 //     bounded by max_ingest_decompressed_bytes before they are inflated (413).
@@ -35,6 +42,7 @@
 
 #include <boost/json/fwd.hpp>
 
+#include "rill/connector/json_stream_connector.h"
 #include "rill/server/http_types.h"
 #include "rill/server/server_internal.h"
 
@@ -48,6 +56,12 @@ struct IngestRequest {
   bool gzip = false;
   bool wait = false;
   double timeout_seconds = 0;  ///< 0: ServerOptions::ingest_wait_timeout_seconds
+  /// ?format= (json | ndjson | debezium), ?op_column=, ?ts_ms_column=: how
+  /// JSON records are framed (docs/debezium.md); op_column also names the
+  /// operation column of CSV and Arrow bodies.
+  PushFormat push_format;
+  /// True when the request gave any of them (else the connector's own apply).
+  bool has_push_format = false;
 };
 
 /// Buffer the rows of `request` and answer as POST /api/v1/ingest/{table}

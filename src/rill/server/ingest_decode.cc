@@ -32,9 +32,15 @@ Result<IngestFormat> IngestFormatOf(std::string_view content_type) {
     return IngestFormat::kArrowIpc;
   }
   if (type == "text/csv") return IngestFormat::kCsv;
+  // application/vnd.apache.avro, …+binary, …+avro, application/avro, avro/binary.
+  if (type.rfind("application/vnd.apache.avro", 0) == 0 || type == "application/avro" ||
+      type == "avro/binary") {
+    return IngestFormat::kAvro;
+  }
   return Status::Invalid("unsupported Content-Type '", content_type,
                          "': use application/x-ndjson, application/json, "
-                         "application/vnd.apache.arrow.stream or text/csv");
+                         "application/vnd.apache.arrow.stream, text/csv or "
+                         "application/vnd.apache.avro");
 }
 
 Result<std::string> Gunzip(std::string_view data, int64_t max_bytes) {

@@ -15,7 +15,7 @@
 namespace rill::server {
 
 /// The body formats of POST /api/v1/ingest/{table}.
-enum class IngestFormat { kJson, kArrowIpc, kCsv };
+enum class IngestFormat { kJson, kArrowIpc, kCsv, kAvro };
 
 /// The format of a Content-Type ("application/x-ndjson; charset=utf-8" ...);
 /// "" is JSON. Invalid naming the accepted types otherwise.

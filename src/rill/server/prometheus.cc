@@ -122,6 +122,12 @@ std::string RenderPrometheus(ServerContext& ctx) {
       {"rill_connector_lag_records", "gauge",
        "Records not yet read at the source (Kafka: sum of partition lags).",
        &ConnectorStats::lag},
+      {"rill_connector_lag_bytes", "gauge",
+       "WAL bytes a change-data-capture source holds for the connector (slot lag).",
+       &ConnectorStats::lag_bytes},
+      {"rill_connector_snapshot_rows", "gauge",
+       "Rows copied by a change-data-capture connector's initial snapshot.",
+       &ConnectorStats::snapshot_rows},
   };
   std::vector<ConnectorStats> stats;
   for (const auto& c : connectors) stats.push_back(c->stats());

@@ -117,6 +117,13 @@ struct ServerOptions {
   int64_t ingest_max_buffer_bytes = 256 * 1024 * 1024;
   /// Ingest with ?wait=true: answer 504 when the rows are not published by then.
   double ingest_wait_timeout_seconds = 30;
+  /// Ingest of Avro (Content-Type application/vnd.apache.avro…) in the Confluent
+  /// wire format: the schema registry the schema ids are looked up in
+  /// (http(s)://[user:password@]host:port; docs/avro.md). Not needed for Avro
+  /// object container files, which carry their schema.
+  std::string schema_registry_url;
+  std::string schema_registry_user;
+  std::string schema_registry_password;
   /// Seed 001's queues and stream analytics served under /api/v1/queues and
   /// /api/v1/analytics (toolkit/toolkit.h); null: the server makes an
   /// in-memory one at Start().

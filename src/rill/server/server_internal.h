@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "rill/connector/avro_source.h"
 #include "rill/server/http_types.h"
 #include "rill/sql/query_interrupt.h"
 #include "rill/server/server.h"
@@ -102,6 +103,10 @@ struct ServerContext {
   WebhookSender* webhooks = nullptr;  // owned by Server::Impl while it runs
   std::shared_ptr<toolkit::Toolkit> toolkit;  // queues and analytics (toolkit_routes.cc)
   std::shared_ptr<const StaticAssetMap> assets;  // this server's dashboard (set at Start)
+  // Avro ingest with ServerOptions::schema_registry_url: made by the first
+  // such request (ingest.cc), shared by later ones (its cache of schemas).
+  std::mutex avro_mu;
+  std::shared_ptr<AvroSource> avro_source;  // guarded by avro_mu
 };
 
 /// True for an Origin "http(s)://HOST[:PORT]" whose HOST is this machine:

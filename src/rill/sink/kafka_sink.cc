@@ -154,6 +154,7 @@ class KafkaSinkWriter final : public SinkWriter {
   std::string transactional_id_;
   std::string progress_group_;
   std::unique_ptr<MessageEncoder> encoder_;
+  std::shared_ptr<SchemaRegistryClient> registry_;  // format="avro": made by the first Open
   rd_kafka_t* producer_ = nullptr;
   rd_kafka_topic_t* topic_ = nullptr;
   rd_kafka_t* consumer_ = nullptr;  // reads and (without exactly_once) commits the progress
@@ -226,6 +227,19 @@ Status KafkaSinkWriter::Open(const std::shared_ptr<arrow::Schema>& table_schema,
                            "table has ", keys.size(), " (set key_columns)");
   }
   encoder_ = std::make_unique<MessageEncoder>(std::move(keys), key_as_string);
+  if (options_.format == "avro") {
+    if (!registry_) {
+      SchemaRegistryOptions registry;
+      registry.url = options_.schema_registry_url;
+      registry.user = options_.schema_registry_user;
+      registry.password = options_.schema_registry_password;
+      registry.timeout_ms = options_.timeout_ms;
+      auto made = SchemaRegistryClient::Make(std::move(registry));
+      if (!made.ok()) return made.status().WithMessage(Prefix(), made.status().message());
+      registry_ = *made;
+    }
+    encoder_->SetAvro(registry_, options_.topic + "-value", options_.topic);
+  }
 
   char errstr[512];
   RILL_ASSIGN_OR_RAISE(rd_kafka_conf_t * conf, MakeConf(/*producer=*/true));
@@ -610,13 +624,20 @@ void KafkaSinkWriter::Close() {
 
 Result<std::unique_ptr<SinkWriter>> MakeKafkaSinkWriter(KafkaSinkOptions options) {
   if (options.topic.empty()) return Status::Invalid("KafkaSink: topic is empty");
-  if (options.format == "avro") {
-    return Status::NotImplemented(
-        "KafkaSink topic '", options.topic,
-        "': format=\"avro\" comes with the schema registry support of issue 25; use "
-        "format=\"json\"");
+  if (options.format == "avro" && options.schema_registry_url.empty()) {
+    return Status::Invalid("KafkaSink topic '", options.topic,
+                           "': format=\"avro\" needs schema_registry_url (the schema is "
+                           "registered there and its id written in each message)");
   }
-  if (options.format != "json") {
+  if (options.format == "avro") {
+    SchemaRegistryOptions registry;
+    registry.url = options.schema_registry_url;
+    auto checked = SchemaRegistryClient::Make(std::move(registry));
+    if (!checked.ok()) {
+      return Status::Invalid("KafkaSink topic '", options.topic, "': ", checked.status().message());
+    }
+  }
+  if (options.format != "json" && options.format != "avro") {
     return Status::Invalid("KafkaSink topic '", options.topic, "': unknown format '",
                            options.format, "' (expected json or avro)");
   }

@@ -3,8 +3,13 @@
 // Key: the table's primary key (or key_columns) as a JSON object (a single
 // column's value as a string with key_format="string"); no key for a table
 // without one. Value: the row as JSON (format="json": the table's columns,
-// plus _op and _version in changelog mode). format="avro" is NotImplemented
-// until the schema registry of issue 25. In upsert mode a delete is a
+// plus _op and _version in changelog mode), or with format="avro" the same
+// columns as Avro binary in the Confluent wire format (magic byte 0, schema id,
+// body): the Avro schema of the columns (ArrowToAvroSchemaJson: every field a
+// union [null, T]) is registered with the schema registry under the subject
+// "<topic>-value" (POST /subjects/<topic>-value/versions) before the first
+// message, and the id the registry returns is written in every value
+// (docs/avro.md). In upsert mode a delete is a
 // tombstone (null value), so a compacted topic holds the table (a snapshot
 // also tombstones the keys the topic holds and the snapshot lacks, read from
 // the topic first); in append mode only inserts are written. Messages go through librdkafka's default
@@ -59,7 +64,12 @@ struct KafkaSinkOptions {
   /// librdkafka properties ("bootstrap.servers", "compression.type", ...),
   /// given to the producer and to the consumer that reads the progress.
   std::map<std::string, std::string> kafka_config;
-  std::string format = "json";           ///< "json" | "avro" (issue 25)
+  std::string format = "json";           ///< "json" | "avro" (then schema_registry_url)
+  /// format="avro": the Confluent-compatible schema registry
+  /// (http(s)://[user:password@]host:port); user/password: HTTP basic auth.
+  std::string schema_registry_url;
+  std::string schema_registry_user;
+  std::string schema_registry_password;
   std::vector<std::string> key_columns;  ///< empty: the table's primary key
   std::string key_format = "json";       ///< "json" | "string" (one key column)
   bool exactly_once = false;
@@ -77,8 +87,8 @@ struct KafkaSinkOptions {
 
 /// Make a writer (connects in Open). Invalid (naming the option) for an empty
 /// topic, an unknown format or key_format, key_format="string" with more than
-/// one key column, exactly_once without a transactional id, or timeout_ms <= 0;
-/// NotImplemented for format="avro" (issue 25).
+/// one key column, exactly_once without a transactional id, timeout_ms <= 0,
+/// or format="avro" without a valid schema_registry_url.
 Result<std::unique_ptr<SinkWriter>> MakeKafkaSinkWriter(KafkaSinkOptions options);
 
 }  // namespace rill

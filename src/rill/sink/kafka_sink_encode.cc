@@ -7,6 +7,8 @@
 #include <arrow/type.h>
 
 #include "rill/common/arrow_json.h"
+#include "rill/connector/avro_decoder.h"
+#include "rill/connector/avro_schema.h"
 #include "rill/sink/kafka_sink_internal.h"
 
 namespace rill::kafka_sink_internal {
@@ -93,7 +95,27 @@ Result<const MessageEncoder::Layout*> MessageEncoder::LayoutOf(const arrow::Reco
   }
   cached_schema_ = schema;
   cached_layout_ = std::move(layout);
+  avro_ids_[0] = avro_ids_[1] = -1;
   return cached_layout_.get();
+}
+
+Status MessageEncoder::PrepareAvro(const arrow::RecordBatch& batch, const Layout& layout,
+                                   SinkMode mode) {
+  const bool changelog = mode == SinkMode::kChangelog;
+  int32_t& id = avro_ids_[changelog ? 1 : 0];
+  if (id < 0) {
+    arrow::FieldVector fields;
+    for (int c : changelog ? layout.changelog : layout.value) {
+      fields.push_back(batch.schema()->field(c));
+    }
+    auto json = ArrowToAvroSchemaJson(arrow::Schema(std::move(fields)), record_name_);
+    if (!json.ok()) {
+      return json.status().WithMessage("KafkaSink format=\"avro\": ", json.status().message());
+    }
+    RILL_ASSIGN_OR_RAISE(id, registry_->Register(subject_, *json));
+  }
+  avro_id_ = id;
+  return Status::OK();
 }
 
 Result<bool> MessageEncoder::EncodeRow(const arrow::RecordBatch& batch, const Layout& layout,
@@ -129,6 +151,12 @@ Result<bool> MessageEncoder::EncodeRow(const arrow::RecordBatch& batch, const La
   if (mode == SinkMode::kUpsert && is_delete) return true;  // a tombstone
   const auto& columns = mode == SinkMode::kChangelog ? layout.changelog : layout.value;
   value_.clear();
+  if (registry_) {
+    AppendConfluentHeader(avro_id_, &value_);
+    for (int c : columns) RILL_RETURN_NOT_OK(AppendAvroField(*batch.column(c), row, &value_));
+    out->value = std::string_view(value_);
+    return true;
+  }
   value_.push_back('{');
   for (size_t k = 0; k < columns.size(); ++k) {
     if (k > 0) value_.push_back(',');

@@ -12,6 +12,7 @@
 #include <arrow/record_batch.h>
 
 #include "rill/common/status.h"
+#include "rill/connector/schema_registry.h"
 #include "rill/sink/sink.h"
 
 namespace rill::kafka_sink_internal {
@@ -40,11 +41,23 @@ class MessageEncoder {
   Status Encode(const arrow::RecordBatch& batch, SinkMode mode, Emit&& emit);
   /// Whether messages have keys (there are key columns).
   bool has_key() const { return !key_columns_.empty(); }
+  /// format="avro": write values as Avro binary in the Confluent wire format,
+  /// the Avro schema of the written columns (ArrowToAvroSchemaJson) registered
+  /// under `subject` (on the first batch of each column layout).
+  void SetAvro(std::shared_ptr<SchemaRegistryClient> registry, std::string subject,
+               std::string record_name) {
+    registry_ = std::move(registry);
+    subject_ = std::move(subject);
+    record_name_ = std::move(record_name);
+  }
 
  private:
   struct Layout;
   /// The column indices of `batch` (cached per schema).
   Result<const Layout*> LayoutOf(const arrow::RecordBatch& batch);
+  /// format="avro": register (once per layout and mode) the schema of the
+  /// columns `mode` writes and remember its id in avro_id_.
+  Status PrepareAvro(const arrow::RecordBatch& batch, const Layout& layout, SinkMode mode);
   /// Encode row `row`; false when `mode` skips it.
   Result<bool> EncodeRow(const arrow::RecordBatch& batch, const Layout& layout, int64_t row,
                          SinkMode mode, EncodedMessage* out);
@@ -55,6 +68,11 @@ class MessageEncoder {
   std::shared_ptr<Layout> cached_layout_;
   std::string key_;
   std::string value_;
+  std::shared_ptr<SchemaRegistryClient> registry_;  // format="avro" only
+  std::string subject_;
+  std::string record_name_;
+  int32_t avro_ids_[2] = {-1, -1};  // per cached layout: [values, changelog]
+  int32_t avro_id_ = -1;            // of the batch being encoded
 };
 
 /// The layout of a change batch: where the key columns, the value columns and
@@ -70,6 +88,7 @@ struct MessageEncoder::Layout {
 template <typename Emit>
 Status MessageEncoder::Encode(const arrow::RecordBatch& batch, SinkMode mode, Emit&& emit) {
   RILL_ASSIGN_OR_RAISE(const Layout* layout, LayoutOf(batch));
+  if (registry_) RILL_RETURN_NOT_OK(PrepareAvro(batch, *layout, mode));
   EncodedMessage message;
   const int64_t rows = batch.num_rows();
   for (int64_t row = 0; row < rows; ++row) {
@@ -78,6 +97,11 @@ Status MessageEncoder::Encode(const arrow::RecordBatch& batch, SinkMode mode, Em
   }
   return Status::OK();
 }
+
+/// Append row `row` of `array` as an Avro union [null, T] value (kafka_sink_avro.cc).
+/// NotImplemented for a type ArrowToAvroSchemaJson does not map; Invalid for a
+/// uint64 over 2^63-1.
+Status AppendAvroField(const arrow::Array& array, int64_t row, std::string* out);
 
 /// "rill:v=<version>;e=<epoch>": the offset metadata of the progress group.
 std::string FormatProgress(const SinkProgress& progress);

@@ -223,8 +223,13 @@ TEST_F(KafkaSinkWriterTest, RefusesBadOptionsNamingTheOption) {
   EXPECT_TRUE(st.IsInvalid());
   EXPECT_NE(st.message().find("format 'xml'"), std::string::npos) << st.ToString();
   st = with([](KafkaSinkOptions& o) { o.format = "avro"; });
-  EXPECT_TRUE(st.IsNotImplemented()) << st.ToString();
-  EXPECT_NE(st.message().find("issue 25"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(st.IsInvalid()) << st.ToString();
+  EXPECT_NE(st.message().find("needs schema_registry_url"), std::string::npos) << st.ToString();
+  st = with([](KafkaSinkOptions& o) {
+    o.format = "avro";
+    o.schema_registry_url = "ftp://registry";
+  });
+  EXPECT_NE(st.message().find("expected http(s)://"), std::string::npos) << st.ToString();
   st = with([](KafkaSinkOptions& o) { o.key_format = "bytes"; });
   EXPECT_NE(st.message().find("key_format 'bytes'"), std::string::npos) << st.ToString();
   st = with([](KafkaSinkOptions& o) {
