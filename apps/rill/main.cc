@@ -4,11 +4,14 @@
 //   rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
 //              [PIPELINE.yaml]
 //   rill query [--server ADDR] [--token T] [--format table|csv|json] SQL
+//   rill pipeline options                         the declarable options (Markdown)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "rill/pipeline/sources.h"
 
 #include "demo.h"
 #include "query.h"
@@ -97,7 +100,17 @@ int main(int argc, char** argv) {
   query->footer("Exit status: 0 on success, 1 when the server refused the query (its message "
                 "is printed), 2 when the server could not be reached.");
 
+  CLI::App* pipeline = app.add_subcommand("pipeline", "Inspect declared pipelines");
+  pipeline->require_subcommand(1);
+  CLI::App* pipeline_options = pipeline->add_subcommand(
+      "options", "Print every connector kind's options as Markdown (docs/pipelines.md)");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (pipeline_options->parsed()) {
+    std::fputs(rill::pipeline::SourceOptionsMarkdown().c_str(), stdout);
+    return 0;
+  }
 
   if (demo->parsed()) {
     return rill::app::RunDemo(demo_options);

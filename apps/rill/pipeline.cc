@@ -136,6 +136,34 @@ Status Parser::ParseServer(const At& at, Pipeline* p) const {
   return Status::OK();
 }
 
+// checkpoint: {dir, interval_seconds, format, keep} — RillEngine's
+// checkpoint_dir / checkpoint_interval_seconds (docs/checkpoints.md).
+Status Parser::ParseCheckpoint(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"dir", "interval_seconds", "format", "keep"}));
+  CheckpointOptions o;
+  RILL_ASSIGN_OR_RAISE(o.dir, RequiredStr(at, "dir"));
+  if (Has(at, "interval_seconds")) {
+    At v = Child(at, "interval_seconds");
+    RILL_ASSIGN_OR_RAISE(o.interval_seconds, Num(v));
+    if (!(o.interval_seconds > 0)) return Error(v, "must be > 0");
+  }
+  if (Has(at, "format")) {
+    At v = Child(at, "format");
+    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+    auto format = ParseCheckpointFormat(text);
+    if (!format.ok()) return Ref(v).Wrap(format.status());
+    o.format = *format;
+  }
+  if (Has(at, "keep")) {
+    At v = Child(at, "keep");
+    RILL_ASSIGN_OR_RAISE(int64_t keep, Int(v));
+    if (keep < 1) return Error(v, "must be >= 1");
+    o.keep = static_cast<int>(keep);
+  }
+  p->checkpoint = std::move(o);
+  return Status::OK();
+}
+
 Result<std::shared_ptr<arrow::Schema>> Parser::ParseColumns(const At& at) const {
   arrow::FieldVector fields;
   std::set<std::string> seen;
@@ -268,8 +296,9 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
     return p;  // an empty file is an empty pipeline
   }
   try {
-    RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "tables", "connectors",
-                                         "tasks", "windows", "kpis", "alert_rules", "sinks"}));
+    RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "checkpoint", "tables",
+                                         "connectors", "tasks", "stream_tasks", "windows", "kpis",
+                                         "alert_rules", "sinks"}));
     if (parser.Has(top, "engine")) {
       RILL_RETURN_NOT_OK(parser.ParseEngine(parser.Child(top, "engine"), &p));
     }
@@ -279,12 +308,17 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
     if (parser.Has(top, "server")) {
       RILL_RETURN_NOT_OK(parser.ParseServer(parser.Child(top, "server"), &p));
     }
+    if (parser.Has(top, "checkpoint")) {
+      RILL_RETURN_NOT_OK(parser.ParseCheckpoint(parser.Child(top, "checkpoint"), &p));
+    }
     RILL_RETURN_NOT_OK(
         parser.ForEach(top, "tables", [&](const At& at) { return parser.ParseTable(at, &p); }));
     RILL_RETURN_NOT_OK(parser.ForEach(
         top, "connectors", [&](const At& at) { return parser.ParseConnector(at, &p); }));
     RILL_RETURN_NOT_OK(
         parser.ForEach(top, "tasks", [&](const At& at) { return parser.ParseTask(at, &p); }));
+    RILL_RETURN_NOT_OK(parser.ForEach(
+        top, "stream_tasks", [&](const At& at) { return parser.ParseStreamTask(at, &p); }));
     RILL_RETURN_NOT_OK(parser.ForEach(
         top, "windows", [&](const At& at) { return parser.ParseWindow(at, &p); }));
     RILL_RETURN_NOT_OK(

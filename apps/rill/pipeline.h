@@ -8,24 +8,31 @@
 //                alert_retention_seconds
 //   server:      listen, token, allow_private_webhooks, queue_db (flags
 //                override)
+//   checkpoint:  dir, interval_seconds (60), format (parquet | arrow), keep (3):
+//                restored at start, written periodically and at stop
 //   tables:      - name, columns (a list of {name, type, nullable} or a map
 //                  name: type), primary_key ("a" / "a,b" / [a, b]),
 //                  mode (snapshot | append), retention {max_rows,
 //                  max_age_seconds, time_column}
-//   connectors:  - name, type (memory | generator | postgres_cdc), table, max_records,
-//                  max_bytes, on_overflow (drop_oldest | drop_newest | error);
-//                  a generator also has rows_per_second, interval_ms, seed
-//                  and columns: {column: spec} (see generator.h);
-//                  postgres_cdc takes PostgresCDCConnector's names instead:
-//                  target_table (the Rill table), dsn, table (the source),
-//                  slot_name, publication, snapshot, numeric_as,
-//                  status_interval_ms, lag_alert_bytes, max_records
-//                  (docs/postgres_cdc.md)
+//   connectors:  - type (generator | memory | json_stream | file | websocket |
+//                  kafka | postgres_cdc) and the options of that kind: the
+//                  keyword arguments of its Python class (src/rill/pipeline/
+//                  sources.h has the one table of them, shared with CREATE
+//                  SOURCE; docs/pipelines.md lists them). A generator has
+//                  name, table, max_records, max_bytes, on_overflow,
+//                  rows_per_second, interval_ms, seed and columns: {column:
+//                  spec} (see generator.h).
 //   tasks:       - name, type (sql | join), interval_seconds, output,
 //                  primary_key; sql: `sql`; join: left, right, keys,
 //                  right_keys, join_type, group_by, aggregations
 //                  ({column: function} or [{column, function}]),
 //                  incremental, retention
+//   stream_tasks: - name, sql (over the rows `source` received since the
+//                  previous run, named as the table), source, output (default:
+//                  the name; an append table), retention {max_rows,
+//                  max_age_seconds} or max_rows / max_age_seconds (required,
+//                  as append tables need), interval_seconds (0: every tick)
+//                  (engine/stream_sql_task.h)
 //   windows:     - name, source, output, time_column, window (tumbling |
 //                  hopping | sliding | session), size_seconds, slide_seconds,
 //                  gap_seconds, group_by, aggregations ({output: expression}
@@ -70,7 +77,8 @@
 #include "generator.h"
 #include "rill/common/status.h"
 #include "rill/connector/bounded_buffer.h"
-#include "rill/connector/postgres_cdc_connector.h"
+#include "rill/pipeline/sources.h"
+#include "rill/engine/checkpoint.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
 #include "rill/engine/window_options.h"
@@ -106,11 +114,11 @@ struct TableSpec {
 struct ConnectorSpec {
   SourceRef where;
   std::string name;
-  std::string type;  ///< "memory", "generator" or "postgres_cdc"
-  std::string table;
+  std::string type;   ///< "generator" or a kind of pipeline::SourceKinds()
+  std::string table;  ///< the target table
   BufferLimits limits;
-  GeneratorSpec generator;  ///< for type "generator"
-  PostgresCDCOptions postgres_cdc;  ///< for type "postgres_cdc" (table: the source)
+  GeneratorSpec generator;       ///< for type "generator"
+  pipeline::SourceDecl source;   ///< every other type (src/rill/pipeline/sources.h)
 };
 
 struct SqlTaskSpec {
@@ -125,6 +133,16 @@ struct SqlTaskSpec {
 struct JoinTaskSpec {
   SourceRef where;
   JoinTaskOptions options;
+};
+
+struct StreamTaskSpec {
+  SourceRef where;
+  std::string name;
+  std::string sql;
+  std::string source;
+  std::string output;
+  RetentionPolicy retention;
+  double interval_seconds = 0;
 };
 
 struct WindowTaskSpec {
@@ -169,10 +187,13 @@ struct Pipeline {
   MetricsOptions metrics;
   bool metrics_path_given = false;
   PipelineServerSettings server;
+  /// `checkpoint:`; none: no checkpoints.
+  std::optional<CheckpointOptions> checkpoint;
   std::vector<TableSpec> tables;
   std::vector<ConnectorSpec> connectors;
   std::vector<SqlTaskSpec> sql_tasks;
   std::vector<JoinTaskSpec> join_tasks;
+  std::vector<StreamTaskSpec> stream_tasks;
   std::vector<WindowTaskSpec> window_tasks;
   std::vector<KpiSpec> kpis;
   std::vector<RuleSpec> rules;

@@ -2,7 +2,8 @@
 #include <arrow/api.h>
 
 #include "pipeline.h"
-#include "rill/connector/memory_connector.h"
+#include "rill/pipeline/sources.h"
+#include "rill/engine/stream_sql_task.h"
 #include "rill/engine/window_task.h"
 
 namespace rill::app {
@@ -31,19 +32,23 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
                                            c.generator, c.limits, clock);
       RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
       connector = *made;
-    } else if (c.type == "postgres_cdc") {
-      auto made = PostgresCDCConnector::Make(c.table, c.postgres_cdc);
+    } else {
+      std::shared_ptr<arrow::Schema> schema = (*table)->user_schema();
+      auto made = pipeline::MakeSource(c.source, schema);
       RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
       connector = *made;
-    } else {
-      connector = std::make_shared<MemoryConnector>(c.table, (*table)->user_schema(), c.limits,
-                                                    c.name);
     }
     RILL_RETURN_NOT_OK(c.where.Wrap(engine.AddConnector(std::move(connector))));
   }
   for (const SqlTaskSpec& t : pipeline.sql_tasks) {
     RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddSqlTask(std::make_shared<ScheduledSqlTask>(
         t.name, t.sql, t.output, t.interval_seconds, t.primary_key))));
+  }
+  for (const StreamTaskSpec& t : pipeline.stream_tasks) {
+    auto task = StreamSqlTask::Make(t.name, t.sql, &engine, t.source, t.output, t.retention,
+                                    t.interval_seconds);
+    RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
+    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddSqlTask(*task)));
   }
   for (const JoinTaskSpec& t : pipeline.join_tasks) {
     auto task = TableJoinTask::Make(t.options);

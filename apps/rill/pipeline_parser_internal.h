@@ -11,6 +11,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "pipeline.h"
+#include "rill/pipeline/options.h"
+#include "rill/pipeline/sources.h"
 #include "rill/table/schema.h"
 
 namespace rill::app::pipeline_internal {
@@ -117,6 +119,25 @@ class Parser {
     }
     return out;
   }
+  /// The YAML value `at` as a declared option (scalar, list or mapping), with
+  /// its place for messages.
+  pipeline::OptionValue ToOption(const At& at) const {
+    pipeline::OptionValue v;
+    v.where = Ref(at).ToString();
+    if (at.node.IsSequence()) {
+      v.kind = pipeline::OptionValue::Kind::kList;
+      for (size_t i = 0; i < at.node.size(); ++i) v.items.push_back(ToOption(Item(at, i)));
+    } else if (at.node.IsMap()) {
+      v.kind = pipeline::OptionValue::Kind::kMap;
+      for (const auto& kv : at.node) {
+        const std::string key = kv.first.Scalar();
+        v.entries.emplace_back(key, ToOption(At{kv.second, at.path + "." + key}));
+      }
+    } else if (at.node.IsScalar()) {
+      v.text = at.node.Scalar();
+    }
+    return v;
+  }
   At Item(const At& at, size_t i) const {
     return At{at.node[i], at.path + "[" + std::to_string(i) + "]"};
   }
@@ -171,9 +192,10 @@ class Parser {
   Status ParseEngine(const At& at, Pipeline* p) const;
   Status ParseMetrics(const At& at, Pipeline* p) const;
   Status ParseServer(const At& at, Pipeline* p) const;
+  Status ParseCheckpoint(const At& at, Pipeline* p) const;
+  Status ParseStreamTask(const At& at, Pipeline* p) const;  // pipeline_sections.cc
   Status ParseTable(const At& at, Pipeline* p) const;
   Status ParseConnector(const At& at, Pipeline* p) const;
-  Status ParsePostgresCdc(const At& at, ConnectorSpec* spec) const;
   Status ParseGenerator(const At& at, const TableSpec& table, GeneratorSpec* spec) const;
   Status ParseGeneratorColumn(const At& c, GeneratorColumnSpec* col) const;
   Status ParseTask(const At& at, Pipeline* p) const;

@@ -116,88 +116,67 @@ Status Parser::ParseGenerator(const At& at, const TableSpec& table, GeneratorSpe
   return Status::OK();
 }
 
-// type: postgres_cdc takes PostgresCDCConnector's argument names: target_table
-// (the Rill table), dsn, table (the source), slot_name, publication, snapshot,
-// numeric_as, status_interval_ms, lag_alert_bytes.
-Status Parser::ParsePostgresCdc(const At& at, ConnectorSpec* spec) const {
-  PostgresCDCOptions& o = spec->postgres_cdc;
-  RILL_ASSIGN_OR_RAISE(o.dsn, RequiredStr(at, "dsn"));
-  RILL_ASSIGN_OR_RAISE(o.table, RequiredStr(at, "table"));
-  RILL_ASSIGN_OR_RAISE(o.slot_name, RequiredStr(at, "slot_name"));
-  if (Has(at, "publication")) {
-    RILL_ASSIGN_OR_RAISE(o.publication, Str(Child(at, "publication")));
-  }
-  if (Has(at, "snapshot")) {
-    RILL_ASSIGN_OR_RAISE(o.snapshot, Bool(Child(at, "snapshot")));
-  }
-  if (Has(at, "numeric_as")) {
-    RILL_ASSIGN_OR_RAISE(o.numeric_as, Str(Child(at, "numeric_as")));
-  }
-  if (Has(at, "status_interval_ms")) {
-    RILL_ASSIGN_OR_RAISE(o.status_interval_ms, Int(Child(at, "status_interval_ms")));
-  }
-  if (Has(at, "lag_alert_bytes")) {
-    RILL_ASSIGN_OR_RAISE(o.lag_alert_bytes, Int(Child(at, "lag_alert_bytes")));
-  }
-  if (spec->limits.max_records > 0) o.max_buffer_records = spec->limits.max_records;
-  o.name = spec->name;
-  return Status::OK();
-}
-
+// Connectors: `type` picks the kind. The generator is the binary's own (its
+// keys are read here); every other kind reads its options through the kind's
+// option table (src/rill/pipeline/sources.h), the one the SQL DDL's CREATE
+// SOURCE uses too, so both accept the same names with the same checks.
 Status Parser::ParseConnector(const At& at, Pipeline* p) const {
-  const bool cdc = at.node["type"].IsDefined() && at.node["type"].IsScalar() &&
-                   at.node["type"].Scalar() == "postgres_cdc";
-  if (cdc) {
-    RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "target_table", "dsn", "table", "slot_name",
-                                 "publication", "snapshot", "numeric_as", "status_interval_ms",
-                                 "lag_alert_bytes", "max_records"}));
-  } else {
+  if (!at.node.IsMap()) return Error(at, "expected a mapping");
+  ConnectorSpec spec;
+  spec.where = Ref(at);
+  RILL_ASSIGN_OR_RAISE(spec.type, RequiredStr(at, "type"));
+  const bool generator = spec.type == "generator";
+  if (generator) {
     RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "table", "max_records", "max_bytes",
                                  "on_overflow", "rows_per_second", "interval_ms", "seed",
                                  "columns"}));
+    RILL_ASSIGN_OR_RAISE(spec.table, RequiredStr(at, "table"));
+    spec.name = spec.table;
+    if (Has(at, "name")) {
+      RILL_ASSIGN_OR_RAISE(spec.name, Str(Child(at, "name")));
+    }
+    if (Has(at, "max_records")) {
+      RILL_ASSIGN_OR_RAISE(spec.limits.max_records, Int(Child(at, "max_records")));
+    }
+    if (Has(at, "max_bytes")) {
+      RILL_ASSIGN_OR_RAISE(spec.limits.max_bytes, Int(Child(at, "max_bytes")));
+    }
+    if (Has(at, "on_overflow")) {
+      At v = Child(at, "on_overflow");
+      RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
+      auto policy = ParseOverflowPolicy(text);
+      if (!policy.ok()) return Ref(v).Wrap(policy.status());
+      spec.limits.on_overflow = *policy;
+    }
+  } else {
+    if (pipeline::SourceOptionTable(spec.type) == nullptr) {
+      std::string kinds = "generator";
+      for (const auto& k : pipeline::SourceKinds()) kinds += ", " + k;
+      return Error(Child(at, "type"), "unknown connector type '", spec.type,
+                   "' (available: ", kinds, ")");
+    }
+    pipeline::Options options;
+    for (const auto& kv : at.node) {
+      const std::string key = kv.first.Scalar();
+      if (key == "type") continue;
+      options.emplace_back(key, ToOption(At{kv.second, at.path + "." + key}));
+    }
+    RILL_ASSIGN_OR_RAISE(spec.source,
+                         pipeline::ReadSource(spec.type, options, Ref(at).ToString()));
+    spec.table = spec.source.target_table;
+    spec.name = spec.source.name;
+    spec.limits = spec.source.limits;
   }
-  ConnectorSpec spec;
-  spec.where = Ref(at);
-  RILL_ASSIGN_OR_RAISE(spec.table, RequiredStr(at, cdc ? "target_table" : "table"));
-  spec.name = spec.table;
-  if (Has(at, "name")) {
-    RILL_ASSIGN_OR_RAISE(spec.name, Str(Child(at, "name")));
-  }
-  RILL_ASSIGN_OR_RAISE(spec.type, RequiredStr(at, "type"));
   const TableSpec* table = nullptr;
   for (const TableSpec& t : p->tables) {
     if (t.name == spec.table) table = &t;
   }
   if (table == nullptr) {
-    return Error(Child(at, cdc ? "target_table" : "table"), "unknown table '", spec.table,
-                 "' (declare it under 'tables')");
+    const char* key = Has(at, "target_table") ? "target_table" : "table";
+    return Error(Child(at, key), "unknown table '", spec.table, "' (declare it under 'tables')");
   }
-  if (Has(at, "max_records")) {
-    RILL_ASSIGN_OR_RAISE(spec.limits.max_records, Int(Child(at, "max_records")));
-  }
-  if (Has(at, "max_bytes")) {
-    RILL_ASSIGN_OR_RAISE(spec.limits.max_bytes, Int(Child(at, "max_bytes")));
-  }
-  if (Has(at, "on_overflow")) {
-    At v = Child(at, "on_overflow");
-    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
-    auto policy = ParseOverflowPolicy(text);
-    if (!policy.ok()) return Ref(v).Wrap(policy.status());
-    spec.limits.on_overflow = *policy;
-  }
-  if (spec.type == "postgres_cdc") {
-    RILL_RETURN_NOT_OK(ParsePostgresCdc(at, &spec));
-  } else if (spec.type == "generator") {
+  if (generator) {
     RILL_RETURN_NOT_OK(ParseGenerator(at, *table, &spec.generator));
-  } else if (spec.type == "memory") {
-    for (const char* key : {"rows_per_second", "interval_ms", "seed", "columns"}) {
-      if (at.node[key].IsDefined()) {
-        return Error(Child(at, key), "only a generator connector takes '", key, "'");
-      }
-    }
-  } else {
-    return Error(Child(at, "type"), "unknown connector type '", spec.type,
-                 "' (available: memory, generator, postgres_cdc)");
   }
   for (const ConnectorSpec& other : p->connectors) {
     if (other.name == spec.name) {
@@ -205,6 +184,47 @@ Status Parser::ParseConnector(const At& at, Pipeline* p) const {
     }
   }
   p->connectors.push_back(std::move(spec));
+  return Status::OK();
+}
+
+Status Parser::ParseStreamTask(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"name", "sql", "source", "output", "retention", "max_rows",
+                               "max_age_seconds", "interval_seconds"}));
+  StreamTaskSpec spec;
+  spec.where = Ref(at);
+  RILL_ASSIGN_OR_RAISE(spec.name, RequiredStr(at, "name"));
+  RILL_ASSIGN_OR_RAISE(spec.sql, RequiredStr(at, "sql"));
+  RILL_ASSIGN_OR_RAISE(spec.source, RequiredStr(at, "source"));
+  spec.output = spec.name;
+  if (Has(at, "output")) {
+    RILL_ASSIGN_OR_RAISE(spec.output, RequiredStr(at, "output"));
+  }
+  if (Has(at, "retention")) {
+    RILL_ASSIGN_OR_RAISE(auto retention, ParseRetention(Child(at, "retention")));
+    if (retention) spec.retention = *retention;
+  }
+  if (Has(at, "max_rows")) {
+    RILL_ASSIGN_OR_RAISE(spec.retention.max_rows, Int(Child(at, "max_rows")));
+  }
+  if (Has(at, "max_age_seconds")) {
+    RILL_ASSIGN_OR_RAISE(spec.retention.max_age_seconds, Num(Child(at, "max_age_seconds")));
+  }
+  if (!spec.retention.enabled()) {
+    return Error(at, "a stream task's output is an append table: give max_rows or "
+                     "max_age_seconds (or retention)");
+  }
+  if (Status st = spec.retention.Validate(); !st.ok()) return Ref(at).Wrap(st);
+  if (Has(at, "interval_seconds")) {
+    At v = Child(at, "interval_seconds");
+    RILL_ASSIGN_OR_RAISE(spec.interval_seconds, Num(v));
+    if (spec.interval_seconds < 0) return Error(v, "must be >= 0");
+  }
+  for (const StreamTaskSpec& other : p->stream_tasks) {
+    if (other.name == spec.name) {
+      return Error(Child(at, "name"), "stream task '", spec.name, "' is declared twice");
+    }
+  }
+  p->stream_tasks.push_back(std::move(spec));
   return Status::OK();
 }
 

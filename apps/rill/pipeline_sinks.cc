@@ -211,6 +211,7 @@ Status Parser::ParseSink(const At& at, Pipeline* p) const {
   }
   bool output = false;
   for (const SqlTaskSpec& t : p->sql_tasks) output = output || t.output == o.table;
+  for (const StreamTaskSpec& t : p->stream_tasks) output = output || t.output == o.table;
   for (const JoinTaskSpec& t : p->join_tasks) {
     output = output || t.options.output_table == o.table;
   }

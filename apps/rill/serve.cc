@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "pipeline.h"
+#include "rill/engine/checkpoint.h"
 #include "rill/engine/engine.h"
+#include "rill/metrics/metrics_checkpoint.h"
 #include "rill/metrics/metrics_store.h"
 
 #if __has_include("rill/server/server.h")
@@ -51,6 +53,7 @@ class ServeSignals {
 struct Running {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<MetricsStore> metrics;
+  std::unique_ptr<Checkpointer> checkpointer;  // with the pipeline's `checkpoint:`
 #if RILL_HAVE_SERVER
   std::unique_ptr<server::Server> server;
 #endif
@@ -60,6 +63,20 @@ struct Running {
     if (server) server->Stop();
 #endif
     if (engine) engine->Stop();
+    if (checkpointer && checkpointer->started()) {
+      // A final checkpoint after the last tick (as RillEngine.stop() writes).
+      checkpointer->Stop();
+      auto saved = checkpointer->Save();
+      if (saved.ok()) {
+        std::printf("rill serve: final checkpoint %llu (%lld rows)\n",
+                    static_cast<unsigned long long>(saved->id),
+                    static_cast<long long>(saved->rows));
+      } else {
+        std::fprintf(stderr, "rill serve: the final checkpoint failed: %s\n",
+                     saved.status().message().c_str());
+      }
+    }
+    checkpointer.reset();  // before the engine it borrows
     if (metrics) metrics->Stop();
   }
 };
@@ -138,13 +155,29 @@ Status Serve(const ServeOptions& options, Running* run) {
   // by the server (Server::Start makes the sender and the rule relay).
 
   RILL_RETURN_NOT_OK(ApplyPipeline(pipeline, *run->engine, run->metrics.get()));
+  if (pipeline.checkpoint) {
+    // Restore the newest checkpoint before the first tick, then checkpoint
+    // periodically (the engine's connectors commit what checkpoints hold).
+    RILL_ASSIGN_OR_RAISE(run->checkpointer,
+                         Checkpointer::Make(run->engine.get(), *pipeline.checkpoint));
+    MetricsStore* store = run->metrics.get();
+    AddMetricsCheckpointSection(*run->checkpointer, [store] { return store; });
+    RILL_ASSIGN_OR_RAISE(auto restored, run->checkpointer->Restore());
+    if (restored) {
+      std::printf("rill serve: restored checkpoint %llu (%zu tables, %lld rows) from %s\n",
+                  static_cast<unsigned long long>(restored->id), restored->tables.size(),
+                  static_cast<long long>(restored->rows), pipeline.checkpoint->dir.c_str());
+    }
+  }
   RILL_RETURN_NOT_OK(run->engine->Start());
+  if (run->checkpointer) RILL_RETURN_NOT_OK(run->checkpointer->Start());
   RILL_RETURN_NOT_OK(run->metrics->Start());
   if (!options.pipeline.empty()) {
     std::printf("rill serve: pipeline %s: %zu tables, %zu connectors, %zu tasks, %zu KPI "
                 "queries, %zu alert rules, %zu sinks; metrics in %s\n",
                 options.pipeline.c_str(), pipeline.tables.size(), pipeline.connectors.size(),
-                pipeline.sql_tasks.size() + pipeline.join_tasks.size(), pipeline.kpis.size(),
+                pipeline.sql_tasks.size() + pipeline.join_tasks.size() + pipeline.stream_tasks.size(),
+                pipeline.kpis.size(),
                 pipeline.rules.size(), pipeline.sinks.size(), metrics_options.path.c_str());
   }
   const std::string queue_db = options.queue_db.value_or(pipeline.server.queue_db.value_or(""));

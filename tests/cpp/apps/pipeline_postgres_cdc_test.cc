@@ -33,14 +33,15 @@ TEST(PipelinePostgresCdc, ParsesTheConnectorsOptions) {
   const ConnectorSpec& c = parsed->connectors[0];
   EXPECT_EQ(c.type, "postgres_cdc");
   EXPECT_EQ(c.table, "orders");
-  EXPECT_EQ(c.postgres_cdc.table, "public.orders");
-  EXPECT_EQ(c.postgres_cdc.dsn, "host=127.0.0.1 dbname=shop");
-  EXPECT_EQ(c.postgres_cdc.slot_name, "rill_orders");
-  EXPECT_EQ(c.postgres_cdc.publication, "");
-  EXPECT_FALSE(c.postgres_cdc.snapshot);
-  EXPECT_EQ(c.postgres_cdc.numeric_as, "float64");
-  EXPECT_EQ(c.postgres_cdc.lag_alert_bytes, 1000);
-  EXPECT_EQ(c.postgres_cdc.name, "pg");
+  EXPECT_EQ(c.source.postgres_cdc.table, "public.orders");
+  EXPECT_EQ(c.source.postgres_cdc.dsn, "host=127.0.0.1 dbname=shop");
+  EXPECT_EQ(c.source.postgres_cdc.slot_name, "rill_orders");
+  EXPECT_EQ(c.source.postgres_cdc.publication, "");
+  EXPECT_FALSE(c.source.postgres_cdc.snapshot);
+  EXPECT_EQ(c.source.postgres_cdc.numeric_as, "float64");
+  EXPECT_EQ(c.source.postgres_cdc.lag_alert_bytes, 1000);
+  EXPECT_EQ(c.name, "pg");
+  EXPECT_EQ(c.source.name, "pg");
 }
 
 TEST(PipelinePostgresCdc, NamesAMissingOrUnknownKey) {

@@ -241,8 +241,8 @@ TEST(ParsePipeline, ErrorsNameFileLineAndKey) {
   ExpectError("tables:\n  - columns: {a: int64}\n", {"p.yaml:2: tables[0]: missing required key 'name'"});
   ExpectError(std::string(kTable) + "connectors:\n  - {type: memory, table: nope}\n",
               {"p.yaml:6: connectors[0].table: unknown table 'nope'"});
-  ExpectError(std::string(kTable) + "connectors:\n  - type: kafka\n    table: t\n",
-              {"p.yaml:6: connectors[0].type: unknown connector type 'kafka'"});
+  ExpectError(std::string(kTable) + "connectors:\n  - type: mqtt\n    table: t\n",
+              {"p.yaml:6: connectors[0].type: unknown connector type 'mqtt'", "kafka"});
   ExpectError(std::string(kTable) +
                   "connectors:\n  - type: generator\n    table: t\n    columns:\n      w: now\n",
               {"p.yaml:9: connectors[0].columns.w: unknown column 'w'"});
