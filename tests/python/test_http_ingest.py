@@ -18,7 +18,7 @@ import pyarrow.json
 import pytest
 
 from rills import JSONStreamConnector, RillEngine, schema
-from conftest import require_module
+from conftest import require_module, wait_until
 
 TOKEN = "ingest-token"
 SCHEMA = [("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()),
@@ -181,6 +181,9 @@ def test_full_buffer_under_on_overflow_error_answers_429_with_retry_after(tmp_pa
     eng.add_connector(conn)
     eng.start()
     try:
+        # The loop's first tick runs at start; the next one is a minute away, so
+        # nothing drains the buffer between the two pushes below.
+        wait_until(lambda: eng.get_metrics()["ticks"] >= 1, what="the first tick")
         status, _, payload = post(eng, "/api/v1/ingest/events", rows_ndjson(0, 80))
         assert status == 202 and json.loads(payload)["accepted"] == 80
         status, headers, payload = post(eng, "/api/v1/ingest/events", rows_ndjson(80, 130))

@@ -142,13 +142,14 @@ connectors:
     name: files
     table: orders
     watch_path: {folder}
-    file_pattern: "*.*"
+    file_pattern: "[ab].*"
     poll_interval_seconds: 0.05
     stable_seconds: 0.1
 """)
     first, second = make_rows(40), make_rows(30, first=7)
-    pq.write_table(pa.Table.from_pylist(first), folder / "a.parquet.tmp")
-    os.rename(folder / "a.parquet.tmp", folder / "a.parquet")
+    staged = tmp_path / "a.parquet"  # written whole, then moved in
+    pq.write_table(pa.Table.from_pylist(first), staged)
+    os.rename(staged, folder / "a.parquet")
     s.wait_rows(QUERY, expected(first))
     (folder / "b.ndjson").write_text("".join(json.dumps(r) + "\n" for r in second))
     s.wait_rows(QUERY, expected(first + second))
