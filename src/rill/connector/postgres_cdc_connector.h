@@ -14,7 +14,7 @@
 //   3. Streams the slot from there (START_REPLICATION ... LOGICAL lsn
 //      (proto_version '1', publication_names '…')): each transaction's
 //      inserts, updates, deletes and truncates of the table become one push of
-//      batches with kWriteOpColumn (rill/table/row_ops.h), so the engine
+//      batches with kWriteOpColumn (rill/common/row_ops.h), so the engine
 //      applies a whole transaction in one tick.
 //
 // Positions: SavePosition is {"slot", "snapshot_done", "lsn"} as of the last

@@ -2,7 +2,7 @@
 // message parser (protocol version 1), the PostgreSQL type -> Arrow type
 // mapping, the text-format value parsers (the same text a COPY ... TO STDOUT
 // and pgoutput's 't' tuple columns carry), and the ChangeBatcher that turns
-// tuples into Arrow batches with the _rill_op column (rill/table/row_ops.h).
+// tuples into Arrow batches with the _rill_op column (rill/common/row_ops.h).
 //
 // Threads: everything here is owned by one thread at a time (the connector's
 // reader thread); no shared state.

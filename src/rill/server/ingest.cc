@@ -13,7 +13,7 @@
 #include "rill/server/ingest_internal.h"
 #include "rill/server/json_body.h"
 #include "rill/table/live_table.h"
-#include "rill/table/row_ops.h"
+#include "rill/common/row_ops.h"
 
 namespace rill::server {
 

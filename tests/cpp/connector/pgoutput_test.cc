@@ -7,7 +7,7 @@
 #include <arrow/api.h>
 
 #include "rill/connector/postgres_cdc_internal.h"
-#include "rill/table/row_ops.h"
+#include "rill/common/row_ops.h"
 
 namespace rill::pgcdc_internal {
 namespace {
