@@ -275,33 +275,32 @@ class Parser {
   }
 
   Status CreateBody(DdlStatement* st) {
-    switch (st->object) {
-      case DdlObject::kTable:
-        RILL_RETURN_NOT_OK(Columns(st));
-        if (Accept("WITH")) RILL_RETURN_NOT_OK(With(st));
-        return Status::OK();
-      case DdlObject::kSource:
-        RILL_RETURN_NOT_OK(Expect("INTO"));
-        RILL_ASSIGN_OR_RAISE(st->into, Name("the target table's name"));
-        RILL_RETURN_NOT_OK(Expect("WITH"));
-        return With(st);
-      case DdlObject::kSink:
-        RILL_RETURN_NOT_OK(Expect("FROM"));
-        RILL_ASSIGN_OR_RAISE(st->from, Name("the source table's name"));
-        RILL_RETURN_NOT_OK(Expect("WITH"));
-        return With(st);
-      case DdlObject::kWindow:
-      case DdlObject::kAlertRule:
-        RILL_RETURN_NOT_OK(Expect("WITH"));
-        return With(st);
-      case DdlObject::kMaterializedView:
-      case DdlObject::kStreamView:
-      case DdlObject::kKpi:
-        if (Accept("WITH")) RILL_RETURN_NOT_OK(With(st));
-        RILL_RETURN_NOT_OK(Expect("AS"));
-        return Query(st);
+    const DdlObject o = st->object;
+    if (o == DdlObject::kTable) {
+      RILL_RETURN_NOT_OK(Columns(st));
+      if (Accept("WITH")) RILL_RETURN_NOT_OK(With(st));
+      return Status::OK();
     }
-    return Status::OK();
+    if (o == DdlObject::kSource) {
+      RILL_RETURN_NOT_OK(Expect("INTO"));
+      RILL_ASSIGN_OR_RAISE(st->into, Name("the target table's name"));
+      RILL_RETURN_NOT_OK(Expect("WITH"));
+      return With(st);
+    }
+    if (o == DdlObject::kSink) {
+      RILL_RETURN_NOT_OK(Expect("FROM"));
+      RILL_ASSIGN_OR_RAISE(st->from, Name("the source table's name"));
+      RILL_RETURN_NOT_OK(Expect("WITH"));
+      return With(st);
+    }
+    if (o == DdlObject::kWindow || o == DdlObject::kAlertRule) {
+      RILL_RETURN_NOT_OK(Expect("WITH"));
+      return With(st);
+    }
+    // Materialized views, stream views and KPIs: [WITH (...)] AS query.
+    if (Accept("WITH")) RILL_RETURN_NOT_OK(With(st));
+    RILL_RETURN_NOT_OK(Expect("AS"));
+    return Query(st);
   }
 
   /// The rest of the statement, as written (the query DuckDB will bind).
