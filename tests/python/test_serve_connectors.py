@@ -55,24 +55,33 @@ def call(address, method, path, body=None, raw=None, headers=None):
 
 
 class Served:
+    """`rill serve` of a pipeline file; its output goes to files (a pipe nobody
+    reads would fill with librdkafka's log lines and block the process)."""
+
+    count = 0
+
     def __init__(self, tmp_path, yaml_text):
-        path = tmp_path / "pipeline.yaml"
+        Served.count += 1
+        path = tmp_path / f"pipeline{Served.count}.yaml"
         path.write_text(yaml_text)
-        self.proc = subprocess.Popen([str(RILL), "serve", str(path), "--metrics", ":memory:",
-                                      "--listen", "127.0.0.1:0", "--token", TOKEN],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stdout_path = tmp_path / f"serve{Served.count}.out"
+        self.stderr_path = tmp_path / f"serve{Served.count}.err"
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen([str(RILL), "serve", str(path), "--metrics", ":memory:",
+                                          "--listen", "127.0.0.1:0", "--token", TOKEN],
+                                         stdout=out, stderr=err, text=True)
         self.address = None
+        self.out = None
         deadline = time.time() + 30
-        while time.time() < deadline and self.address is None:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if "listening on " in line:
-                self.address = line.split("listening on ", 1)[1].strip()
+        while time.time() < deadline and self.address is None and self.proc.poll() is None:
+            for line in self.stdout_path.read_text().splitlines():
+                if "listening on " in line:
+                    self.address = line.split("listening on ", 1)[1].strip()
+            time.sleep(0.05)
         if self.address is None:
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
-            raise AssertionError(f"rill serve did not start: {err}")
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"rill serve did not start: {self.stderr_path.read_text()[-3000:]}")
 
     def rows(self, sql):
         status, out = call(self.address, "POST", "/api/v1/query", {"sql": sql})
@@ -91,15 +100,16 @@ class Served:
         return got
 
     def close(self):
-        if getattr(self, "out", None) is not None:
+        if self.out is not None:
             return
         self.proc.send_signal(signal.SIGINT)
         try:
-            self.out, err = self.proc.communicate(timeout=30)
+            self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise
-        assert self.proc.returncode == 0, err
+        self.out = self.stdout_path.read_text()
+        assert self.proc.returncode == 0, self.stderr_path.read_text()[-3000:]
 
 
 @pytest.fixture

@@ -470,7 +470,9 @@ std::string SourceOptionsMarkdown() {
       std::string name = "`" + d.name + "`";
       if (d.required) name += " (required)";
       if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
-      out += "| " + name + " | " + OptionTypeName(d.type) + " | " + d.description + " |\n";
+      std::string description;  // a | would end the Markdown cell
+      for (char c : d.description) description += c == '|' ? std::string("\\|") : std::string(1, c);
+      out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
     }
     if (!table.dotted_map.empty()) {
       out += "\nAny other option with a dot in its name (`bootstrap.servers`, `group.id`, ...) "
