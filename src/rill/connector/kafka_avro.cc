@@ -14,38 +14,10 @@ namespace {
 Result<std::shared_ptr<arrow::RecordBatch>> AddAvroMetadata(
     std::shared_ptr<arrow::RecordBatch> rows, const std::vector<MessagePtr>& messages,
     const std::vector<size_t>& of, arrow::MemoryPool* pool) {
-  arrow::StringBuilder topic(pool);
-  arrow::Int32Builder partition(pool);
-  arrow::Int64Builder offset(pool);
-  arrow::BinaryBuilder key(pool);
-  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MILLI), pool);
-  Status st;
-  for (size_t i : of) {
-    const auto& m = messages[i];
-    st &= topic.Append(rd_kafka_topic_name(m->rkt));
-    st &= partition.Append(m->partition);
-    st &= offset.Append(m->offset);
-    st &= m->key ? key.Append(static_cast<const uint8_t*>(m->key), static_cast<int32_t>(m->key_len))
-                 : key.AppendNull();
-    rd_kafka_timestamp_type_t type;
-    const int64_t t = rd_kafka_message_timestamp(m.get(), &type);
-    st &= t >= 0 ? ts.Append(t) : ts.AppendNull();
-  }
-  std::shared_ptr<arrow::Array> arrays[5];
-  st &= topic.Finish(&arrays[0]);
-  st &= partition.Finish(&arrays[1]);
-  st &= offset.Finish(&arrays[2]);
-  st &= key.Finish(&arrays[3]);
-  st &= ts.Finish(&arrays[4]);
-  RILL_RETURN_NOT_OK(st);
-  const char* names[5] = {"_topic", "_partition", "_offset", "_key", "_timestamp"};
-  for (int i = 0; i < 5; ++i) {
-    auto field = arrow::field(names[i], arrays[i]->type());
-    const int at = rows->schema()->GetFieldIndex(names[i]);
-    RILL_ASSIGN_OR_RAISE(rows, at >= 0 ? rows->SetColumn(at, field, arrays[i])
-                                       : rows->AddColumn(rows->num_columns(), field, arrays[i]));
-  }
-  return rows;
+  std::vector<const rd_kafka_message_t*> of_row;
+  of_row.reserve(of.size());
+  for (size_t i : of) of_row.push_back(messages[i].get());
+  return AddMessageMetadata(std::move(rows), of_row, pool);
 }
 
 }  // namespace

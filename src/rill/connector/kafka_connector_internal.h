@@ -90,6 +90,12 @@ struct DecodedMessages {
 /// "topic t, partition 0, offset 17".
 std::string MessagePosition(const rd_kafka_message_t& m);
 
+/// Add (or replace) the metadata columns _topic, _partition, _offset, _key and
+/// _timestamp to `rows`, whose row i came from the message `of_row[i]`.
+Result<std::shared_ptr<arrow::RecordBatch>> AddMessageMetadata(
+    std::shared_ptr<arrow::RecordBatch> rows, const std::vector<const rd_kafka_message_t*>& of_row,
+    arrow::MemoryPool* pool);
+
 /// Decode the values of `messages[begin, end)` with `decoder`: runs of NDJSON
 /// messages are decoded together; a message holding a JSON array alone (an
 /// array is a whole input of the decoder, so a neighbour's rows never end up

@@ -242,41 +242,13 @@ class MessageDecoder {
   Result<std::shared_ptr<arrow::RecordBatch>> AddMetadata(
       std::shared_ptr<arrow::RecordBatch> rows, const std::vector<int64_t>& row_offsets,
       const std::vector<int64_t>& starts, size_t first) {
-    arrow::StringBuilder topic(pool_);
-    arrow::Int32Builder partition(pool_);
-    arrow::Int64Builder offset(pool_);
-    arrow::BinaryBuilder key(pool_);
-    arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MILLI), pool_);
-    Status st;
+    std::vector<const rd_kafka_message_t*> of_row;
+    of_row.reserve(row_offsets.size());
     for (int64_t row_offset : row_offsets) {
       auto it = std::upper_bound(starts.begin(), starts.end(), row_offset);
-      const auto& m = messages_[first + static_cast<size_t>(it - starts.begin()) - 1];
-      st &= topic.Append(rd_kafka_topic_name(m->rkt));
-      st &= partition.Append(m->partition);
-      st &= offset.Append(m->offset);
-      st &= m->key ? key.Append(static_cast<const uint8_t*>(m->key),
-                                static_cast<int32_t>(m->key_len))
-                   : key.AppendNull();
-      rd_kafka_timestamp_type_t type;
-      int64_t t = rd_kafka_message_timestamp(m.get(), &type);
-      st &= t >= 0 ? ts.Append(t) : ts.AppendNull();
+      of_row.push_back(messages_[first + static_cast<size_t>(it - starts.begin()) - 1].get());
     }
-    std::shared_ptr<arrow::Array> arrays[5];
-    st &= topic.Finish(&arrays[0]);
-    st &= partition.Finish(&arrays[1]);
-    st &= offset.Finish(&arrays[2]);
-    st &= key.Finish(&arrays[3]);
-    st &= ts.Finish(&arrays[4]);
-    RILL_RETURN_NOT_OK(st);
-    const char* names[5] = {"_topic", "_partition", "_offset", "_key", "_timestamp"};
-    for (int i = 0; i < 5; ++i) {
-      auto field = arrow::field(names[i], arrays[i]->type());
-      int at = rows->schema()->GetFieldIndex(names[i]);
-      RILL_ASSIGN_OR_RAISE(rows, at >= 0 ? rows->SetColumn(at, field, arrays[i])
-                                         : rows->AddColumn(rows->num_columns(), field,
-                                                           arrays[i]));
-    }
-    return rows;
+    return AddMessageMetadata(std::move(rows), of_row, pool_);
   }
 
   JsonDecoder* decoder_;
@@ -293,6 +265,42 @@ class MessageDecoder {
 std::string MessagePosition(const rd_kafka_message_t& m) {
   return std::string("topic ") + rd_kafka_topic_name(m.rkt) + ", partition " +
          std::to_string(m.partition) + ", offset " + std::to_string(m.offset);
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> AddMessageMetadata(
+    std::shared_ptr<arrow::RecordBatch> rows, const std::vector<const rd_kafka_message_t*>& of_row,
+    arrow::MemoryPool* pool) {
+  arrow::StringBuilder topic(pool);
+  arrow::Int32Builder partition(pool);
+  arrow::Int64Builder offset(pool);
+  arrow::BinaryBuilder key(pool);
+  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MILLI), pool);
+  Status st;
+  for (const rd_kafka_message_t* m : of_row) {
+    st &= topic.Append(rd_kafka_topic_name(m->rkt));
+    st &= partition.Append(m->partition);
+    st &= offset.Append(m->offset);
+    st &= m->key ? key.Append(static_cast<const uint8_t*>(m->key), static_cast<int32_t>(m->key_len))
+                 : key.AppendNull();
+    rd_kafka_timestamp_type_t type;
+    const int64_t t = rd_kafka_message_timestamp(m, &type);
+    st &= t >= 0 ? ts.Append(t) : ts.AppendNull();
+  }
+  std::shared_ptr<arrow::Array> arrays[5];
+  st &= topic.Finish(&arrays[0]);
+  st &= partition.Finish(&arrays[1]);
+  st &= offset.Finish(&arrays[2]);
+  st &= key.Finish(&arrays[3]);
+  st &= ts.Finish(&arrays[4]);
+  RILL_RETURN_NOT_OK(st);
+  const char* names[5] = {"_topic", "_partition", "_offset", "_key", "_timestamp"};
+  for (int i = 0; i < 5; ++i) {
+    auto field = arrow::field(names[i], arrays[i]->type());
+    const int at = rows->schema()->GetFieldIndex(names[i]);
+    RILL_ASSIGN_OR_RAISE(rows, at >= 0 ? rows->SetColumn(at, field, arrays[i])
+                                       : rows->AddColumn(rows->num_columns(), field, arrays[i]));
+  }
+  return rows;
 }
 
 DecodedMessages DecodeMessages(JsonDecoder* decoder, const JsonDecodeOptions& options,
