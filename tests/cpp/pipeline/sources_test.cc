@@ -19,8 +19,8 @@ Options Opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
 }
 
 void ExpectRefused(std::string_view kind, const Options& options, const char* sqlstate,
-                   std::vector<std::string> parts) {
-  auto decl = ReadSource(kind, options, "CREATE SOURCE s");
+                   std::vector<std::string> parts, std::string target_table = "t") {
+  auto decl = ReadSource(kind, options, "CREATE SOURCE s", target_table);
   ASSERT_FALSE(decl.ok()) << kind;
   EXPECT_TRUE(decl.status().IsInvalid());
   EXPECT_EQ(SqlStateOf(decl.status()), sqlstate) << decl.status().ToString();
@@ -126,7 +126,7 @@ TEST(PipelineSources, EveryKindReadsItsOptions) {
 
 TEST(PipelineSources, RefusalsNameTheOptionWithTheirSqlState) {
   ExpectRefused("kafka", Opts({{"topics", "t"}, {"topcs", "x"}}), kSqlStateSyntax,
-                {"CREATE SOURCE s", "unknown option 'topcs' of a kafka source", "topics"});
+                {"option 'topcs': unknown option 'topcs' of a kafka source", "topics"});
   ExpectRefused("kafka", Opts({{"bootstrap.servers", "h"}}), kSqlStateSyntax,
                 {"missing required option 'topics'"});
   ExpectRefused("kafka", Opts({{"topics", "t"}, {"max_buffer_records", "many"}}),
@@ -155,7 +155,8 @@ TEST(PipelineSources, RefusalsNameTheOptionWithTheirSqlState) {
                       {"on_overflow", "drop_oldest"}}),
                 kSqlStateSyntax, {"unknown option 'on_overflow'"});
   ExpectRefused("mqtt", Opts({}), kSqlStateBadValue, {"unknown connector 'mqtt'", "kafka"});
-  ExpectRefused("memory", Opts({}), kSqlStateSyntax, {"missing required option 'target_table'"});
+  ExpectRefused("memory", Opts({}), kSqlStateSyntax,
+                {"CREATE SOURCE s: missing required option 'target_table'"}, "");
 }
 
 TEST(PipelineSources, MakesTheDeclaredConnector) {
