@@ -233,8 +233,12 @@ TEST(NexmarkLatency, RowsMatchTheFirstFrameAtOrAfterTheirVersion) {
 // Event pushed -> query result and -> WebSocket frame for a short run: the
 // engine's server on 127.0.0.1:0, a Beast client on a real socket (latency.h).
 TEST(NexmarkLatency, WebSocketFramesArriveWithSaneLatencies) {
-  const LatencyPointResult r = MeasureLatencyPoint(10, 20'000, 1.0);
-  EXPECT_GT(r.achieved_bids_per_s, 5'000);
+  // 5k bids/s: since the table channel carries the changed rows (issue 24),
+  // 20k rows/s of JSON frames under ASan outran the client, so the frames of
+  // the window's last rows arrived after it. The rate is the benchmark's
+  // business (nexmark_bench --latency-only); this test checks the plumbing.
+  const LatencyPointResult r = MeasureLatencyPoint(10, 5'000, 1.0);
+  EXPECT_GT(r.achieved_bids_per_s, 2'500);
   EXPECT_GT(r.samples, 100);
   EXPECT_GT(r.ws_frames, 5);
   // Nearly every sampled row of the window reaches the client (the window's

@@ -5,10 +5,10 @@
 //
 // Frame format (src/rill/server/ws_hub.cc, docs/api.md):
 //   {"type":"event","channel":"table:<name>","ts":<s>,"data":{"table":..,
-//    "version":<n>,"rows":..,"bytes":..}}
-// The frame carries no rows: a row is visible through the WebSocket when the
+//    "version":<n>,"rows":..,"bytes":..,"changes":[...]}}
+// Only the version is read: a row is visible through the WebSocket when the
 // first frame announcing its table version, or a later one (the server
-// coalesces queued frames of a slow client: the newest version wins), arrives.
+// coalesces a slow client's pending changes: the newest version wins), arrives.
 //
 // Threads: Open/Close from the owner's thread; a reader thread of its own.
 #pragma once
