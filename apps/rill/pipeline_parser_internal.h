@@ -131,7 +131,8 @@ class Parser {
       v.kind = pipeline::OptionValue::Kind::kMap;
       for (const auto& kv : at.node) {
         const std::string key = kv.first.Scalar();
-        v.entries.emplace_back(key, ToOption(At{kv.second, at.path + "." + key}));
+        v.items.push_back(ToOption(At{kv.second, at.path + "." + key}));
+        v.items.back().key = key;
       }
     } else if (at.node.IsScalar()) {
       v.text = at.node.Scalar();

@@ -161,11 +161,12 @@ Result<Converted> Convert(const OptionValue& value, OptionType type) {
       if (value.kind != OptionValue::Kind::kMap) {
         return BadValue(value, "expected a mapping of names to values");
       }
-      for (const auto& [k, v] : value.entries) {
+      for (const OptionValue& v : value.items) {
         if (v.kind != OptionValue::Kind::kScalar) {
-          return BadValue(v.where.empty() ? value : v, "expected a string value for '" + k + "'");
+          return BadValue(v.where.empty() ? value : v,
+                          "expected a string value for '" + v.key + "'");
         }
-        out.map[k] = v.text;
+        out.map[v.key] = v.text;
       }
       return out;
   }

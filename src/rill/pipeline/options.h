@@ -49,9 +49,10 @@ Status PrefixError(const Status& status, const std::string& prefix);
 struct OptionValue {
   enum class Kind { kScalar, kList, kMap };
   Kind kind = Kind::kScalar;
-  std::string text;                                          ///< kScalar
-  std::vector<OptionValue> items;                            ///< kList
-  std::vector<std::pair<std::string, OptionValue>> entries;  ///< kMap, in order
+  std::string text;                ///< kScalar
+  /// kList: the items; kMap: the entries, in order, each with its `key`.
+  std::vector<OptionValue> items;
+  std::string key;                 ///< an entry of a kMap: its name
   /// Where it was declared, put in front of messages: "orders.yaml:12:
   /// connectors[0].topics" or "option 'topics'".
   std::string where;

@@ -62,7 +62,8 @@ TEST(PipelineSources, AMappingOptionAndItsDottedNamesMerge) {
   Options options = Opts({{"topics", "t"}, {"target_table", "orders"}, {"client.id", "c"}});
   OptionValue config;
   config.kind = OptionValue::Kind::kMap;
-  config.entries.emplace_back("bootstrap.servers", OptionValue::Scalar("h:1"));
+  config.items.push_back(OptionValue::Scalar("h:1"));
+  config.items.back().key = "bootstrap.servers";
   options.emplace_back("kafka_config", config);
   auto decl = ReadSource("kafka", options, "here");
   ASSERT_TRUE(decl.ok()) << decl.status().ToString();
