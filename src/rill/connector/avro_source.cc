@@ -2,6 +2,8 @@
 // concatenated records or an object container file).
 #include "rill/connector/avro_source.h"
 
+#include <algorithm>
+
 #include <zlib.h>
 
 #include <cstring>
@@ -172,7 +174,8 @@ Status DecodeContainer(AvroDecoder* decoder, std::string_view data, int64_t max_
         out->rejects.push_back(MakeReject("block at byte " + std::to_string(block_at) + ": " +
                                               st.message(),
                                           block, body_at, max_raw_bytes));
-        out->records += count;
+        // A reject is at least one record (a block may claim none).
+        out->records += std::max<int64_t>(count, 1);
         continue;
       }
       block = inflated;
@@ -199,6 +202,7 @@ Status DecodeContainer(AvroDecoder* decoder, std::string_view data, int64_t max_
     if (!sync_ok) {
       out->rejects.push_back(MakeReject("Avro container file: bad sync marker after the block",
                                         {}, c.offset() - 16, max_raw_bytes));
+      ++out->records;  // the rest of the file, unread: one record for its reject
       return Status::OK();
     }
   }
