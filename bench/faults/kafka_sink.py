@@ -38,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 TESTS = ROOT / "tests" / "python"
 sys.path.insert(0, str(TESTS))
+from zygote import Zygote  # noqa: E402
 
 TICK_MS = 50
 PARTITIONS = 3
@@ -144,39 +145,9 @@ def run_trials(broker, workdir: os.PathLike, trials: int, seed: int = 0,
     if zyg.stdout.readline().strip() != "ready":
         raise AssertionError("the zygote did not start")
 
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def spawn(n: int) -> int:
-        zyg.stdin.write(f"{n}\n")
-        zyg.stdin.flush()
-        return int(zyg.stdout.readline())
-
-    def wait_for(path: pathlib.Path, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if path.exists():
-                return True
-            if not alive(pid):
-                return path.exists()
-            time.sleep(0.005)
-        return False
-
-    def child_failed(n: int, what: str) -> AssertionError:
-        err = (work / f"child-{n % 4}.err").read_text(errors="replace")[-4000:]
-        return AssertionError(f"child {n} {what}:\n{err}")
-
-    def kill(pid: int) -> None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        while alive(pid):
-            time.sleep(0.002)
+    ctl = Zygote(zyg, work)
+    alive, spawn, wait_for, kill = ctl.alive, ctl.spawn, ctl.wait_for, ctl.kill
+    child_failed = ctl.child_failed
 
     producer = Producer(broker.bootstrap_servers, in_topic, RATE).start()
     during_startup = 0

@@ -55,6 +55,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from zygote import Zygote
+
 TICK_MS = 50
 PARTITIONS = 3
 RATE = 400  # records per second produced while the trials run
@@ -294,39 +296,9 @@ def run_trials(broker, workdir: os.PathLike, trials: int, mode: str = "at_least_
     if zyg.stdout.readline().strip() != "ready":
         raise AssertionError("the zygote did not start")
 
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)  # exited children are reaped at once (SIGCHLD ignored)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def spawn(n: int) -> int:
-        zyg.stdin.write(f"{n}\n")
-        zyg.stdin.flush()
-        return int(zyg.stdout.readline())
-
-    def wait_for(path: Path, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if path.exists():
-                return True
-            if not alive(pid):
-                return path.exists()
-            time.sleep(0.005)
-        return False
-
-    def child_failed(n: int, what: str) -> AssertionError:
-        err = (work / f"child-{n % 4}.err").read_text(errors="replace")[-4000:]
-        return AssertionError(f"child {n} {what}:\n{err}")
-
-    def kill(pid: int) -> None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        while alive(pid):
-            time.sleep(0.002)
+    ctl = Zygote(zyg, work)
+    alive, spawn, wait_for, kill = ctl.alive, ctl.spawn, ctl.wait_for, ctl.kill
+    child_failed = ctl.child_failed
 
     producer = Producer(broker.bootstrap_servers, topic, RATE).start()
     kills: List[Tuple[int, Dict[int, int], Optional[Dict[int, int]]]] = []

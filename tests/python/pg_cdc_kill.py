@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from zygote import Zygote
+
 TICK_MS = 20
 
 
@@ -199,39 +201,9 @@ def run_trials(server, workdir: os.PathLike, trials: int, seed: int = 0,
     if zyg.stdout.readline().strip() != "ready":
         raise AssertionError("the zygote did not start")
 
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def spawn(n: int) -> int:
-        zyg.stdin.write(f"{n}\n")
-        zyg.stdin.flush()
-        return int(zyg.stdout.readline())
-
-    def wait_for(path: Path, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if path.exists():
-                return True
-            if not alive(pid):
-                return path.exists()
-            time.sleep(0.005)
-        return False
-
-    def child_failed(n: int, what: str) -> AssertionError:
-        err = (work / f"child-{n % 4}.err").read_text(errors="replace")[-4000:]
-        return AssertionError(f"child {n} {what}:\n{err}\n{server.log_tail(20)}")
-
-    def kill(pid: int) -> None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        while alive(pid):
-            time.sleep(0.002)
+    ctl = Zygote(zyg, work)
+    alive, spawn, wait_for, kill = ctl.alive, ctl.spawn, ctl.wait_for, ctl.kill
+    child_failed = lambda n, what: ctl.child_failed(n, what, server.log_tail(20))  # noqa: E731
 
     def confirmed() -> Dict[str, Optional[int]]:
         rows = admin.execute("SELECT slot_name, confirmed_flush_lsn::text FROM pg_replication_slots "
