@@ -4,14 +4,16 @@
 //   rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
 //              [PIPELINE.yaml]
 //   rill query [--server ADDR] [--token T] [--format table|csv|json] SQL
-//   rill pipeline options                         the declarable options (Markdown)
+//   rill pipeline options [--format yaml|sql]     the declarable options (Markdown)
+//   rill pipeline dump [--server ADDR] [--token T] [--format yaml|sql]
+//                                                 the running catalog
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "rill/pipeline/sources.h"
+#include "rill/pipeline/catalog.h"
 
 #include "demo.h"
 #include "query.h"
@@ -78,6 +80,23 @@ int main(int argc, char** argv) {
       "--queue-db", queue_db,
       "SQLite file the queues of /api/v1/queues persist in, across restarts (default: the "
       "file's server.queue_db, else in memory)");
+  std::string admin_token;
+  CLI::Option* admin_token_opt = serve->add_option(
+      "--admin-token", admin_token,
+      "The admin credential: with it (psql user \"admin\", or the bearer token of POST "
+      "/api/v1/sql) clients may CREATE and DROP pipeline objects (default: the file's "
+      "server.admin_token, else none: DDL is off; the ordinary token stays read-only)");
+  std::string checkpoint_dir;
+  CLI::Option* checkpoint_dir_opt = serve->add_option(
+      "--checkpoint-dir", checkpoint_dir,
+      "Checkpoint directory: tables, source positions and the catalog (also what was created "
+      "over SQL) are restored from it at start and written periodically and at stop (default: "
+      "the file's checkpoint.dir, else no checkpoints)");
+  double checkpoint_interval = 0;
+  CLI::Option* checkpoint_interval_opt =
+      serve->add_option("--checkpoint-interval", checkpoint_interval,
+                        "Seconds between checkpoints (default: the file's, else 60)")
+          ->check(CLI::PositiveNumber);
   serve->add_flag("--allow-private-webhooks", serve_options.allow_private_webhooks,
                   "Let webhooks reach loopback and private addresses (local receivers)");
   serve->add_option("--duration", serve_options.duration_s,
@@ -103,12 +122,48 @@ int main(int argc, char** argv) {
   CLI::App* pipeline = app.add_subcommand("pipeline", "Inspect declared pipelines");
   pipeline->require_subcommand(1);
   CLI::App* pipeline_options = pipeline->add_subcommand(
-      "options", "Print every connector kind's options as Markdown (docs/pipelines.md)");
+      "options", "Print every kind's options as Markdown: the pipeline file's connectors "
+                 "(docs/pipelines.md) or, with --format sql, every statement's WITH options "
+                 "(docs/sql.md)");
+  std::string options_format = "yaml";
+  pipeline_options->add_option("--format", options_format, "yaml or sql")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"yaml", "sql"}));
+  rill::app::DumpOptions dump_options;
+  CLI::App* pipeline_dump = pipeline->add_subcommand(
+      "dump", "Print the running server's catalog (everything declared, by its pipeline file "
+              "or over SQL) as a pipeline file or as SQL; either, fed back, recreates it");
+  pipeline_dump->add_option("--server", dump_options.server, "Server address (HOST:PORT)")
+      ->capture_default_str();
+  CLI::Option* dump_token = pipeline_dump->add_option(
+      "--token", dump_options.token,
+      "The admin token (default: the RILL_ADMIN_TOKEN, else RILL_TOKEN environment variable)");
+  pipeline_dump->add_option("--format", dump_options.format, "yaml or sql")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"yaml", "sql"}));
 
   CLI11_PARSE(app, argc, argv);
 
   if (pipeline_options->parsed()) {
-    std::fputs(rill::pipeline::SourceOptionsMarkdown().c_str(), stdout);
+    std::fputs(options_format == "sql" ? rill::pipeline::DdlOptionsMarkdown().c_str()
+                                       : rill::pipeline::SourceOptionsMarkdown().c_str(),
+               stdout);
+    return 0;
+  }
+  if (pipeline_dump->parsed()) {
+    if (dump_token->count() == 0) {
+      const char* env = std::getenv("RILL_ADMIN_TOKEN");
+      if (env == nullptr) env = std::getenv("RILL_TOKEN");
+      if (env != nullptr) dump_options.token = env;
+    }
+    std::string out;
+    std::string err;
+    const int rc = rill::app::RunDump(dump_options, &out, &err);
+    if (rc != 0) {
+      std::fprintf(stderr, "rill pipeline dump: %s\n", err.c_str());
+      return rc;
+    }
+    std::fputs(out.c_str(), stdout);
     return 0;
   }
 
@@ -120,6 +175,11 @@ int main(int argc, char** argv) {
     if (token_opt->count() > 0) serve_options.token = token;
     if (metrics_opt->count() > 0) serve_options.metrics_path = metrics_path;
     if (queue_db_opt->count() > 0) serve_options.queue_db = queue_db;
+    if (admin_token_opt->count() > 0) serve_options.admin_token = admin_token;
+    if (checkpoint_dir_opt->count() > 0) serve_options.checkpoint_dir = checkpoint_dir;
+    if (checkpoint_interval_opt->count() > 0) {
+      serve_options.checkpoint_interval_seconds = checkpoint_interval;
+    }
     return rill::app::RunServe(serve_options);
   }
   if (query->parsed()) {

@@ -1,6 +1,7 @@
 // Parsing of pipeline files (the YAML described in pipeline.h).
 #include "pipeline.h"
 #include "pipeline_parser_internal.h"
+#include "rill/pipeline/tables.h"
 
 #include <cmath>
 #include <fstream>
@@ -17,44 +18,7 @@ namespace pipeline_internal {
 namespace {
 
 Result<std::shared_ptr<arrow::DataType>> ParseType(std::string text) {
-  for (char& c : text) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  static const std::map<std::string, std::shared_ptr<arrow::DataType>> kTypes = {
-      {"int8", arrow::int8()},       {"int16", arrow::int16()},
-      {"int32", arrow::int32()},     {"int64", arrow::int64()},
-      {"uint8", arrow::uint8()},     {"uint16", arrow::uint16()},
-      {"uint32", arrow::uint32()},   {"uint64", arrow::uint64()},
-      {"float32", arrow::float32()}, {"float", arrow::float32()},
-      {"float64", arrow::float64()}, {"double", arrow::float64()},
-      {"bool", arrow::boolean()},    {"boolean", arrow::boolean()},
-      {"string", arrow::utf8()},     {"utf8", arrow::utf8()},
-      {"str", arrow::utf8()},        {"large_string", arrow::large_utf8()},
-      {"binary", arrow::binary()},   {"date32", arrow::date32()},
-      {"date", arrow::date32()},     {"timestamp", arrow::timestamp(arrow::TimeUnit::MICRO)},
-  };
-  if (auto it = kTypes.find(text); it != kTypes.end()) {
-    return it->second;
-  }
-  // timestamp[UNIT] or timestamp[UNIT, TZ]
-  if (text.rfind("timestamp[", 0) == 0 && text.back() == ']') {
-    std::string inner = text.substr(10, text.size() - 11);
-    std::string unit = inner.substr(0, inner.find(','));
-    std::string tz = inner.find(',') == std::string::npos ? "" : inner.substr(inner.find(',') + 1);
-    tz.erase(0, tz.find_first_not_of(' '));
-    static const std::map<std::string, arrow::TimeUnit::type> kUnits = {
-        {"s", arrow::TimeUnit::SECOND},
-        {"ms", arrow::TimeUnit::MILLI},
-        {"us", arrow::TimeUnit::MICRO},
-        {"ns", arrow::TimeUnit::NANO}};
-    if (auto it = kUnits.find(unit); it != kUnits.end()) {
-      if (tz == "utc") tz = "UTC";
-      return arrow::timestamp(it->second, tz);
-    }
-  }
-  return Status::Invalid("unknown type '", text,
-                         "' (expected int8..int64, uint8..uint64, float32, float64, bool, "
-                         "string, large_string, binary, date32, timestamp[s|ms|us|ns])");
+  return pipeline::ParseColumnType(std::move(text));
 }
 
 }  // namespace
@@ -118,7 +82,11 @@ Status Parser::ParseMetrics(const At& at, Pipeline* p) const {
 }
 
 Status Parser::ParseServer(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"listen", "token", "allow_private_webhooks", "queue_db"}));
+  RILL_RETURN_NOT_OK(
+      Keys(at, {"listen", "token", "admin_token", "allow_private_webhooks", "queue_db"}));
+  if (Has(at, "admin_token")) {
+    RILL_ASSIGN_OR_RAISE(p->server.admin_token, Str(Child(at, "admin_token")));
+  }
   if (Has(at, "queue_db")) {
     RILL_ASSIGN_OR_RAISE(p->server.queue_db, Str(Child(at, "queue_db")));
   }

@@ -6,7 +6,7 @@
 //                max_records_per_tick
 //   metrics:     path, flush_interval_seconds, telemetry_retention_seconds,
 //                alert_retention_seconds
-//   server:      listen, token, allow_private_webhooks, queue_db (flags
+//   server:      listen, token, admin_token, allow_private_webhooks, queue_db (flags
 //                override)
 //   checkpoint:  dir, interval_seconds (60), format (parquet | arrow), keep (3):
 //                restored at start, written periodically and at stop
@@ -174,6 +174,8 @@ struct SinkSpec {
 struct PipelineServerSettings {
   std::optional<std::string> listen;
   std::optional<std::string> token;
+  /// The admin credential: DDL over pgwire (user admin) and POST /api/v1/sql.
+  std::optional<std::string> admin_token;
   std::optional<bool> allow_private_webhooks;
   /// SQLite file persisting the toolkit's queues (/api/v1/queues).
   std::optional<std::string> queue_db;

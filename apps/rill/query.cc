@@ -195,42 +195,45 @@ std::string FormatTable(const QueryTable& table) {
   return out;
 }
 
-int RunQuery(const QueryOptions& options, std::string* out, std::string* err) {
-  if (options.format != "table" && options.format != "csv" && options.format != "json") {
-    *err = "unknown format '" + options.format + "' (expected table, csv or json)";
-    return 2;
-  }
-  auto url = QueryUrl(options.server);
-  if (!url.ok()) {
-    *err = url.status().message();
-    return 2;
-  }
-  const std::string wire_format = options.format == "csv" ? "csv" : "json";
-  const std::string body = "{\"sql\":" + server::JsonQuote(options.sql) +
-                           ",\"format\":" + server::JsonQuote(wire_format) + "}";
+namespace {
+
+/// `server`'s URL of `path` (QueryUrl's address rules).
+Result<std::string> UrlOf(const std::string& server, const std::string& path) {
+  RILL_ASSIGN_OR_RAISE(std::string url, QueryUrl(server));
+  return url.substr(0, url.size() - std::string("/api/v1/query").size()) + path;
+}
+
+/// One request to the server: POST `*post_body` as JSON, or GET when null.
+/// Return 0 with the response in `*response`, 1 when the server refused it
+/// (its message in `*err`), 2 when it could not be reached.
+int Exchange(const std::string& server, const std::string& url, const std::string& token,
+             const std::string* post_body, double timeout_seconds, std::string* response,
+             std::string* err) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> h(curl_easy_init(), curl_easy_cleanup);
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   headers = curl_slist_append(headers, "Expect:");
-  if (!options.token.empty()) {
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + options.token).c_str());
+  if (!token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
   }
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(headers, curl_slist_free_all);
-  std::string response;
   char error[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(h.get(), CURLOPT_URL, url->c_str());
+  curl_easy_setopt(h.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(h.get(), CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h.get(), CURLOPT_PROXY, "");
   curl_easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_seconds * 1000));
+  curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(h.get(), CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(h.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (post_body != nullptr) {
+    curl_easy_setopt(h.get(), CURLOPT_POSTFIELDS, post_body->c_str());
+    curl_easy_setopt(h.get(), CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(post_body->size()));
+  }
   curl_easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(h.get(), CURLOPT_WRITEDATA, &response);
+  curl_easy_setopt(h.get(), CURLOPT_WRITEDATA, response);
   curl_easy_setopt(h.get(), CURLOPT_ERRORBUFFER, error);
   if (CURLcode rc = curl_easy_perform(h.get()); rc != CURLE_OK) {
-    *err = "cannot reach the rill server at " + options.server + ": " +
+    *err = "cannot reach the rill server at " + server + ": " +
            (error[0] != '\0' ? error : curl_easy_strerror(rc));
     return 2;
   }
@@ -241,8 +244,54 @@ int RunQuery(const QueryOptions& options, std::string* out, std::string* err) {
     return 1;
   }
   if (status < 200 || status >= 300) {
-    *err = ServerMessage(status, response);
+    *err = ServerMessage(status, *response);
     return 1;
+  }
+  return 0;
+}
+
+/// The command tag (and notice) of a DDL answer {"command": ..., "notice": ...}
+/// without rows; nullopt for any other answer.
+std::optional<std::string> CommandOf(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view command, notice;
+  if (parser.parse(json).get(doc) || !doc.is_object() ||
+      doc["command"].get_string().get(command) || doc["columns"].error() == simdjson::SUCCESS) {
+    return std::nullopt;
+  }
+  std::string out;
+  if (!doc["notice"].get_string().get(notice) && !notice.empty()) {
+    out += "NOTICE:  " + std::string(notice) + "\n";
+  }
+  return out + std::string(command) + "\n";
+}
+
+}  // namespace
+
+int RunQuery(const QueryOptions& options, std::string* out, std::string* err) {
+  if (options.format != "table" && options.format != "csv" && options.format != "json") {
+    *err = "unknown format '" + options.format + "' (expected table, csv or json)";
+    return 2;
+  }
+  // /api/v1/sql: queries as /api/v1/query runs them, and DDL (with the admin token).
+  auto url = UrlOf(options.server, "/api/v1/sql");
+  if (!url.ok()) {
+    *err = url.status().message();
+    return 2;
+  }
+  const std::string wire_format = options.format == "csv" ? "csv" : "json";
+  const std::string body = "{\"sql\":" + server::JsonQuote(options.sql) +
+                           ",\"format\":" + server::JsonQuote(wire_format) + "}";
+  std::string response;
+  if (int rc = Exchange(options.server, *url, options.token, &body, options.timeout_seconds,
+                        &response, err);
+      rc != 0) {
+    return rc;
+  }
+  if (auto command = CommandOf(response)) {
+    *out = *command;
+    return 0;
   }
   if (options.format != "table") {
     *out = response;
@@ -256,6 +305,20 @@ int RunQuery(const QueryOptions& options, std::string* out, std::string* err) {
   }
   *out = FormatTable(*table);
   return 0;
+}
+
+int RunDump(const DumpOptions& options, std::string* out, std::string* err) {
+  if (options.format != "yaml" && options.format != "sql") {
+    *err = "unknown format '" + options.format + "' (expected yaml or sql)";
+    return 2;
+  }
+  auto url = UrlOf(options.server, "/api/v1/pipeline/dump?format=" + options.format);
+  if (!url.ok()) {
+    *err = url.status().message();
+    return 2;
+  }
+  return Exchange(options.server, *url, options.token, nullptr, options.timeout_seconds, out,
+                  err);
 }
 
 }  // namespace rill::app

@@ -1,6 +1,6 @@
 // `rill query`: run SQL on a running rill server over its HTTP API.
 //
-// POSTs {"sql": ..., "format": ...} to http://ADDR/api/v1/query with the
+// POSTs {"sql": ..., "format": ...} to http://ADDR/api/v1/sql with the
 // bearer token and prints the result: an aligned text table (default; asks
 // for JSON and formats it), or the server's CSV / JSON unchanged.
 #pragma once
@@ -45,7 +45,21 @@ Result<QueryTable> ParseJsonResult(const std::string& json);
 /// right-aligned, NULL for nulls) and a "(N rows)" line.
 std::string FormatTable(const QueryTable& table);
 
-/// Run the query. On success return 0 and the text to print in `*out`. On
+struct DumpOptions {
+  std::string server = "127.0.0.1:9494";
+  /// The admin token (the dump shows every option, credentials included).
+  std::string token;
+  /// "yaml" (a pipeline file) or "sql" (CREATE statements).
+  std::string format = "yaml";
+  double timeout_seconds = 60;
+};
+
+/// `rill pipeline dump --server ADDR`: fetch the running catalog
+/// (GET /api/v1/pipeline/dump). Return codes as RunQuery's.
+int RunDump(const DumpOptions& options, std::string* out, std::string* err);
+
+/// Run the statement over POST /api/v1/sql (a query, or DDL with the admin
+/// token: the command tag is printed). On success return 0 and the text to print in `*out`. On
 /// failure return 1 when the server refused the query (its message in
 /// `*err`), 2 when it could not be reached or answered something unreadable.
 int RunQuery(const QueryOptions& options, std::string* out, std::string* err);

@@ -12,6 +12,7 @@
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_checkpoint.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/pipeline/catalog.h"
 
 #if __has_include("rill/server/server.h")
 #include "rill/server/server.h"
@@ -84,12 +85,13 @@ struct Running {
 /// Start the network server (the one call that needs server.h) and print
 /// the address, token and dashboard URL.
 Status StartServer(Running* run, const std::string& listen,
-                   const std::optional<std::string>& token, bool allow_private_webhooks,
-                   const std::string& queue_db) {
+                   const std::optional<std::string>& token, const std::string& admin_token,
+                   bool allow_private_webhooks, const std::string& queue_db) {
 #if RILL_HAVE_SERVER
   server::ServerOptions options;
   options.listen = listen;
   options.token = token;
+  options.admin_token = admin_token;
   options.allow_private_webhooks = allow_private_webhooks;
   toolkit::ToolkitOptions toolkit_options;
   toolkit_options.queue_db = queue_db;
@@ -103,11 +105,16 @@ Status StartServer(Running* run, const std::string& listen,
                                            : run->server->token().c_str());
   std::printf("  dashboard: %s\n", run->server->dashboard_url().c_str());
   if (!queue_db.empty()) std::printf("  queues:    %s\n", queue_db.c_str());
+  std::printf("  admin:     %s\n",
+              admin_token.empty()
+                  ? "(no admin token: DDL is off; --admin-token enables CREATE / DROP)"
+                  : "psql user \"admin\" or POST /api/v1/sql with the admin token: DDL");
   std::printf("  query:     rill query --server %s --token <token> \"SELECT 1\"\n",
               run->server->address().c_str());
 #else
   (void)run;
   (void)token;
+  (void)admin_token;
   (void)allow_private_webhooks;
   (void)queue_db;
   std::printf("rill serve: this build has no network server; running the pipeline only "
@@ -148,25 +155,43 @@ Status Serve(const ServeOptions& options, Running* run) {
   const std::string listen =
       options.listen.value_or(pipeline.server.listen.value_or("127.0.0.1:9494"));
   const std::optional<std::string> token = options.token ? options.token : pipeline.server.token;
+  const std::string admin_token =
+      options.admin_token.value_or(pipeline.server.admin_token.value_or(""));
   const bool allow_private =
       options.allow_private_webhooks || pipeline.server.allow_private_webhooks.value_or(false);
 
   // Alert-rule webhooks (rules from the file and from the API) are delivered
   // by the server (Server::Start makes the sender and the rule relay).
 
+  pipeline::Catalog& catalog = pipeline::Catalog::For(run->engine.get());
+  catalog.SetMetricsStore(run->metrics.get());
   RILL_RETURN_NOT_OK(ApplyPipeline(pipeline, *run->engine, run->metrics.get()));
-  if (pipeline.checkpoint) {
+  std::optional<CheckpointOptions> checkpoint = pipeline.checkpoint;
+  if (options.checkpoint_dir) {
+    if (!checkpoint) checkpoint = CheckpointOptions{};
+    checkpoint->dir = *options.checkpoint_dir;
+  }
+  if (checkpoint && options.checkpoint_interval_seconds) {
+    checkpoint->interval_seconds = *options.checkpoint_interval_seconds;
+  }
+  if (checkpoint) {
     // Restore the newest checkpoint before the first tick, then checkpoint
     // periodically (the engine's connectors commit what checkpoints hold).
-    RILL_ASSIGN_OR_RAISE(run->checkpointer,
-                         Checkpointer::Make(run->engine.get(), *pipeline.checkpoint));
+    RILL_ASSIGN_OR_RAISE(run->checkpointer, Checkpointer::Make(run->engine.get(), *checkpoint));
     MetricsStore* store = run->metrics.get();
     AddMetricsCheckpointSection(*run->checkpointer, [store] { return store; });
+    catalog.AttachCheckpointer(run->checkpointer.get());
+    // What was declared over SQL comes back first, so the restore finds its
+    // tables, sources (their positions) and sinks.
+    RILL_ASSIGN_OR_RAISE(auto saved, run->checkpointer->ReadSection("catalog"));
+    if (saved) RILL_RETURN_NOT_OK(catalog.Replay(*saved));
     RILL_ASSIGN_OR_RAISE(auto restored, run->checkpointer->Restore());
     if (restored) {
-      std::printf("rill serve: restored checkpoint %llu (%zu tables, %lld rows) from %s\n",
+      std::printf("rill serve: restored checkpoint %llu (%zu tables, %lld rows, %zu declared "
+                  "objects) from %s\n",
                   static_cast<unsigned long long>(restored->id), restored->tables.size(),
-                  static_cast<long long>(restored->rows), pipeline.checkpoint->dir.c_str());
+                  static_cast<long long>(restored->rows), catalog.Entries().size(),
+                  checkpoint->dir.c_str());
     }
   }
   RILL_RETURN_NOT_OK(run->engine->Start());
@@ -181,7 +206,7 @@ Status Serve(const ServeOptions& options, Running* run) {
                 pipeline.rules.size(), pipeline.sinks.size(), metrics_options.path.c_str());
   }
   const std::string queue_db = options.queue_db.value_or(pipeline.server.queue_db.value_or(""));
-  RILL_RETURN_NOT_OK(StartServer(run, listen, token, allow_private, queue_db));
+  RILL_RETURN_NOT_OK(StartServer(run, listen, token, admin_token, allow_private, queue_db));
 
   const auto start = std::chrono::steady_clock::now();
   int waiting_sinks = 1;  // sinks whose table (a task's output) does not exist yet

@@ -1,5 +1,5 @@
-// `rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
-// [pipeline.yaml]`:
+// `rill serve [--listen ADDR] [--token T] [--admin-token A] [--metrics PATH]
+// [--queue-db PATH] [--checkpoint-dir DIR] [pipeline.yaml]`:
 // run an engine, its metrics store, the declared pipeline and the network
 // server until SIGINT / SIGTERM.
 #pragma once
@@ -17,6 +17,17 @@ struct ServeOptions {
   /// Override the pipeline's `server.token`; unset and absent there: the
   /// server generates one and it is printed.
   std::optional<std::string> token;
+  /// Override the pipeline's `server.admin_token`: the credential that may run
+  /// DDL (pgwire user `admin`, bearer token of POST /api/v1/sql). Unset and
+  /// absent there: no DDL over the network.
+  std::optional<std::string> admin_token;
+  /// Override the pipeline's `checkpoint.dir` (a pipeline without one gets
+  /// checkpoints with the default interval): the tables' rows, the sources'
+  /// positions and the catalog (everything declared, also over SQL) are
+  /// restored from it at start and written periodically and at stop.
+  std::optional<std::string> checkpoint_dir;
+  /// Override `checkpoint.interval_seconds`.
+  std::optional<double> checkpoint_interval_seconds;
   /// Override the pipeline's `metrics.path` (default rill_metrics.db).
   std::optional<std::string> metrics_path;
   /// Override the pipeline's `server.queue_db`: the SQLite file (WAL) the

@@ -85,14 +85,14 @@ from . import compute  # noqa: E402
 from ._logging import flush_logs, install as _install_logging  # noqa: E402
 from .compute import aggregate_table, filter_table, join_tables  # noqa: E402
 from .errors import (  # noqa: E402
-    BinderError, CatalogError, ConversionError, InterruptError, InvalidInputError,
+    BinderError, CatalogError, ConversionError, DDLError, InterruptError, InvalidInputError,
     OutOfRangeError, ParserError, SQLError,
 )
 from .metrics_options import MetricsStoreOptions  # noqa: E402
 
 _install_logging()
 
-__all__ += ["join_tables", "filter_table", "aggregate_table", "flush_logs", "SQLError",
+__all__ += ["join_tables", "filter_table", "aggregate_table", "flush_logs", "SQLError", "DDLError",
             "CatalogError", "ParserError", "BinderError", "ConversionError",
             "InvalidInputError", "OutOfRangeError", "InterruptError", "MetricsStoreOptions"]
 

@@ -43,6 +43,7 @@ from .errors import (
     BinderError as BinderError,
     CatalogError as CatalogError,
     ConversionError as ConversionError,
+    DDLError as DDLError,
     InterruptError as InterruptError,
     InvalidInputError as InvalidInputError,
     OutOfRangeError as OutOfRangeError,

@@ -16,6 +16,7 @@ from . import checkpoint as _checkpoint
 from . import sinks as _sinks
 from ._sequence import EngineList
 from .connectors.base import BaseConnector, connector_of
+from .errors import DDLError
 from .metrics import MetricsRegistry
 from .metrics_options import MetricsStoreOptions
 from .retention import RetentionPolicy
@@ -482,6 +483,35 @@ class RillEngine:
         if not isinstance(sql, str):
             raise TypeError(f"sql must be a str, got {type(sql).__name__}")
         return _arrow.table_from_stream(self._core.query(sql))
+
+    def execute_ddl(self, sql: str) -> Union[pa.Table, str]:
+        """Run pipeline DDL, as psql runs it against `rill serve` (docs/sql.md).
+
+        CREATE TABLE / SOURCE / MATERIALIZED VIEW / STREAM VIEW / WINDOW /
+        SINK / KPI / ALERT RULE, DROP ... [IF EXISTS] [CASCADE] and SHOW
+        TABLES / SOURCES / VIEWS / SINKS / WINDOWS / KPIS / ALERT RULES; several
+        statements may be separated by `;`. Returns the last statement's result:
+        SHOW gives a pa.Table (name, kind, options, status, counters), CREATE
+        and DROP their command tag ("CREATE TABLE"). A refused statement raises
+        rills.DDLError (a ValueError) with its PostgreSQL `sqlstate`; the
+        statements before it stay applied.
+        """
+        if not isinstance(sql, str):
+            raise TypeError(f"sql must be a str, got {type(sql).__name__}")
+        if self.metrics_path is not None:
+            self._metrics_store()  # KPIs and alert rules live there
+        results = self._core.execute_ddl(sql)
+        if not results:
+            raise DDLError("no statement in the text", "42601")
+        last = results[-1]
+        if "error" in last:
+            raise DDLError(last["error"], last["sqlstate"])
+        for r in results:
+            if r["notice"]:
+                _log.info("%s", r["notice"])
+        if "rows" in last:
+            return _arrow.table_from_stream(last["rows"])
+        return last["command"]
 
     # Metrics and memory ------------------------------------------------------------------
 

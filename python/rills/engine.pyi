@@ -113,6 +113,8 @@ class RillEngine:
         """The latest engine events (errors and warnings)."""
     def query_sql(self, sql: str) -> pa.Table:
         """Run DuckDB SQL over the live tables."""
+    def execute_ddl(self, sql: str) -> Union[pa.Table, str]:
+        """Run pipeline DDL (CREATE / DROP / SHOW): SHOW's table or the command tag."""
     def get_metrics(self) -> Dict[str, Any]:
         """Engine counters and business metrics."""
     def check_memory_budget(self) -> Tuple[int, Optional[int], bool]:

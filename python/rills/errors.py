@@ -30,9 +30,24 @@ from __future__ import annotations
 from typing import Dict, Type
 
 __all__ = [
-    "SQLError", "CatalogError", "ParserError", "BinderError", "ConversionError",
+    "DDLError", "SQLError", "CatalogError", "ParserError", "BinderError", "ConversionError",
     "InvalidInputError", "OutOfRangeError", "InterruptError",
 ]
+
+
+class DDLError(ValueError):
+    """A CREATE / DROP / SHOW statement was refused (RillEngine.execute_ddl).
+
+    `sqlstate` is the PostgreSQL code a psql client would see: 42601 syntax
+    or unknown / missing option, 22023 a bad value, 42704 a missing object,
+    42710 a name that exists, 2BP01 a DROP others depend on.
+    """
+
+    sqlstate: str = ""
+
+    def __init__(self, message: str, sqlstate: str = "") -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class SQLError(ValueError):

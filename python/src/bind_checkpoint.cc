@@ -14,6 +14,7 @@
 #include "bind_common.h"
 #include "py_status.h"
 #include "rill/engine/checkpoint.h"
+#include "rill/pipeline/catalog.h"
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_checkpoint.h"
 
@@ -66,6 +67,8 @@ void Open(nb::handle core, const std::string& dir, double interval_seconds, int 
     made = Checkpointer::Make(access.engine, std::move(options));
   }
   std::shared_ptr<Checkpointer> c = ValueOrRaise(std::move(made));
+  // What execute_ddl declared is saved with every checkpoint.
+  rill::pipeline::Catalog::For(access.engine).AttachCheckpointer(c.get());
   *access.checkpointer_slot = c;
 }
 
@@ -117,10 +120,22 @@ void BindCheckpoint(nb::module_& m) {
   });
   m.def("checkpoint_restore", [](nb::handle core) -> nb::object {
     Checkpointer& c = Required(core);
+    EngineAccess access = AccessEngine(core);
     rill::Result<std::optional<rill::CheckpointInfo>> restored;
     {
       nb::gil_scoped_release release;
-      restored = c.Restore();
+      // Objects declared with execute_ddl come back first (their tables, the
+      // sources whose positions the restore sets, the sinks).
+      auto saved = c.ReadSection("catalog");
+      if (!saved.ok()) {
+        restored = saved.status();
+      } else if (*saved) {
+        rill::Status replayed = rill::pipeline::Catalog::For(access.engine).Replay(**saved);
+        restored = replayed.ok() ? c.Restore()
+                                 : rill::Result<std::optional<rill::CheckpointInfo>>(replayed);
+      } else {
+        restored = c.Restore();
+      }
     }
     auto info = ValueOrRaise(std::move(restored));
     if (!info) return nb::none();

@@ -28,6 +28,7 @@
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/pipeline/catalog.h"
 
 namespace rills {
 
@@ -621,6 +622,34 @@ void BindEngine(nb::module_& m) {
             Engine& engine = e.engine();
             auto table = WithoutGil([&] { return engine.Query(sql); });
             return ExportTable(table);
+          },
+          nb::arg("sql"))
+      .def(
+          "execute_ddl",
+          [](PyEngine& e, const std::string& sql) {
+            // {"command", "notice", "rows" (SHOW: an Arrow stream capsule)} per
+            // statement, or {"error", "sqlstate"} at the first that fails.
+            Engine& engine = e.engine();
+            rill::pipeline::Catalog& catalog = rill::pipeline::Catalog::For(&engine);
+            if (rill::MetricsStore* store = e.store_or_null()) catalog.SetMetricsStore(store);
+            nb::list out;
+            for (const std::string& statement : rill::pipeline::SplitStatements(sql)) {
+              auto done = WithoutGil([&] { return catalog.Execute(statement); });
+              nb::dict d;
+              if (!done.ok()) {
+                d["error"] = done.status().message();
+                d["sqlstate"] = rill::pipeline::SqlStateOf(done.status());
+                out.append(d);
+                break;
+              }
+              d["command"] = done->tag;
+              d["notice"] = done->notice;
+              if (done->rows != nullptr) {
+                d["rows"] = ExportTable(rill::Result<std::shared_ptr<arrow::Table>>(done->rows));
+              }
+              out.append(d);
+            }
+            return out;
           },
           nb::arg("sql"))
       // Loop --------------------------------------------------------------

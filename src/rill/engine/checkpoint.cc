@@ -351,6 +351,19 @@ Result<std::vector<CheckpointInfo>> Checkpointer::List() const {
   return out;
 }
 
+Result<std::optional<std::string>> Checkpointer::ReadSection(const std::string& name) const {
+  RILL_ASSIGN_OR_RAISE(auto ids, checkpoint_internal::ListIds(options_.dir));
+  // The checkpoint Restore would pick: the newest whose manifest reads.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    auto loaded = checkpoint_internal::ReadManifest(options_.dir, *it);
+    if (!loaded.ok()) continue;
+    auto section = loaded->sections.find(name);
+    if (section == loaded->sections.end()) return std::optional<std::string>();
+    return std::optional<std::string>(section->second);
+  }
+  return std::optional<std::string>();
+}
+
 Result<std::optional<CheckpointInfo>> Checkpointer::Restore() {
   RILL_ASSIGN_OR_RAISE(auto ids, checkpoint_internal::ListIds(options_.dir));
   Status first_error;

@@ -159,6 +159,11 @@ class Checkpointer {
   /// nullopt when there is no checkpoint. IOError/Invalid when none can be read.
   Result<std::optional<CheckpointInfo>> Restore();
 
+  /// The text of section `name` in the checkpoint Restore would read (the
+  /// newest readable one), without restoring anything; nullopt when there is
+  /// no checkpoint or it has no such section. For a layer that must recreate
+  /// its objects before the rows are restored (the pipeline catalog). Any thread.
+  Result<std::optional<std::string>> ReadSection(const std::string& name) const;
   /// The complete checkpoints on disk, oldest first.
   Result<std::vector<CheckpointInfo>> List() const;
 

@@ -7,6 +7,7 @@
 #include <arrow/type.h>
 
 #include "rill/connector/memory_connector.h"
+#include "rill/pipeline/option_docs.h"
 
 namespace rill::pipeline {
 
@@ -464,21 +465,7 @@ Result<SourceDecl> ReadSource(std::string_view kind, const Options& options,
 std::string SourceOptionsMarkdown() {
   std::string out;
   for (const std::string& kind : SourceKinds()) {
-    const OptionTable<SourceDecl>& table = *SourceOptionTable(kind);
-    out += "#### `type: " + kind + "`\n\n| option | type | description |\n|---|---|---|\n";
-    for (const auto& d : table.defs) {
-      std::string name = "`" + d.name + "`";
-      if (d.required) name += " (required)";
-      if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
-      std::string description;  // a | would end the Markdown cell
-      for (char c : d.description) description += c == '|' ? std::string("\\|") : std::string(1, c);
-      out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
-    }
-    if (!table.dotted_map.empty()) {
-      out += "\nAny other option with a dot in its name (`bootstrap.servers`, `group.id`, ...) "
-             "goes into `" + table.dotted_map + "`.\n";
-    }
-    out += "\n";
+    out += OptionTableMarkdown(*SourceOptionTable(kind), "#### `type: " + kind + "`");
   }
   return out;
 }

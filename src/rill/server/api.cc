@@ -112,7 +112,8 @@ HttpReply Authorized(ServerContext& ctx, const HttpRequest& request) {
   if (path == "/api/v1/stream") {
     return ErrorReply(426, "GET /api/v1/stream needs a WebSocket upgrade");
   }
-  for (auto* route : {&RouteQuery, &RouteTables, &RouteMetrics, &RouteIngest, &RouteToolkit}) {
+  for (auto* route :
+       {&RouteQuery, &RouteTables, &RouteMetrics, &RouteIngest, &RouteToolkit, &RoutePipeline}) {
     std::optional<HttpReply> reply = (*route)(ctx, request);
     if (reply.has_value()) {
       return std::move(*reply);
@@ -270,7 +271,7 @@ HttpReply Route(ServerContext& ctx, const HttpRequest& request) {
     }
     return Static(ctx, request);
   }
-  if (!IsAuthorized(request, ctx.token)) {
+  if (!IsAuthorized(request, ctx.token, ctx.admin_token)) {
     HttpReply reply = ErrorReply(401, "unauthorized");
     reply.headers.emplace_back("WWW-Authenticate", "Bearer");
     return reply;

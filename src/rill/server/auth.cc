@@ -90,4 +90,13 @@ bool IsAuthorized(const HttpRequest& request, const std::string& token) {
   return !offered.empty() && ConstantTimeEquals(offered, token);
 }
 
+bool IsAuthorized(const HttpRequest& request, const std::string& token,
+                  const std::string& admin_token) {
+  return IsAuthorized(request, token) || IsAdmin(request, admin_token);
+}
+
+bool IsAdmin(const HttpRequest& request, const std::string& admin_token) {
+  return !admin_token.empty() && IsAuthorized(request, admin_token);
+}
+
 }  // namespace rill::server

@@ -35,6 +35,14 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 /// upgrades) in the Sec-WebSocket-Protocol offer.
 bool IsAuthorized(const HttpRequest& request, const std::string& token);
 
+/// As above, also accepting the admin credential `admin_token` (when not empty).
+bool IsAuthorized(const HttpRequest& request, const std::string& token,
+                  const std::string& admin_token);
+
+/// True when `admin_token` is not empty and the request carries it (the
+/// credential that may run DDL).
+bool IsAdmin(const HttpRequest& request, const std::string& admin_token);
+
 /// Return the value of cookie `name` in a Cookie header, or "".
 std::string_view CookieValue(std::string_view cookie_header, std::string_view name);
 

@@ -152,7 +152,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
     if (header.method() == http::verb::options && !has_body) {
       return true;
     }
-    if (IsAuthorized(head, server_.token)) {
+    if (IsAuthorized(head, server_.token, server_.options.admin_token)) {
       return true;
     }
     // The handler's own refusal (401 with WWW-Authenticate and, for an
@@ -233,7 +233,7 @@ class HttpSession : public Closable, public std::enable_shared_from_this<HttpSes
       }
     }
     if (upgrade && request.path == "/api/v1/stream") {
-      if (!IsAuthorized(request, server_.token)) {
+      if (!IsAuthorized(request, server_.token, server_.options.admin_token)) {
         return WriteError(401, "unauthorized");
       }
       server_.ctx->counters.requests.fetch_add(1, std::memory_order_relaxed);

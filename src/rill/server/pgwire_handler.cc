@@ -34,6 +34,7 @@ class PgWireHandler : public ProtocolHandler {
     pgwire::PgServerConfig config;
     config.executor = handler->executor_.get();
     config.token = ctx.token;
+    config.admin_token = ctx.admin_token;
     pgwire::PgServiceOptions options;
     // Idle sessions stay open (as PostgreSQL's); idle transactions get the
     // server's idle timeout, authentication its login deadline.

@@ -29,6 +29,8 @@ struct ProtocolContext {
   Engine* engine = nullptr;
   MetricsStore* metrics = nullptr;  ///< may be null
   std::string token;                ///< "" = authentication off
+  /// The admin credential (ServerOptions::admin_token); "" when none.
+  std::string admin_token;
   double query_timeout_seconds = 30;
   double idle_timeout_seconds = 60;
   /// ServerOptions::login_timeout_seconds (0 = none).

@@ -15,6 +15,7 @@
 
 #include "rill/common/logging.h"
 #include "rill/common/thread_priority.h"
+#include "rill/pipeline/catalog.h"
 #include "rill/server/auth.h"
 #include "rill/server/pgwire_handler.h"
 #include "rill/server/query_limits.h"
@@ -292,6 +293,10 @@ Result<std::unique_ptr<Server>> Server::Make(Engine* engine, MetricsStore* metri
   } else {
     impl->token = *options.token;
   }
+  if (!options.admin_token.empty() && options.admin_token == impl->token) {
+    return Status::Invalid("server options: admin_token must differ from the token (the "
+                           "token is read-only, the admin token may change the pipeline)");
+  }
   if (impl->token.empty() && !IsLoopback(impl->host)) {
     return Status::Invalid("refusing to serve without authentication on ", impl->host,
                            ": an empty token is allowed only on a loopback address "
@@ -312,6 +317,8 @@ Status Server::Start() {
   s.ctx->metrics = s.metrics;
   s.ctx->options = s.options;
   s.ctx->token = s.token;
+  s.ctx->admin_token = s.options.admin_token;
+  if (s.metrics != nullptr) pipeline::Catalog::For(s.engine).SetMetricsStore(s.metrics);
   s.ctx->started_at = WallNow();
   s.ioc = std::make_unique<net::io_context>(s.options.io_threads);
   boost::system::error_code ec;
@@ -360,6 +367,7 @@ Status Server::Start() {
     pc.engine = s.engine;
     pc.metrics = s.metrics;
     pc.token = s.token;
+    pc.admin_token = s.options.admin_token;
     pc.query_timeout_seconds = s.options.query_timeout_seconds;
     pc.idle_timeout_seconds = s.options.idle_timeout_seconds;
     pc.login_timeout_seconds = s.options.login_timeout_seconds;

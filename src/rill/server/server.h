@@ -49,6 +49,12 @@ struct ServerOptions {
   /// nullopt: generate a random token (128 bits from OpenSSL's CSPRNG).
   /// "": no authentication, allowed only on a loopback address.
   std::optional<std::string> token;
+  /// The admin credential: with it (bearer token over HTTP, the password of
+  /// pgwire user `admin`) clients may run DDL (CREATE / DROP of declared
+  /// pipelines, pipeline/ddl.h) over POST /api/v1/sql and pgwire; the token
+  /// stays read-only (DDL gets 403 / SQLSTATE 42501). Empty: no DDL over the
+  /// network. Must differ from the token.
+  std::string admin_token;
   /// Let webhooks reach loopback/private addresses (webhook.h).
   bool allow_private_webhooks = false;
   /// Origins (scheme://host:port) whose pages may call this server from a

@@ -89,6 +89,8 @@ struct ServerContext {
   MetricsStore* metrics = nullptr;  // may be null
   ServerOptions options;
   std::string token;
+  /// The admin credential ("" when none): DDL over POST /api/v1/sql.
+  std::string admin_token;
   std::string address;  // bound HOST:PORT
   double started_at = 0;
   ServerCounters counters;
@@ -126,6 +128,9 @@ std::optional<HttpReply> RouteQuery(ServerContext& ctx, const HttpRequest& reque
 std::optional<HttpReply> RouteTables(ServerContext& ctx, const HttpRequest& request);
 std::optional<HttpReply> RouteMetrics(ServerContext& ctx, const HttpRequest& request);
 std::optional<HttpReply> RouteToolkit(ServerContext& ctx, const HttpRequest& request);
+/// POST /api/v1/sql (DDL and queries), GET /api/v1/pipeline and /api/v1/pipeline/dump
+/// (api_pipeline.cc).
+std::optional<HttpReply> RoutePipeline(ServerContext& ctx, const HttpRequest& request);
 
 /// The Prometheus text exposition (GET /metrics).
 std::string RenderPrometheus(ServerContext& ctx);

@@ -22,6 +22,7 @@
 #include <arrow/type_fwd.h>
 
 #include "rill/common/status.h"
+#include "rill/pipeline/catalog.h"
 
 namespace rill {
 class Engine;
@@ -72,6 +73,14 @@ class PgExecutor {
     (void)sql;
     return std::vector<std::string>{};
   }
+  /// Run a CREATE / DROP / SHOW of declared pipelines (the session checked
+  /// the credential). Errors carry their SQLSTATE (pipeline::SqlStateOf).
+  /// The default refuses (42501).
+  virtual Result<pipeline::DdlResult> RunDdl(const pipeline::DdlStatement& statement) {
+    (void)statement;
+    return pipeline::DeclError(pipeline::kSqlStatePrivilege,
+                               "this server does not run DDL statements");
+  }
 };
 
 /// Statement timeouts of all sessions: one thread that interrupts the
@@ -113,6 +122,8 @@ class EnginePgExecutor : public PgExecutor {
                                             PgQueryControl* control) override;
   Result<std::vector<std::string>> ParameterTypes(const std::string& database,
                                                   std::string_view sql) override;
+  /// Through the engine's catalog (pipeline/catalog.h), pg_ddl.cc.
+  Result<pipeline::DdlResult> RunDdl(const pipeline::DdlStatement& statement) override;
 
  private:
   Engine* engine_;

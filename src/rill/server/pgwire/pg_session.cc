@@ -18,6 +18,9 @@ Status PrepareServerConfig(PgServerConfig* config) {
   if (!config->token.empty() && config->scram == nullptr) {
     RILL_ASSIGN_OR_RAISE(config->scram, ScramVerifier::Make(config->token));
   }
+  if (!config->admin_token.empty() && config->admin_scram == nullptr) {
+    RILL_ASSIGN_OR_RAISE(config->admin_scram, ScramVerifier::Make(config->admin_token));
+  }
   return Status::OK();
 }
 
@@ -148,14 +151,16 @@ Status PgSession::HandleStartup(const PgFrame& frame) {
     database_ = user_;
   }
   decoder_.set_startup_phase(false);
-  if (config_->token.empty()) {
+  // The user `admin` logs in with the admin credential (and may run DDL).
+  admin_ = user_ == kAdminUser && !config_->admin_token.empty();
+  if (!admin_ && config_->token.empty()) {
     FinishStartup();
   } else if (config_->auth == PgAuthMethod::kCleartext) {
     writer_.AuthenticationCleartext();
     phase_ = Phase::kAuthCleartext;
   } else {
     writer_.AuthenticationSasl("SCRAM-SHA-256");
-    scram_ = std::make_unique<ScramExchange>(config_->scram);
+    scram_ = std::make_unique<ScramExchange>(admin_ ? config_->admin_scram : config_->scram);
     phase_ = Phase::kAuthScramFirst;
   }
   return Status::OK();
@@ -174,7 +179,7 @@ Status PgSession::HandleAuth(const PgFrame& frame) {
     if (!password.ok()) {
       return Fatal(session_internal::kProtocolViolation, password.status());
     }
-    if (!ConstantTimeEquals(*password, config_->token)) {
+    if (!ConstantTimeEquals(*password, admin_ ? config_->admin_token : config_->token)) {
       return Fatal("28P01", bad_password);
     }
     FinishStartup();

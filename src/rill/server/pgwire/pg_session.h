@@ -49,6 +49,12 @@ struct PgServerConfig {
   std::string token;
   /// SCRAM keys of `token` (see MakeScramVerifier); required for SCRAM.
   std::shared_ptr<const ScramVerifier> scram;
+  /// The admin credential: the user `admin` logs in with this password and may
+  /// run DDL (CREATE / DROP, pipeline/ddl.h); every other session is read-only
+  /// (DDL gets 42501). Empty: no session may run DDL.
+  std::string admin_token;
+  /// SCRAM keys of `admin_token` (PrepareServerConfig fills them).
+  std::shared_ptr<const ScramVerifier> admin_scram;
   /// Cap of one message once authenticated (bytes, length word included).
   /// Before, a message is at most kMaxPreAuthMessageBytes (startup packets
   /// at most kMaxStartupPacket).
@@ -62,7 +68,10 @@ struct PgServerConfig {
   PgCancelRegistry* cancel_registry = &PgCancelRegistry::Global();
 };
 
-/// Fill `config.scram` from `config.token`.
+/// The user name that logs in with PgServerConfig::admin_token.
+inline constexpr char kAdminUser[] = "admin";
+
+/// Fill `config.scram` from `config.token` (and `admin_scram` from `admin_token`).
 Status PrepareServerConfig(PgServerConfig* config);
 
 class PgSession {
@@ -156,6 +165,9 @@ class PgSession {
   // Statements (pg_statements.cc).
   Outcome Run(const std::string& sql);
   std::optional<Outcome> RunSessionStatement(const std::string& sql);
+  /// CREATE / DROP / SHOW of declared pipelines (pg_ddl.cc); nullopt for
+  /// any other statement.
+  std::optional<Outcome> RunDdl(const std::string& sql);
   Outcome RunShow(const std::string& name);
   Outcome RunSet(const std::string& sql, const std::vector<std::string>& words);
   void SendError(const Status& status);
@@ -175,6 +187,8 @@ class PgSession {
   std::unique_ptr<ScramExchange> scram_;
 
   std::string user_;
+  /// Logged in as kAdminUser with the admin credential: DDL allowed.
+  bool admin_ = false;
   std::string database_;
   std::map<std::string, std::string> settings_;  ///< lower-case name → value
   std::map<std::string, std::string> startup_settings_;

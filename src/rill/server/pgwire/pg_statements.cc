@@ -313,6 +313,9 @@ PgSession::Outcome PgSession::Run(const std::string& sql) {
   if (auto cursor = RunCursorStatement(sql)) {
     return std::move(*cursor);
   }
+  if (auto ddl = RunDdl(sql)) {
+    return std::move(*ddl);
+  }
   if (auto session = RunSessionStatement(sql)) {
     return std::move(*session);
   }

@@ -1,0 +1,794 @@
+// Catalog: statements, creation and drops (see catalog.h).
+#include "rill/pipeline/catalog.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "rill/common/logging.h"
+#include "rill/engine/checkpoint.h"
+#include "rill/engine/stream_sql_task.h"
+#include "rill/engine/task.h"
+#include "rill/engine/window_task.h"
+#include "rill/metrics/metrics_store.h"
+#include "rill/pipeline/catalog_internal.h"
+#include "rill/sink/sink_set.h"
+#include "rill/sql/sql_engine.h"
+
+namespace rill::pipeline {
+
+using catalog_internal::CatalogImpl;
+
+namespace {
+
+constexpr char kExtensionKey[] = "rill.catalog";
+
+bool Relational(DdlObject kind) {
+  return kind == DdlObject::kTable || kind == DdlObject::kMaterializedView ||
+         kind == DdlObject::kStreamView || kind == DdlObject::kWindow;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// `what` "x" does not exist (42704).
+Status Missing(DdlObject kind, const std::string& name) {
+  return DeclError(kSqlStateUndefined,
+                   Lower(DdlObjectName(kind)) + " \"" + name + "\" does not exist");
+}
+
+/// The status of an engine call that failed while creating `name`, with a
+/// SQLSTATE: a DuckDB catalog error is a missing relation, anything else a
+/// bad definition.
+Status Refused(const Status& status, const std::string& name) {
+  if (!SqlStateOf(status).empty()) return status;
+  std::string message = status.message();
+  const char* state = kSqlStateBadValue;
+  if (message.find("Catalog Error") != std::string::npos) state = kSqlStateUndefined;
+  if (message.find("Parser Error") != std::string::npos) state = kSqlStateSyntax;
+  if (message.find("Binder Error") != std::string::npos) state = "42703";
+  return DeclError(state, "\"" + name + "\": " + message);
+}
+
+}  // namespace
+
+Catalog& Catalog::For(Engine* engine) {
+  EngineExtension* extension = engine->Extension(
+      kExtensionKey, [engine] { return std::make_unique<CatalogImpl>(engine); });
+  return *static_cast<CatalogImpl*>(extension);
+}
+
+const char* CatalogKindName(DdlObject kind) {
+  switch (kind) {
+    case DdlObject::kTable: return "table";
+    case DdlObject::kSource: return "source";
+    case DdlObject::kMaterializedView: return "materialized view";
+    case DdlObject::kStreamView: return "stream view";
+    case DdlObject::kWindow: return "window";
+    case DdlObject::kSink: return "sink";
+    case DdlObject::kKpi: return "kpi";
+    case DdlObject::kAlertRule: return "alert rule";
+  }
+  return "object";
+}
+
+std::vector<std::string> SplitStatements(std::string_view sql) {
+  std::vector<std::string> out;
+  std::string current;
+  auto flush = [&] {
+    size_t b = current.find_first_not_of(" \t\r\n");
+    if (b != std::string::npos) {
+      size_t e = current.find_last_not_of(" \t\r\n");
+      out.push_back(current.substr(b, e - b + 1));
+    }
+    current.clear();
+  };
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (c == '\'' || c == '"') {  // a literal or quoted name; a doubled quote stays inside
+      size_t j = i + 1;
+      while (j < sql.size()) {
+        if (sql[j] == c) {
+          if (j + 1 < sql.size() && sql[j + 1] == c) {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        ++j;
+      }
+      current.append(sql.substr(i, std::min(j + 1, sql.size()) - i));
+      i = j;
+      continue;
+    }
+    if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {  // a line comment
+      size_t end = sql.find('\n', i);
+      i = end == std::string_view::npos ? sql.size() : end;
+      current.push_back('\n');
+      continue;
+    }
+    if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {  // a block comment
+      size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? sql.size() : end + 1;
+      current.push_back(' ');
+      continue;
+    }
+    if (c == ';') {
+      flush();
+      continue;
+    }
+    current.push_back(c);
+  }
+  flush();
+  return out;
+}
+
+namespace catalog_internal {
+
+CatalogImpl::CatalogImpl(Engine* engine) : engine_(engine) {}
+
+CatalogImpl::~CatalogImpl() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void CatalogImpl::SetMetricsStore(MetricsStore* metrics) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = metrics;
+}
+
+Result<DdlResult> CatalogImpl::Execute(std::string_view sql) {
+  RILL_ASSIGN_OR_RAISE(DdlStatement s, ParseDdl(sql));
+  return Execute(s, "sql");
+}
+
+Result<DdlResult> CatalogImpl::Execute(const DdlStatement& statement, const std::string& origin) {
+  Result<DdlResult> result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    result = ExecuteLocked(statement, origin);
+  }
+  StartPendingSinks();
+  return result;
+}
+
+Result<std::vector<DdlResult>> CatalogImpl::ExecuteScript(std::string_view sql) {
+  std::vector<DdlResult> results;
+  std::vector<std::string> statements = SplitStatements(sql);
+  for (size_t i = 0; i < statements.size(); ++i) {
+    auto r = Execute(statements[i]);
+    if (!r.ok()) {
+      return PrefixError(r.status(), "statement " + std::to_string(i + 1) + ": ");
+    }
+    results.push_back(std::move(*r));
+  }
+  return results;
+}
+
+Result<DdlResult> CatalogImpl::ExecuteLocked(const DdlStatement& s, const std::string& origin) {
+  switch (s.verb) {
+    case DdlStatement::Verb::kCreate: return CreateLocked(s, origin);
+    case DdlStatement::Verb::kDrop: return DropLocked(s);
+    case DdlStatement::Verb::kShow: return ShowLocked(s);
+  }
+  return DeclError(kSqlStateSyntax, "unknown statement");
+}
+
+Result<DdlResult> CatalogImpl::CreateLocked(const DdlStatement& s, const std::string& origin) {
+  DdlResult result;
+  result.tag = std::string("CREATE ") + DdlObjectName(s.object);
+  if (Status free = CheckFreeLocked(s.object, s.name); !free.ok()) {
+    if (!s.if_not_exists) return free;
+    result.notice = Lower(DdlObjectName(s.object)) + " \"" + s.name +
+                    "\" already exists, skipping";
+    return result;
+  }
+  const std::string where = Lower(DdlObjectName(s.object)) + " \"" + s.name + "\"";
+  // The statement's connector = '...' picks a source's or sink's kind.
+  auto kind_of = [&](const char* what) -> Result<std::string> {
+    for (const auto& [name, value] : s.with) {
+      if (name == "connector") return Lower(value.text);
+    }
+    return DeclError(kSqlStateSyntax,
+                     std::string("missing required option 'connector' of a ") + what);
+  };
+  Options rest = Without(s.with, {"connector"});
+  switch (s.object) {
+    case DdlObject::kTable: {
+      RILL_ASSIGN_OR_RAISE(TableDecl decl,
+                           ReadTable(s.name, s.columns, s.primary_key, s.with, where));
+      RILL_RETURN_NOT_OK(CreateTableLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kSource: {
+      RILL_ASSIGN_OR_RAISE(std::string kind, kind_of("source"));
+      RILL_ASSIGN_OR_RAISE(SourceDecl decl, ReadSource(kind, rest, where, s.into));
+      decl.name = s.name;
+      RILL_RETURN_NOT_OK(CreateSourceLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kMaterializedView: {
+      RILL_ASSIGN_OR_RAISE(MaterializedViewDecl decl,
+                           ReadMaterializedView(s.with, where, s.name, s.query));
+      RILL_RETURN_NOT_OK(CreateMaterializedViewLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kStreamView: {
+      RILL_ASSIGN_OR_RAISE(StreamViewDecl decl, ReadStreamView(s.with, where, s.name, s.query));
+      RILL_RETURN_NOT_OK(CreateStreamViewLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kWindow: {
+      RILL_ASSIGN_OR_RAISE(WindowDecl decl, ReadWindow(s.with, where, s.name));
+      RILL_RETURN_NOT_OK(CreateWindowLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kSink: {
+      RILL_ASSIGN_OR_RAISE(std::string kind, kind_of("sink"));
+      RILL_ASSIGN_OR_RAISE(SinkDecl decl, ReadSink(kind, rest, where, s.name, s.from));
+      RILL_RETURN_NOT_OK(CreateSinkLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kKpi: {
+      RILL_ASSIGN_OR_RAISE(KpiDecl decl, ReadKpi(s.with, where, s.name, s.query));
+      RILL_RETURN_NOT_OK(CreateKpiLocked(decl, origin));
+      break;
+    }
+    case DdlObject::kAlertRule: {
+      RILL_ASSIGN_OR_RAISE(AlertRuleDecl decl, ReadAlertRule(s.with, where, s.name));
+      RILL_RETURN_NOT_OK(CreateAlertRuleLocked(decl, origin));
+      break;
+    }
+  }
+  return result;
+}
+
+// Creation ---------------------------------------------------------------------
+
+Status CatalogImpl::CreateTable(const TableDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateTableLocked(decl, origin);
+}
+Status CatalogImpl::CreateSource(const SourceDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateSourceLocked(decl, origin);
+}
+Status CatalogImpl::CreateMaterializedView(const MaterializedViewDecl& decl,
+                                           const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateMaterializedViewLocked(decl, origin);
+}
+Status CatalogImpl::CreateStreamView(const StreamViewDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateStreamViewLocked(decl, origin);
+}
+Status CatalogImpl::CreateWindow(const WindowDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateWindowLocked(decl, origin);
+}
+Status CatalogImpl::CreateSink(const SinkDecl& decl, const std::string& origin) {
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = CreateSinkLocked(decl, origin);
+  }
+  StartPendingSinks();
+  return st;
+}
+Status CatalogImpl::CreateKpi(const KpiDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateKpiLocked(decl, origin);
+}
+Status CatalogImpl::CreateAlertRule(const AlertRuleDecl& decl, const std::string& origin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CreateAlertRuleLocked(decl, origin);
+}
+
+Status CatalogImpl::CreateTableLocked(const TableDecl& decl, const std::string& origin) {
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.name));
+  TableOptions options = decl.options;
+  options.clock = engine_->options().clock;
+  auto made = engine_->RegisterTable(decl.name, decl.schema, options);
+  if (!made.ok()) return Refused(made.status(), decl.name);
+  CatalogEntry e;
+  e.kind = DdlObject::kTable;
+  e.name = decl.name;
+  e.writes = {decl.name};
+  e.origin = origin;
+  DdlStatement& s = e.statement;
+  s.object = DdlObject::kTable;
+  s.name = decl.name;
+  s.columns = decl.columns;
+  if (s.columns.empty()) {  // declared in a pipeline file: the columns from the schema
+    for (const auto& f : decl.schema->fields()) {
+      DdlColumn c;
+      c.name = f->name();
+      c.sql_type = SqlTypeOf(*f->type());
+      c.type = PipelineTypeName(*f->type());
+      c.not_null = !f->nullable();
+      s.columns.push_back(std::move(c));
+    }
+  }
+  s.primary_key = decl.options.primary_key;
+  // The options in effect (YAML nests retention; SQL writes it flat).
+  auto add = [&](const char* name, std::string text) {
+    s.with.emplace_back(name, OptionValue::Scalar(std::move(text)));
+  };
+  add("mode", TableModeName(decl.options.mode.value_or(TableMode::kSnapshot)));
+  if (decl.options.retention) {
+    const RetentionPolicy& r = *decl.options.retention;
+    if (r.max_rows) add("max_rows", std::to_string(*r.max_rows));
+    if (r.max_age_seconds) add("max_age_seconds", FormatNumber(*r.max_age_seconds));
+    if (r.time_column != RetentionPolicy{}.time_column) add("time_column", r.time_column);
+  }
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateSourceLocked(const SourceDecl& decl, const std::string& origin) {
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kSource, decl.name));
+  auto table = engine_->GetTable(decl.target_table);
+  if (!table.ok()) return Missing(DdlObject::kTable, decl.target_table);
+  auto made = MakeSource(decl, (*table)->user_schema());
+  if (!made.ok()) return Refused(made.status(), decl.name);
+  if (Status st = engine_->AddConnector(*made); !st.ok()) return Refused(st, decl.name);
+  CatalogEntry e;
+  e.kind = DdlObject::kSource;
+  e.name = decl.name;
+  e.writes = {decl.target_table};
+  e.origin = origin;
+  e.statement.object = DdlObject::kSource;
+  e.statement.name = decl.name;
+  e.statement.into = decl.target_table;
+  e.statement.with.emplace_back("connector", OptionValue::Scalar(decl.kind));
+  std::vector<std::string> drop = {"name", "target_table", "connector", "type"};
+  if (decl.kind != "postgres_cdc") drop.push_back("table");
+  for (auto& option : Without(decl.given, drop)) e.statement.with.push_back(std::move(option));
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& decl,
+                                                 const std::string& origin) {
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kMaterializedView, decl.name));
+  if (decl.output != decl.name) {
+    RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
+  }
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.sql));
+  auto task = MakeMaterializedView(decl);
+  if (!task.ok()) return Refused(task.status(), decl.name);
+  if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
+  // A first run now makes the output table, so views and sinks over it can
+  // follow at once (a failing query is refused and nothing stays).
+  Status ran = engine_->RunTaskNow(decl.name);
+  auto stats = engine_->TaskStatistics();
+  auto it = stats.find(decl.name);
+  if (ran.ok() && it != stats.end() && it->second.errors > 0) {
+    ran = Status::Invalid(it->second.last_error);
+  }
+  if (!ran.ok()) {
+    (void)engine_->RemoveSqlTask(decl.name);
+    (void)engine_->DropTable(decl.output);
+    return Refused(ran, decl.name);
+  }
+  CatalogEntry e;
+  e.kind = DdlObject::kMaterializedView;
+  e.name = decl.name;
+  e.reads = std::move(reads);
+  e.writes = {decl.output};
+  e.origin = origin;
+  e.statement.object = DdlObject::kMaterializedView;
+  e.statement.name = decl.name;
+  e.statement.query = decl.sql;
+  e.statement.with = Without(decl.given, {"name", "sql", "type"});
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateStreamViewLocked(const StreamViewDecl& decl,
+                                           const std::string& origin) {
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kStreamView, decl.name));
+  if (decl.output != decl.name) {
+    RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
+  }
+  RILL_RETURN_NOT_OK(CheckTableLocked(decl.source, "source"));
+  auto task = MakeStreamView(decl, engine_);
+  if (!task.ok()) return Refused(task.status(), decl.name);
+  if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
+  CatalogEntry e;
+  e.kind = DdlObject::kStreamView;
+  e.name = decl.name;
+  e.reads = {decl.source};
+  e.writes = {decl.output};
+  e.origin = origin;
+  e.statement.object = DdlObject::kStreamView;
+  e.statement.name = decl.name;
+  e.statement.query = decl.sql;
+  e.statement.with = Without(decl.given, {"name", "sql"});
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateWindowLocked(const WindowDecl& decl, const std::string& origin) {
+  const WindowTaskOptions& o = decl.options;
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kWindow, o.name));
+  if (o.output_table != o.name) {
+    RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, o.output_table));
+  }
+  RILL_RETURN_NOT_OK(CheckTableLocked(o.source_table, "source"));
+  auto task = MakeWindow(decl);
+  if (!task.ok()) return Refused(task.status(), o.name);
+  if (Status st = engine_->AddWindowTask(*task); !st.ok()) return Refused(st, o.name);
+  CatalogEntry e;
+  e.kind = DdlObject::kWindow;
+  e.name = o.name;
+  e.reads = {o.source_table};
+  e.writes = {o.output_table};
+  e.origin = origin;
+  e.statement.object = DdlObject::kWindow;
+  e.statement.name = o.name;
+  e.statement.with = Without(decl.given, {"name"});
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateSinkLocked(const SinkDecl& decl, const std::string& origin) {
+  const std::string& name = decl.options.name;
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kSink, name));
+  RILL_RETURN_NOT_OK(CheckTableLocked(decl.options.table, "FROM"));
+  if (engine_->GetTable(decl.options.table).ok()) {
+    auto started = StartSink(decl, engine_);
+    if (!started.ok()) return Refused(started.status(), name);
+  } else {
+    pending_sinks_[name] = decl;  // the table is a view's output still to come
+  }
+  CatalogEntry e;
+  e.kind = DdlObject::kSink;
+  e.name = name;
+  e.reads = {decl.options.table};
+  e.origin = origin;
+  e.statement.object = DdlObject::kSink;
+  e.statement.name = name;
+  e.statement.from = decl.options.table;
+  e.statement.with.emplace_back("connector", OptionValue::Scalar(decl.kind));
+  for (auto& option : Without(decl.given, {"name", "table", "connector", "type"})) {
+    e.statement.with.push_back(std::move(option));
+  }
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateKpiLocked(const KpiDecl& decl, const std::string& origin) {
+  const std::string& name = decl.query.name;
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kKpi, name));
+  if (metrics_ == nullptr) {
+    return DeclError(kSqlStateBadValue, "KPI queries need a metrics store");
+  }
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.query.sql));
+  if (Status st = metrics_->AddKpiQuery(decl.query); !st.ok()) return Refused(st, name);
+  CatalogEntry e;
+  e.kind = DdlObject::kKpi;
+  e.name = name;
+  e.reads = std::move(reads);
+  e.origin = origin;
+  e.statement.object = DdlObject::kKpi;
+  e.statement.name = name;
+  e.statement.query = decl.query.sql;
+  e.statement.with = Without(decl.given, {"name", "sql"});
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateAlertRuleLocked(const AlertRuleDecl& decl, const std::string& origin) {
+  const std::string& name = decl.rule.name;
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kAlertRule, name));
+  if (metrics_ == nullptr) {
+    return DeclError(kSqlStateBadValue, "alert rules need a metrics store");
+  }
+  if (Status st = metrics_->AddAlertRule(decl.rule); !st.ok()) return Refused(st, name);
+  CatalogEntry e;
+  e.kind = DdlObject::kAlertRule;
+  e.name = name;
+  e.origin = origin;
+  e.statement.object = DdlObject::kAlertRule;
+  e.statement.name = name;
+  e.statement.with = Without(decl.given, {"name"});
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+void CatalogImpl::RecordLocked(CatalogEntry entry) {
+  entry.statement.verb = DdlStatement::Verb::kCreate;
+  entry.sql = CreateSql(entry.statement);
+  entry.options = OptionsText(entry.statement.with);
+  entries_.push_back(std::move(entry));
+}
+
+// Checks -----------------------------------------------------------------------
+
+const CatalogEntry* CatalogImpl::FindLocked(DdlObject kind, const std::string& name) const {
+  for (const CatalogEntry& e : entries_) {
+    if (e.name != name) continue;
+    if (e.kind == kind || (Relational(kind) && Relational(e.kind))) return &e;
+  }
+  return nullptr;
+}
+
+Status CatalogImpl::CheckFreeLocked(DdlObject kind, const std::string& name) const {
+  if (name.empty()) return DeclError(kSqlStateSyntax, "a name must not be empty");
+  const CatalogEntry* found = FindLocked(kind, name);
+  bool taken = found != nullptr;
+  if (!taken && Relational(kind)) {
+    // Outputs of views and tables made outside the catalog count too.
+    taken = engine_->GetTable(name).ok();
+    for (const CatalogEntry& e : entries_) {
+      if (std::find(e.writes.begin(), e.writes.end(), name) != e.writes.end() &&
+          e.kind != DdlObject::kSource) {
+        taken = true;
+      }
+    }
+  }
+  if (!taken && kind == DdlObject::kSource) {
+    for (const auto& c : engine_->Connectors()) taken = taken || c->name() == name;
+  }
+  if (!taken && kind == DdlObject::kSink) {
+    taken = SinkSet::For(engine_).Find(name) != nullptr;
+  }
+  if (!taken) return Status::OK();
+  const char* what = found != nullptr ? CatalogKindName(found->kind) : CatalogKindName(kind);
+  if (Relational(kind) && found == nullptr) what = "relation";
+  return DeclError(kSqlStateDuplicate, std::string(what) + " \"" + name + "\" already exists");
+}
+
+Status CatalogImpl::CheckTableLocked(const std::string& table, const std::string& what) const {
+  if (engine_->GetTable(table).ok()) return Status::OK();
+  for (const CatalogEntry& e : entries_) {
+    if (e.kind == DdlObject::kSource) continue;
+    if (std::find(e.writes.begin(), e.writes.end(), table) != e.writes.end()) {
+      return Status::OK();
+    }
+  }
+  return DeclError(kSqlStateUndefined,
+                   "relation \"" + table + "\" (" + what + ") does not exist");
+}
+
+Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql) const {
+  auto names = engine_->sql().ReferencedTables(sql);
+  if (!names.ok()) {
+    std::string message = names.status().message();
+    const char* state = message.find("Catalog Error") != std::string::npos ? kSqlStateUndefined
+                                                                            : kSqlStateSyntax;
+    return DeclError(state, message);
+  }
+  std::vector<std::string> reads;
+  for (const std::string& name : *names) {
+    if (name.rfind("rill_", 0) == 0) continue;  // the engine's own tables
+    RILL_RETURN_NOT_OK(CheckTableLocked(name, "in the query"));
+    reads.push_back(name);
+  }
+  std::sort(reads.begin(), reads.end());
+  return reads;
+}
+
+// Drops ------------------------------------------------------------------------
+
+std::vector<const CatalogEntry*> CatalogImpl::DependentsLocked(const CatalogEntry& entry) const {
+  std::vector<const CatalogEntry*> out;
+  std::set<const CatalogEntry*> seen = {&entry};
+  std::vector<const CatalogEntry*> frontier = {&entry};
+  while (!frontier.empty()) {
+    const CatalogEntry* at = frontier.back();
+    frontier.pop_back();
+    for (const CatalogEntry& e : entries_) {
+      if (seen.count(&e) != 0) continue;
+      bool reads = false;
+      for (const std::string& t : at->writes) {
+        reads = reads || std::find(e.reads.begin(), e.reads.end(), t) != e.reads.end();
+      }
+      // A source writes into a table: dropping the table takes its sources.
+      bool feeds = at->kind == DdlObject::kTable && e.kind == DdlObject::kSource &&
+                   !e.writes.empty() && e.writes.front() == at->name;
+      if (reads || feeds) {
+        seen.insert(&e);
+        out.push_back(&e);
+        frontier.push_back(&e);
+      }
+    }
+  }
+  return out;
+}
+
+Result<DdlResult> CatalogImpl::DropLocked(const DdlStatement& s) {
+  DdlResult result;
+  result.tag = std::string("DROP ") + DdlObjectName(s.object);
+  const CatalogEntry* entry = FindLocked(s.object, s.name);
+  if (entry != nullptr && entry->kind != s.object) {
+    return DeclError("42809", "\"" + s.name + "\" is a " + CatalogKindName(entry->kind) +
+                                  ", not a " + CatalogKindName(s.object));
+  }
+  if (entry == nullptr) {
+    // A table made outside the catalog (Python, HTTP ingest) drops too.
+    if (s.object == DdlObject::kTable && engine_->GetTable(s.name).ok()) {
+      for (const CatalogEntry& e : entries_) {
+        if (std::find(e.reads.begin(), e.reads.end(), s.name) != e.reads.end() && !s.cascade) {
+          return DeclError(kSqlStateDependent,
+                           "cannot drop table \"" + s.name + "\" because " +
+                               CatalogKindName(e.kind) + " \"" + e.name + "\" depends on it");
+        }
+      }
+      RILL_RETURN_NOT_OK(engine_->DropTable(s.name));
+      return result;
+    }
+    if (s.if_exists) {
+      result.notice = Lower(DdlObjectName(s.object)) + " \"" + s.name +
+                      "\" does not exist, skipping";
+      return result;
+    }
+    return Missing(s.object, s.name);
+  }
+  std::vector<const CatalogEntry*> dependents = DependentsLocked(*entry);
+  if (!dependents.empty() && !s.cascade) {
+    std::string list;
+    for (const CatalogEntry* d : dependents) {
+      list += std::string(list.empty() ? "" : ", ") + CatalogKindName(d->kind) + " \"" +
+              d->name + "\"";
+    }
+    return DeclError(kSqlStateDependent,
+                     "cannot drop " + std::string(CatalogKindName(entry->kind)) + " \"" +
+                         s.name + "\" because other objects depend on it: " + list +
+                         " (use DROP ... CASCADE to drop them too)");
+  }
+  // Dependents first, the most distant first.
+  std::vector<CatalogEntry> doomed;
+  for (auto it = dependents.rbegin(); it != dependents.rend(); ++it) doomed.push_back(**it);
+  doomed.push_back(*entry);
+  for (const CatalogEntry& d : doomed) {
+    RILL_RETURN_NOT_OK(DropEntryLocked(d));
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const CatalogEntry& e) {
+                                    return e.kind == d.kind && e.name == d.name;
+                                  }),
+                   entries_.end());
+  }
+  if (!dependents.empty()) {
+    result.notice = "drop cascades to " + std::to_string(dependents.size()) + " other object" +
+                    (dependents.size() == 1 ? "" : "s");
+  }
+  return result;
+}
+
+Status CatalogImpl::DropEntryLocked(const CatalogEntry& e) {
+  auto drop_outputs = [&] {
+    for (const std::string& t : e.writes) {
+      (void)engine_->DropTable(t);  // absent until a first result: nothing to drop
+    }
+  };
+  switch (e.kind) {
+    case DdlObject::kTable: {
+      Status st = engine_->DropTable(e.name);
+      return st.IsKeyError() ? Status::OK() : st;
+    }
+    case DdlObject::kSource: {
+      Status st = engine_->RemoveConnector(e.name);
+      return st.IsKeyError() ? Status::OK() : st;
+    }
+    case DdlObject::kMaterializedView:
+    case DdlObject::kStreamView: {
+      Status st = engine_->RemoveSqlTask(e.name);
+      if (!st.ok() && !st.IsKeyError()) return st;
+      drop_outputs();
+      return Status::OK();
+    }
+    case DdlObject::kWindow: {
+      Status st = engine_->RemoveWindowTask(e.name);
+      if (!st.ok() && !st.IsKeyError()) return st;
+      drop_outputs();
+      (void)engine_->DropTable(e.writes.empty() ? "" : e.writes.front() + "_late");
+      return Status::OK();
+    }
+    case DdlObject::kSink:
+      pending_sinks_.erase(e.name);
+      SinkSet::For(engine_).Remove(e.name);
+      return Status::OK();
+    case DdlObject::kKpi:
+      return metrics_ == nullptr ? Status::OK() : metrics_->RemoveKpiQuery(e.name);
+    case DdlObject::kAlertRule:
+      return metrics_ == nullptr ? Status::OK() : metrics_->RemoveAlertRule(e.name);
+  }
+  return Status::OK();
+}
+
+// Pending sinks ----------------------------------------------------------------
+
+void CatalogImpl::StartPendingSinks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (auto it = pending_sinks_.begin(); it != pending_sinks_.end();) {
+    if (!engine_->GetTable(it->second.options.table).ok()) {
+      ++it;
+      continue;
+    }
+    auto started = StartSink(it->second, engine_);
+    if (!started.ok()) {
+      // Kept pending: retried while the watcher runs (the error shows in SHOW SINKS).
+      sink_errors_[it->first] = started.status().message();
+      ++it;
+      continue;
+    }
+    sink_errors_.erase(it->first);
+    it = pending_sinks_.erase(it);
+  }
+  if (!pending_sinks_.empty() && !watcher_.joinable() && !stopping_) {
+    watcher_ = std::thread([this] { WatchPendingSinks(); });
+  }
+}
+
+void CatalogImpl::WatchPendingSinks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    watch_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (stopping_) break;
+    if (pending_sinks_.empty()) continue;
+    lock.unlock();
+    StartPendingSinks();
+    lock.lock();
+  }
+}
+
+std::vector<std::string> CatalogImpl::PendingSinks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, decl] : pending_sinks_) out.push_back(name);
+  return out;
+}
+
+std::vector<CatalogEntry> CatalogImpl::Entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
+// Checkpoints ------------------------------------------------------------------
+
+void CatalogImpl::AttachCheckpointer(Checkpointer* checkpointer) {
+  checkpointer->AddSection(
+      "catalog", [this]() -> Result<std::string> { return DumpSql(); },
+      [this](std::string_view text) { return Replay(text); });
+}
+
+Status CatalogImpl::Replay(std::string_view saved) {
+  for (const std::string& text : SplitStatements(saved)) {
+    RILL_ASSIGN_OR_RAISE(DdlStatement s, ParseDdl(text));
+    if (s.verb != DdlStatement::Verb::kCreate) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (FindLocked(s.object, s.name) != nullptr) continue;  // declared already
+      if (s.object == DdlObject::kTable && engine_->GetTable(s.name).ok()) {
+        // Restored from the checkpoint's files already: adopt it.
+        RILL_ASSIGN_OR_RAISE(TableDecl decl,
+                             ReadTable(s.name, s.columns, s.primary_key, s.with, s.name));
+        CatalogEntry e;
+        e.kind = DdlObject::kTable;
+        e.name = s.name;
+        e.writes = {s.name};
+        e.origin = "sql";
+        e.statement = s;
+        RecordLocked(std::move(e));
+        continue;
+      }
+    }
+    auto done = Execute(s, "sql");
+    if (!done.ok()) {
+      return PrefixError(done.status(), "restoring the catalog: " + text + ": ");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace catalog_internal
+
+}  // namespace rill::pipeline
