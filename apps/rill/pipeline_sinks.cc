@@ -54,8 +54,8 @@ Status Parser::ParseSink(const At& at, Pipeline* p) const {
   const SinkOptions& o = spec.options;
   for (const SinkSpec& other : p->sinks) {
     if (other.options.name == o.name) {
-      return Error(Child(at, "name"), "sink '", o.name, "' is declared twice (first at line ",
-                   other.where.line, ")");
+      return Error(Child(at, "name"), "sink '", o.name,
+                   "' is declared twice (first at line ", other.where.line, ")");
     }
   }
   // The table: declared (its key and columns are known here) or a task's output.
@@ -78,16 +78,19 @@ Status Parser::ParseSink(const At& at, Pipeline* p) const {
   }
   if (declared != nullptr && o.mode == SinkMode::kUpsert &&
       declared->options.primary_key.empty()) {
-    return Error(Has(at, "mode") ? Child(at, "mode") : at, "mode upsert needs a table with a ",
-                 "primary_key; table '", o.table, "' has none (use changelog or append)");
+    return Error(Has(at, "mode") ? Child(at, "mode") : at,
+                 "mode upsert needs a table with a primary_key; table '", o.table,
+                 "' has none (use changelog or append)");
   }
   if (declared != nullptr) {
     const bool file = spec.kind == "file";
-    const std::vector<std::string>& columns = file ? spec.file.partition_by : spec.kafka.key_columns;
+    const std::vector<std::string>& columns =
+        file ? spec.file.partition_by : spec.kafka.key_columns;
     const char* key = file ? "partition_by" : "key_columns";
     for (const std::string& column : columns) {
       if (declared->schema->GetFieldIndex(column) < 0) {
-        return Error(Child(at, key), "unknown column '", column, "' of table '", o.table, "'");
+        return Error(Child(at, key), "unknown column '", column, "' of table '", o.table,
+                     "'");
       }
     }
   }

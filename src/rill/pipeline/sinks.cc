@@ -34,7 +34,8 @@ Status NotEmpty(const std::string& v) {
 
 // A string option stored into `field` of the spec, not empty.
 template <typename Field>
-Def StringOption(std::string name, std::string description, Field field, bool required = false) {
+Def StringOption(std::string name, std::string description, Field field,
+                 bool required = false) {
   return {std::move(name), OptionType::kString, std::move(description),
           [field](const Converted& v, SinkDecl* s) {
             RILL_RETURN_NOT_OK(NotEmpty(v.s));
@@ -57,19 +58,21 @@ Def PositiveNumber(std::string name, std::string description, Field field) {
 
 // The options every kind takes (SinkOptions).
 void AddCommon(std::vector<Def>* defs, const char* default_mode) {
-  defs->push_back(StringOption("name", "unique sink name (the DDL's CREATE SINK name)",
-                               [](SinkDecl* s) -> std::string& { return s->options.name; }));
-  defs->push_back(StringOption("table",
-                               "the table whose changes are written (the DDL's FROM table)",
-                               [](SinkDecl* s) -> std::string& { return s->options.table; }));
-  defs->push_back({"mode", OptionType::kString,
-                   std::string("changelog (every change, with _op and _version) | upsert (the "
-                               "current row per key) | append (inserts only); default ") +
-                       default_mode,
-                   [](const Converted& v, SinkDecl* s) {
-                     RILL_ASSIGN_OR_RAISE(s->options.mode, ParseSinkMode(v.s));
-                     return Status::OK();
-                   }});
+  defs->push_back(
+      StringOption("name", "unique sink name (the DDL's CREATE SINK name)",
+                   [](SinkDecl* s) -> std::string& { return s->options.name; }));
+  defs->push_back(
+      StringOption("table", "the table whose changes are written (the DDL's FROM table)",
+                   [](SinkDecl* s) -> std::string& { return s->options.table; }));
+  defs->push_back(
+      {"mode", OptionType::kString,
+       std::string("changelog (every change, with _op and _version) | upsert (the "
+                   "current row per key) | append (inserts only); default ") +
+           default_mode,
+       [](const Converted& v, SinkDecl* s) {
+         RILL_ASSIGN_OR_RAISE(s->options.mode, ParseSinkMode(v.s));
+         return Status::OK();
+       }});
   defs->push_back(PositiveNumber(
       "interval_seconds", "write at least this often when there are changes (default 1)",
       [](SinkDecl* s) -> double& { return s->options.interval_seconds; }));
@@ -112,25 +115,28 @@ void AddCommon(std::vector<Def>* defs, const char* default_mode) {
 Table MakeKafka() {
   Table t{"kafka sink", {}, "kafka_config"};
   AddCommon(&t.defs, "changelog");
-  t.defs.push_back(StringOption("topic", "the topic written to",
-                                [](SinkDecl* s) -> std::string& { return s->kafka.topic; },
-                                /*required=*/true));
-  t.defs.push_back({"kafka_config", OptionType::kStringMap,
-                    "librdkafka properties (bootstrap.servers, required; compression.type, "
-                    "security.*, ...); dotted names among the options are gathered here",
-                    [](const Converted& v, SinkDecl* s) {
-                      for (const auto& [k, value] : v.map) s->kafka.kafka_config[k] = value;
-                      return Status::OK();
-                    }});
-  t.defs.push_back({"format", OptionType::kString,
-                    "json (default) | avro (Confluent wire format; needs schema_registry_url)",
-                    [](const Converted& v, SinkDecl* s) {
-                      if (v.s != "json" && v.s != "avro") {
-                        return Status::Invalid("expected json or avro, got '", v.s, "'");
-                      }
-                      s->kafka.format = v.s;
-                      return Status::OK();
-                    }});
+  t.defs.push_back(StringOption(
+      "topic", "the topic written to",
+      [](SinkDecl* s) -> std::string& { return s->kafka.topic; },
+      /*required=*/true));
+  t.defs.push_back(
+      {"kafka_config", OptionType::kStringMap,
+       "librdkafka properties (bootstrap.servers, required; compression.type, "
+       "security.*, ...); dotted names among the options are gathered here",
+       [](const Converted& v, SinkDecl* s) {
+         for (const auto& [k, value] : v.map) s->kafka.kafka_config[k] = value;
+         return Status::OK();
+       }});
+  t.defs.push_back(
+      {"format", OptionType::kString,
+       "json (default) | avro (Confluent wire format; needs schema_registry_url)",
+       [](const Converted& v, SinkDecl* s) {
+         if (v.s != "json" && v.s != "avro") {
+           return Status::Invalid("expected json or avro, got '", v.s, "'");
+         }
+         s->kafka.format = v.s;
+         return Status::OK();
+       }});
   t.defs.push_back({"key_columns", OptionType::kNames,
                     "the columns of the message key (default: the table's primary key)",
                     [](const Converted& v, SinkDecl* s) {
@@ -141,7 +147,8 @@ Table MakeKafka() {
                     "json (default: an object) | string (the one key column's value)",
                     [](const Converted& v, SinkDecl* s) {
                       if (v.s != "json" && v.s != "string") {
-                        return Status::Invalid("expected json or string, got '", v.s, "'");
+                        return Status::Invalid("expected json or string, got '", v.s,
+                                               "'");
                       }
                       s->kafka.key_format = v.s;
                       return Status::OK();
@@ -170,18 +177,21 @@ Table MakeKafka() {
 Table MakePostgres() {
   Table t{"postgres sink", {}};
   AddCommon(&t.defs, "upsert");
-  t.defs.push_back(StringOption("dsn", "libpq connection string or URI of the target",
-                                [](SinkDecl* s) -> std::string& { return s->postgres.dsn; },
-                                /*required=*/true));
+  t.defs.push_back(StringOption(
+      "dsn", "libpq connection string or URI of the target",
+      [](SinkDecl* s) -> std::string& { return s->postgres.dsn; },
+      /*required=*/true));
   t.defs.push_back(StringOption(
       "target_table", "the PostgreSQL table (name or schema.name)",
-      [](SinkDecl* s) -> std::string& { return s->postgres.target_table; }, /*required=*/true));
-  t.defs.push_back({"create_table", OptionType::kBool,
-                    "create the target table when missing (upsert: with the key as PRIMARY KEY)",
-                    [](const Converted& v, SinkDecl* s) {
-                      s->postgres.create_table = v.b;
-                      return Status::OK();
-                    }});
+      [](SinkDecl* s) -> std::string& { return s->postgres.target_table; },
+      /*required=*/true));
+  t.defs.push_back(
+      {"create_table", OptionType::kBool,
+       "create the target table when missing (upsert: with the key as PRIMARY KEY)",
+       [](const Converted& v, SinkDecl* s) {
+         s->postgres.create_table = v.b;
+         return Status::OK();
+       }});
   t.defs.push_back(PositiveNumber(
       "connect_timeout_seconds", "libpq's connect_timeout (default 10)",
       [](SinkDecl* s) -> double& { return s->postgres.connect_timeout_seconds; }));
@@ -191,27 +201,31 @@ Table MakePostgres() {
 Table MakeFile() {
   Table t{"file sink", {}};
   AddCommon(&t.defs, "changelog; never upsert");
-  t.defs.push_back(StringOption("path", "the output directory (created if missing)",
-                                [](SinkDecl* s) -> std::string& { return s->file.path; },
-                                /*required=*/true));
-  t.defs.push_back({"format", OptionType::kString, "parquet (default) | ndjson | csv | arrow",
-                    [](const Converted& v, SinkDecl* s) {
-                      if (v.s != "parquet" && v.s != "ndjson" && v.s != "csv" && v.s != "arrow") {
-                        return Status::Invalid("expected parquet, ndjson, csv or arrow, got '",
-                                               v.s, "'");
-                      }
-                      s->file.format = v.s;
-                      return Status::OK();
-                    }});
+  t.defs.push_back(StringOption(
+      "path", "the output directory (created if missing)",
+      [](SinkDecl* s) -> std::string& { return s->file.path; },
+      /*required=*/true));
+  t.defs.push_back(
+      {"format", OptionType::kString, "parquet (default) | ndjson | csv | arrow",
+       [](const Converted& v, SinkDecl* s) {
+         if (v.s != "parquet" && v.s != "ndjson" && v.s != "csv" && v.s != "arrow") {
+           return Status::Invalid("expected parquet, ndjson, csv or arrow, got '", v.s,
+                                  "'");
+         }
+         s->file.format = v.s;
+         return Status::OK();
+       }});
   t.defs.push_back({"partition_by", OptionType::kNames,
                     "Hive partition columns, outermost first",
                     [](const Converted& v, SinkDecl* s) {
                       s->file.partition_by = v.names;
                       return Status::OK();
                     }});
-  t.defs.push_back({"roll_rows", OptionType::kInt, "rows per file at most (default 1000000)",
+  t.defs.push_back({"roll_rows", OptionType::kInt,
+                    "rows per file at most (default 1000000)",
                     [](const Converted& v, SinkDecl* s) {
-                      if (v.i < 1) return Status::Invalid("must be at least 1, got ", v.i);
+                      if (v.i < 1)
+                        return Status::Invalid("must be at least 1, got ", v.i);
                       s->file.roll_rows = v.i;
                       return Status::OK();
                     }});
@@ -242,9 +256,9 @@ Status Merge(const char* option, const std::string& given, std::string* value,
              const Options& options, const std::string& where, const std::string& kind) {
   if (given.empty()) {
     if (value->empty()) {
-      return options_internal::At(where, DeclError(kSqlStateSyntax,
-                                                   std::string("missing required option '") +
-                                                       option + "' of a " + kind));
+      return options_internal::At(
+          where, DeclError(kSqlStateSyntax, std::string("missing required option '") +
+                                                option + "' of a " + kind));
     }
     return Status::OK();
   }
@@ -259,19 +273,22 @@ Status Merge(const char* option, const std::string& given, std::string* value,
 }
 
 // The checks of options that go together (each names the option at fault).
-Status CheckTogether(const SinkDecl& decl, const Options& options, const std::string& where) {
+Status CheckTogether(const SinkDecl& decl, const Options& options,
+                     const std::string& where) {
   auto bad = [&](std::string_view option, const std::string& message) {
     return options_internal::At(WhereOf(options, option, where),
                                 DeclError(kSqlStateBadValue, message));
   };
   const SinkOptions& o = decl.options;
   if (o.retry_max_seconds < o.retry_initial_seconds) {
-    return bad("retry_max_seconds", "retry_max_seconds must not be below retry_initial_seconds");
+    return bad("retry_max_seconds",
+               "retry_max_seconds must not be below retry_initial_seconds");
   }
   if (decl.kind == "file" && o.mode == SinkMode::kUpsert) {
-    return bad("mode",
-               "a file sink cannot upsert (a file cannot replace a key's earlier row); use "
-               "changelog or append");
+    return bad(
+        "mode",
+        "a file sink cannot upsert (a file cannot replace a key's earlier row); use "
+        "changelog or append");
   }
   if (decl.kind == "kafka") {
     const KafkaSinkOptions& k = decl.kafka;
@@ -279,13 +296,15 @@ Status CheckTogether(const SinkDecl& decl, const Options& options, const std::st
     if (servers == k.kafka_config.end() || servers->second.empty()) {
       return options_internal::At(
           WhereOf(options, "kafka_config", where),
-          DeclError(kSqlStateSyntax,
-                    "missing required option 'bootstrap.servers' of a kafka sink (among the "
-                    "options or in kafka_config)"));
+          DeclError(
+              kSqlStateSyntax,
+              "missing required option 'bootstrap.servers' of a kafka sink (among the "
+              "options or in kafka_config)"));
     }
     if (k.format == "avro" && k.schema_registry_url.empty()) {
-      return bad("format",
-                 "avro needs schema_registry_url (the registry the schema is registered in)");
+      return bad(
+          "format",
+          "avro needs schema_registry_url (the registry the schema is registered in)");
     }
     if (k.key_format == "string" && k.key_columns.size() > 1) {
       return bad("key_format", "'string' needs one key column, key_columns has " +
@@ -321,19 +340,21 @@ const OptionTable<SinkDecl>* SinkOptionTable(std::string_view kind) {
   return it == Tables().end() ? nullptr : &it->second;
 }
 
-Result<SinkDecl> ReadSink(std::string_view kind, const Options& options, const std::string& where,
-                          std::string name, std::string table) {
+Result<SinkDecl> ReadSink(std::string_view kind, const Options& options,
+                          const std::string& where, std::string name, std::string table) {
   const OptionTable<SinkDecl>* option_table = SinkOptionTable(kind);
   if (option_table == nullptr) {
     std::string kinds;
     for (const auto& k : SinkKinds()) kinds += (kinds.empty() ? "" : ", ") + k;
-    return options_internal::At(where, DeclError(kSqlStateBadValue,
-                                                 "unknown sink connector '" + std::string(kind) +
-                                                     "' (expected one of: " + kinds + ")"));
+    return options_internal::At(
+        where,
+        DeclError(kSqlStateBadValue, "unknown sink connector '" + std::string(kind) +
+                                         "' (expected one of: " + kinds + ")"));
   }
   SinkDecl decl;
   decl.kind = std::string(kind);
-  if (kind == "postgres") decl.options.mode = SinkMode::kUpsert;  // rills.sinks.PostgresSink's
+  if (kind == "postgres")
+    decl.options.mode = SinkMode::kUpsert;  // rills.sinks.PostgresSink's
   RILL_RETURN_NOT_OK(ReadOptions(*option_table, options, where, &decl));
   RILL_RETURN_NOT_OK(
       Merge("name", name, &decl.options.name, options, where, option_table->kind));
@@ -356,18 +377,22 @@ std::string SinkOptionsMarkdown() {
   std::string out;
   for (const std::string& kind : SinkKinds()) {
     const OptionTable<SinkDecl>& table = *SinkOptionTable(kind);
-    out += "#### `type: " + kind + "`\n\n| option | type | description |\n|---|---|---|\n";
+    out +=
+        "#### `type: " + kind + "`\n\n| option | type | description |\n|---|---|---|\n";
     for (const auto& d : table.defs) {
       std::string name = "`" + d.name + "`";
       if (d.required) name += " (required)";
       if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
       std::string description;  // a | would end the Markdown cell
-      for (char c : d.description) description += c == '|' ? std::string("\\|") : std::string(1, c);
+      for (char c : d.description)
+        description += c == '|' ? std::string("\\|") : std::string(1, c);
       out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
     }
     if (!table.dotted_map.empty()) {
-      out += "\nAny other option with a dot in its name (`bootstrap.servers`, "
-             "`compression.type`, ...) goes into `" + table.dotted_map + "`.\n";
+      out +=
+          "\nAny other option with a dot in its name (`bootstrap.servers`, "
+          "`compression.type`, ...) goes into `" +
+          table.dotted_map + "`.\n";
     }
     out += "\n";
   }
@@ -393,15 +418,17 @@ Result<std::shared_ptr<Sink>> StartSink(const SinkDecl& decl, Engine* engine) {
     for (const std::string& column : columns) {
       if (table.user_schema()->GetFieldIndex(column) < 0) {
         return DeclError(kSqlStateUndefinedColumn,
-                         "sink '" + o.name + "': " + (file ? "partition_by" : "key_columns") +
+                         "sink '" + o.name +
+                             "': " + (file ? "partition_by" : "key_columns") +
                              ": no column '" + column + "' in table '" + o.table + "'");
       }
     }
   }
   if (o.mode == SinkMode::kUpsert && table.primary_key().empty()) {
-    return DeclError(kSqlStateBadValue, "sink '" + o.name +
-                                            "': mode upsert needs a table with a primary key; '" +
-                                            o.table + "' has none (use changelog or append)");
+    return DeclError(kSqlStateBadValue,
+                     "sink '" + o.name +
+                         "': mode upsert needs a table with a primary key; '" + o.table +
+                         "' has none (use changelog or append)");
   }
   auto writer = MakeWriter(decl);
   RILL_RETURN_NOT_OK(AsDeclError(writer.status(), o.name));

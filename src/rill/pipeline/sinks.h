@@ -43,7 +43,7 @@ struct SinkDecl {
   std::string kind;              ///< "kafka", "postgres" or "file"
   SinkOptions options;           ///< options.name and options.table (the FROM table) set
   KafkaSinkOptions kafka;        ///< kind "kafka"
-  PostgresSinkOptions postgres;  ///< kind "postgres" (sink_name and mode set from options)
+  PostgresSinkOptions postgres;  ///< kind "postgres" (sink_name, mode: from options)
   FileSinkOptions file;          ///< kind "file"
   Options given;                 ///< the options as given (for dump and SHOW SINKS)
 };
@@ -62,8 +62,9 @@ const OptionTable<SinkDecl>* SinkOptionTable(std::string_view kind);
 /// (OptionValue::where). Errors carry SQLSTATEs (options.h): an unknown kind is
 /// 22023 naming the kinds; an unknown or missing option 42601; a bad value, or
 /// options that do not go together, 22023. Any thread.
-Result<SinkDecl> ReadSink(std::string_view kind, const Options& options, const std::string& where,
-                          std::string name = "", std::string table = "");
+Result<SinkDecl> ReadSink(std::string_view kind, const Options& options,
+                          const std::string& where, std::string name = "",
+                          std::string table = "");
 
 /// Every kind's options as Markdown (a heading and a table per kind), like
 /// SourceOptionsMarkdown(), for the docs.

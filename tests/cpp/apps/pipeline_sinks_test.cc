@@ -163,6 +163,40 @@ TEST(PipelineSinks, ErrorsNameTheFileTheLineAndTheKey) {
               {"p.yaml:17: sinks[1].name", "declared twice (first at line 16)"});
 }
 
+TEST(PipelineSinks, KafkaPropertiesMayBeWrittenAmongTheOptionsAsInCreateSink) {
+  auto parsed = ParsePipeline(std::string(kTables) + R"(sinks:
+  - name: topic
+    type: kafka
+    table: t
+    topic: out
+    bootstrap.servers: "127.0.0.1:9"
+    kafka_config: {linger.ms: 5}
+)",
+                              "p.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const SinkSpec& k = parsed->sinks.at(0);
+  EXPECT_EQ(k.kafka.kafka_config.at("bootstrap.servers"), "127.0.0.1:9");
+  EXPECT_EQ(k.kafka.kafka_config.at("linger.ms"), "5");
+  EXPECT_EQ(k.given.size(), 5u);  // as written, without `type`
+}
+
+TEST(PipelineSinks, OptionErrorsKeepTheSqlStateOfTheOptionTable) {
+  const std::string t = kTables;
+  auto unknown = ParsePipeline(t + "sinks:\n  - {name: a, type: file, table: t, path: x, "
+                                   "topic: y}\n",
+                               "p.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(pipeline::SqlStateOf(unknown.status()), pipeline::kSqlStateSyntax);
+  auto bad = ParsePipeline(t + "sinks:\n  - {name: a, type: file, table: t, path: x, "
+                               "roll_rows: many}\n",
+                           "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(pipeline::SqlStateOf(bad.status()), pipeline::kSqlStateBadValue);
+  EXPECT_NE(bad.status().message().find("p.yaml:16: sinks[0].roll_rows: expected an integer"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(PipelineSinks, TheShippedExampleParses) {
   auto parsed = LoadPipeline(ExamplePath());
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();

@@ -54,12 +54,14 @@ TEST(PipelineSinks, KafkaTakesItsOptionsAndGathersDottedPropertiesIntoKafkaConfi
                           {"key_columns", "region"},
                           {"key_format", "string"},
                           {"exactly_once", "true"}});
-  OptionValue config;  // kafka_config as a mapping too (YAML), merged with the dotted names
+  OptionValue
+      config;  // kafka_config as a mapping too (YAML), merged with the dotted names
   config.kind = OptionValue::Kind::kMap;
   config.items.push_back(OptionValue::Scalar("5", "option 'kafka_config.linger.ms'"));
   config.items.back().key = "linger.ms";
   options.emplace_back("kafka_config", config);
-  auto decl = ReadSink("kafka", options, "CREATE SINK revenue_out", "revenue_out", "by_region");
+  auto decl =
+      ReadSink("kafka", options, "CREATE SINK revenue_out", "revenue_out", "by_region");
   ASSERT_TRUE(decl.ok()) << decl.status().ToString();
   EXPECT_EQ(decl->kind, "kafka");
   EXPECT_EQ(decl->options.name, "revenue_out");
@@ -83,11 +85,10 @@ TEST(PipelineSinks, KafkaTakesItsOptionsAndGathersDottedPropertiesIntoKafkaConfi
 }
 
 TEST(PipelineSinks, KafkaKeepsAGivenTransactionalId) {
-  auto decl = ReadSink("kafka",
-                       Opts({{"topic", "o"},
-                             {"bootstrap.servers", "h:1"},
-                             {"transactional_id", "mine"}}),
-                       "here", "s", "t");
+  auto decl = ReadSink(
+      "kafka",
+      Opts({{"topic", "o"}, {"bootstrap.servers", "h:1"}, {"transactional_id", "mine"}}),
+      "here", "s", "t");
   ASSERT_TRUE(decl.ok()) << decl.status().ToString();
   EXPECT_EQ(decl->kafka.transactional_id, "mine");
   EXPECT_EQ(decl->options.mode, SinkMode::kChangelog);  // the default
@@ -150,17 +151,19 @@ TEST(PipelineSinks, FileTakesItsOptionsAndTheCommonOnes) {
 }
 
 TEST(PipelineSinks, RefusesAnUnknownKindNamingTheKinds) {
-  ExpectRefused("s3", Opts({}), kSqlStateBadValue, {"CREATE SINK s", "'s3'", "kafka, postgres, file"});
+  ExpectRefused("s3", Opts({}), kSqlStateBadValue,
+                {"CREATE SINK s", "'s3'", "kafka, postgres, file"});
   EXPECT_EQ(SinkOptionTable("s3"), nullptr);
   for (const std::string& kind : SinkKinds()) EXPECT_NE(SinkOptionTable(kind), nullptr);
 }
 
 TEST(PipelineSinks, RefusesUnknownAndMissingOptionsWith42601) {
-  ExpectRefused("file", Opts({{"path", "x"}, {"topic", "y"}}), kSqlStateSyntax,
-                {"option 'topic'", "unknown option 'topic' of a file sink", "roll_seconds"});
+  ExpectRefused(
+      "file", Opts({{"path", "x"}, {"topic", "y"}}), kSqlStateSyntax,
+      {"option 'topic'", "unknown option 'topic' of a file sink", "roll_seconds"});
   // A dotted name is a librdkafka property only for kafka.
-  ExpectRefused("file", Opts({{"path", "x"}, {"bootstrap.servers", "h"}}), kSqlStateSyntax,
-                {"unknown option 'bootstrap.servers'"});
+  ExpectRefused("file", Opts({{"path", "x"}, {"bootstrap.servers", "h"}}),
+                kSqlStateSyntax, {"unknown option 'bootstrap.servers'"});
   ExpectRefused("kafka", Opts({{"bootstrap.servers", "h"}}), kSqlStateSyntax,
                 {"CREATE SINK s", "missing required option 'topic' of a kafka sink"});
   ExpectRefused("kafka", Opts({{"topic", "o"}}), kSqlStateSyntax,
@@ -182,14 +185,14 @@ TEST(PipelineSinks, RefusesUnknownAndMissingOptionsWith42601) {
 }
 
 TEST(PipelineSinks, RefusesBadValuesWith22023NamingTheOption) {
-  ExpectRefused("file", Opts({{"path", "x"}, {"interval_seconds", "soon"}}), kSqlStateBadValue,
-                {"option 'interval_seconds'", "expected a number"});
-  ExpectRefused("file", Opts({{"path", "x"}, {"interval_seconds", "0"}}), kSqlStateBadValue,
-                {"option 'interval_seconds': must be positive"});
-  ExpectRefused("file", Opts({{"path", "x"}, {"max_batch_rows", "-1"}}), kSqlStateBadValue,
-                {"option 'max_batch_rows': must not be negative"});
-  ExpectRefused("file", Opts({{"path", "x"}, {"max_backlog_rows", "0"}}), kSqlStateBadValue,
-                {"option 'max_backlog_rows': must be positive"});
+  ExpectRefused("file", Opts({{"path", "x"}, {"interval_seconds", "soon"}}),
+                kSqlStateBadValue, {"option 'interval_seconds'", "expected a number"});
+  ExpectRefused("file", Opts({{"path", "x"}, {"interval_seconds", "0"}}),
+                kSqlStateBadValue, {"option 'interval_seconds': must be positive"});
+  ExpectRefused("file", Opts({{"path", "x"}, {"max_batch_rows", "-1"}}),
+                kSqlStateBadValue, {"option 'max_batch_rows': must not be negative"});
+  ExpectRefused("file", Opts({{"path", "x"}, {"max_backlog_rows", "0"}}),
+                kSqlStateBadValue, {"option 'max_backlog_rows': must be positive"});
   ExpectRefused("file", Opts({{"path", "x"}, {"mode", "merge"}}), kSqlStateBadValue,
                 {"option 'mode'", "merge"});
   ExpectRefused("file", Opts({{"path", "x"}, {"on_error", "skip"}}), kSqlStateBadValue,
@@ -202,24 +205,29 @@ TEST(PipelineSinks, RefusesBadValuesWith22023NamingTheOption) {
                 {"option 'path': must not be empty"});
   ExpectRefused("file", Opts({{"path", "x"}, {"emit_retention_deletes", "maybe"}}),
                 kSqlStateBadValue, {"option 'emit_retention_deletes'", "true or false"});
-  ExpectRefused("kafka", Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"format", "xml"}}),
-                kSqlStateBadValue, {"expected json or avro"});
   ExpectRefused("kafka",
-                Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"key_format", "bytes"}}),
-                kSqlStateBadValue, {"expected json or string"});
-  ExpectRefused("postgres",
-                Opts({{"dsn", "d"}, {"target_table", "x"}, {"connect_timeout_seconds", "-2"}}),
-                kSqlStateBadValue, {"option 'connect_timeout_seconds': must be positive"});
+                Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"format", "xml"}}),
+                kSqlStateBadValue, {"expected json or avro"});
+  ExpectRefused(
+      "kafka",
+      Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"key_format", "bytes"}}),
+      kSqlStateBadValue, {"expected json or string"});
+  ExpectRefused(
+      "postgres",
+      Opts({{"dsn", "d"}, {"target_table", "x"}, {"connect_timeout_seconds", "-2"}}),
+      kSqlStateBadValue, {"option 'connect_timeout_seconds': must be positive"});
 }
 
 TEST(PipelineSinks, RefusesOptionsThatDoNotGoTogether) {
   ExpectRefused("file", Opts({{"path", "x"}, {"mode", "upsert"}}), kSqlStateBadValue,
                 {"option 'mode'", "a file sink cannot upsert"});
-  ExpectRefused("file",
-                Opts({{"path", "x"}, {"retry_initial_seconds", "5"}, {"retry_max_seconds", "1"}}),
-                kSqlStateBadValue,
-                {"option 'retry_max_seconds'", "must not be below retry_initial_seconds"});
-  ExpectRefused("kafka", Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"format", "avro"}}),
+  ExpectRefused(
+      "file",
+      Opts({{"path", "x"}, {"retry_initial_seconds", "5"}, {"retry_max_seconds", "1"}}),
+      kSqlStateBadValue,
+      {"option 'retry_max_seconds'", "must not be below retry_initial_seconds"});
+  ExpectRefused("kafka",
+                Opts({{"topic", "o"}, {"bootstrap.servers", "h"}, {"format", "avro"}}),
                 kSqlStateBadValue, {"option 'format'", "avro needs schema_registry_url"});
   ExpectRefused("kafka",
                 Opts({{"topic", "o"},
@@ -227,8 +235,8 @@ TEST(PipelineSinks, RefusesOptionsThatDoNotGoTogether) {
                       {"key_columns", "a, b"},
                       {"key_format", "string"}}),
                 kSqlStateBadValue, {"option 'key_format'", "needs one key column"});
-  ExpectRefused("kafka", Opts({{"topic", "o"}, {"bootstrap.servers", ""}}), kSqlStateSyntax,
-                {"bootstrap.servers"});
+  ExpectRefused("kafka", Opts({{"topic", "o"}, {"bootstrap.servers", ""}}),
+                kSqlStateSyntax, {"bootstrap.servers"});
 }
 
 TEST(PipelineSinks, MarkdownListsEveryKindAndOption) {
@@ -246,7 +254,8 @@ TEST(PipelineSinks, MarkdownListsEveryKindAndOption) {
 class StartSinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("rill_pipeline_sinks_" + std::to_string(::getpid())))
+    dir_ = (fs::temp_directory_path() /
+            ("rill_pipeline_sinks_" + std::to_string(::getpid())))
                .string();
     fs::remove_all(dir_);
     engine_ = Engine::Make().ValueOrDie();
@@ -297,8 +306,8 @@ TEST_F(StartSinkTest, AFileSinkWritesTheTablesChangesIntoFiles) {
   arrow::StringBuilder region;
   ASSERT_TRUE(id.AppendValues({1, 2}).ok());
   ASSERT_TRUE(region.AppendValues({"eu", "us"}).ok());
-  auto batch = arrow::RecordBatch::Make(Schema(), 2,
-                                        {id.Finish().ValueOrDie(), region.Finish().ValueOrDie()});
+  auto batch = arrow::RecordBatch::Make(
+      Schema(), 2, {id.Finish().ValueOrDie(), region.Finish().ValueOrDie()});
   ASSERT_TRUE(table_->Write(batch).ok());
   ASSERT_TRUE((*sink)->Flush(10).ok());
   EXPECT_EQ((*sink)->stats().rows_written, 2);
@@ -315,22 +324,27 @@ TEST_F(StartSinkTest, AFileSinkWritesTheTablesChangesIntoFiles) {
     contents[entry.path().parent_path().filename().string()] += text.str();
   }
   ASSERT_EQ(contents.size(), 2u);
-  EXPECT_NE(contents["region=eu"].find("\"id\":1"), std::string::npos) << contents["region=eu"];
+  EXPECT_NE(contents["region=eu"].find("\"id\":1"), std::string::npos)
+      << contents["region=eu"];
   EXPECT_EQ(contents["region=eu"].find("\"id\":2"), std::string::npos);
-  EXPECT_NE(contents["region=us"].find("\"id\":2"), std::string::npos) << contents["region=us"];
+  EXPECT_NE(contents["region=us"].find("\"id\":2"), std::string::npos)
+      << contents["region=us"];
 }
 
 TEST_F(StartSinkTest, RefusesWhatTheEngineCannotRunWithItsSqlState) {
-  auto refused = [&](const SinkDecl& decl, const char* sqlstate, const std::string& part) {
+  auto refused = [&](const SinkDecl& decl, const char* sqlstate,
+                     const std::string& part) {
     auto sink = StartSink(decl, engine_.get());
     ASSERT_FALSE(sink.ok());
     EXPECT_EQ(SqlStateOf(sink.status()), sqlstate) << sink.status().ToString();
-    EXPECT_NE(sink.status().message().find(part), std::string::npos) << sink.status().message();
+    EXPECT_NE(sink.status().message().find(part), std::string::npos)
+        << sink.status().message();
   };
   refused(FileDecl({}, "a", "nope"), kSqlStateUndefined, "table 'nope' does not exist");
   refused(FileDecl({{"partition_by", "zone"}}), "42703", "no column 'zone'");
-  auto keyless = ReadSink("postgres", Opts({{"dsn", "host=127.0.0.1"}, {"target_table", "x"}}),
-                          "here", "pg", "log");
+  auto keyless =
+      ReadSink("postgres", Opts({{"dsn", "host=127.0.0.1"}, {"target_table", "x"}}),
+               "here", "pg", "log");
   ASSERT_TRUE(keyless.ok()) << keyless.status().ToString();
   refused(*keyless, kSqlStateBadValue, "mode upsert needs a table with a primary key");
   EXPECT_TRUE(SinkSet::For(engine_.get()).List().empty());  // nothing half-started
