@@ -56,7 +56,7 @@ const OptionTable<SinkDecl>* SinkOptionTable(std::string_view kind);
 
 /// Read a declaration of `kind`. `name` / `table` may be given here (DDL: the
 /// statement's name and FROM table) or among the options (YAML: `name`,
-/// `table`); both at once must agree. `options` holds neither the kind (the
+/// `table`); both at once must agree. `options` does not hold the kind (the
 /// YAML's `type`, the DDL's `connector`). `where` prefixes messages about the
 /// whole declaration; a message about one option carries that option's place
 /// (OptionValue::where). Errors carry SQLSTATEs (options.h): an unknown kind is
