@@ -77,6 +77,7 @@
 #include "generator.h"
 #include "rill/common/status.h"
 #include "rill/connector/bounded_buffer.h"
+#include "rill/pipeline/sinks.h"
 #include "rill/pipeline/sources.h"
 #include "rill/engine/checkpoint.h"
 #include "rill/engine/engine.h"
@@ -160,14 +161,10 @@ struct RuleSpec {
   AlertRule rule;
 };
 
-/// One entry of `sinks:`: the common options and those of its type.
-struct SinkSpec {
+/// One entry of `sinks:`: the declaration (kind = the entry's `type`, the
+/// common options and those of its kind; src/rill/pipeline/sinks.h) and its place.
+struct SinkSpec : pipeline::SinkDecl {
   SourceRef where;
-  std::string type;  ///< "kafka", "postgres" or "file"
-  SinkOptions options;
-  KafkaSinkOptions kafka;        ///< type "kafka"
-  PostgresSinkOptions postgres;  ///< type "postgres" (sink_name = options.name)
-  FileSinkOptions file;          ///< type "file"
 };
 
 /// Settings of the `server:` section; unset values take the CLI's defaults.

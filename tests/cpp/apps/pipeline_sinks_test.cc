@@ -82,7 +82,7 @@ TEST(PipelineSinks, ParsesEveryOptionOfTheThreeTypes) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   ASSERT_EQ(parsed->sinks.size(), 3u);
   const SinkSpec& f = parsed->sinks[0];
-  EXPECT_EQ(f.type, "file");
+  EXPECT_EQ(f.kind, "file");
   EXPECT_EQ(f.where.line, 16);
   EXPECT_EQ(f.options.name, "files");
   EXPECT_EQ(f.options.table, "t");
@@ -126,11 +126,11 @@ TEST(PipelineSinks, ErrorsNameTheFileTheLineAndTheKey) {
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: nope, path: x}\n",
               {"p.yaml:16: sinks[0].table", "unknown table 'nope'"});
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t}\n",
-              {"p.yaml:16: sinks[0]", "missing required key 'path'"});
+              {"p.yaml:16: sinks[0]", "missing required option 'path'"});
   ExpectError(t + "sinks:\n  - {type: file, table: t, path: x}\n",
-              {"sinks[0]", "missing required key 'name'"});
+              {"sinks[0]", "missing required option 'name'"});
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t, path: x, topic: y}\n",
-              {"sinks[0].topic", "unknown key"});
+              {"sinks[0].topic", "unknown option 'topic'"});
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t, path: x, mode: merge}\n",
               {"sinks[0].mode", "merge"});
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t, path: x, on_error: skip}\n",
@@ -149,7 +149,7 @@ TEST(PipelineSinks, ErrorsNameTheFileTheLineAndTheKey) {
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t, path: x, mode: upsert}\n",
               {"p.yaml:16: sinks[0].mode", "a file sink cannot upsert"});
   ExpectError(t + "sinks:\n  - {name: a, type: kafka, table: t, topic: o}\n",
-              {"sinks[0]", "missing required key 'kafka_config'"});
+              {"sinks[0]", "missing required option 'bootstrap.servers'"});
   ExpectError(t + "sinks:\n  - {name: a, type: kafka, table: t, topic: o, kafka_config: {acks: "
                   "all}}\n",
               {"sinks[0].kafka_config", "bootstrap.servers"});
@@ -157,10 +157,44 @@ TEST(PipelineSinks, ErrorsNameTheFileTheLineAndTheKey) {
                   "{bootstrap.servers: h}, key_columns: [id, s], key_format: string}\n",
               {"sinks[0].key_format", "needs one key column"});
   ExpectError(t + "sinks:\n  - {name: a, type: postgres, table: t, dsn: d}\n",
-              {"sinks[0]", "missing required key 'target_table'"});
+              {"sinks[0]", "missing required option 'target_table'"});
   ExpectError(t + "sinks:\n  - {name: a, type: file, table: t, path: x}\n"
                   "  - {name: a, type: file, table: t, path: y}\n",
               {"p.yaml:17: sinks[1].name", "declared twice (first at line 16)"});
+}
+
+TEST(PipelineSinks, KafkaPropertiesMayBeWrittenAmongTheOptionsAsInCreateSink) {
+  auto parsed = ParsePipeline(std::string(kTables) + R"(sinks:
+  - name: topic
+    type: kafka
+    table: t
+    topic: out
+    bootstrap.servers: "127.0.0.1:9"
+    kafka_config: {linger.ms: 5}
+)",
+                              "p.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const SinkSpec& k = parsed->sinks.at(0);
+  EXPECT_EQ(k.kafka.kafka_config.at("bootstrap.servers"), "127.0.0.1:9");
+  EXPECT_EQ(k.kafka.kafka_config.at("linger.ms"), "5");
+  EXPECT_EQ(k.given.size(), 5u);  // as written, without `type`
+}
+
+TEST(PipelineSinks, OptionErrorsKeepTheSqlStateOfTheOptionTable) {
+  const std::string t = kTables;
+  auto unknown = ParsePipeline(t + "sinks:\n  - {name: a, type: file, table: t, path: x, "
+                                   "topic: y}\n",
+                               "p.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(pipeline::SqlStateOf(unknown.status()), pipeline::kSqlStateSyntax);
+  auto bad = ParsePipeline(t + "sinks:\n  - {name: a, type: file, table: t, path: x, "
+                               "roll_rows: many}\n",
+                           "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(pipeline::SqlStateOf(bad.status()), pipeline::kSqlStateBadValue);
+  EXPECT_NE(bad.status().message().find("p.yaml:16: sinks[0].roll_rows: expected an integer"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(PipelineSinks, TheShippedExampleParses) {
