@@ -208,7 +208,6 @@ class Parser {
   Status ParseSinkCommon(const At& at, SinkOptions* o) const;
   Status ParseKafkaSink(const At& at, KafkaSinkOptions* o) const;
   Status ParseFileSink(const At& at, FileSinkOptions* o) const;
-  Status ParseWindowAggregations(const At& aggs, WindowSpec* spec) const;
   Result<std::optional<RetentionPolicy>> ParseRetention(const At& at) const;
   Result<std::shared_ptr<arrow::Schema>> ParseColumns(const At& at) const;
 
