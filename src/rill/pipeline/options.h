@@ -203,7 +203,8 @@ Status ReadOptions(const OptionTable<Spec>& table, const Options& options, const
     }
     Status st = def->set(*converted, spec);
     if (!st.ok()) {
-      Status coded = SqlStateOf(st).empty() ? DeclError(kSqlStateBadValue, st.message()) : st;
+      Status coded =
+          SqlStateOf(st).empty() ? DeclError(kSqlStateBadValue, st.message()) : st;
       if (def->type == OptionType::kAny) return coded;  // placed by the setter
       return options_internal::At(value.where, coded);
     }

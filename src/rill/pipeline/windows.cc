@@ -26,7 +26,8 @@ Status NotEmpty(const char* what, const std::string& v) {
 }
 
 /// A 22023 error at `value`'s place (or `fallback`'s when it has none).
-Status BadAt(const OptionValue& value, const OptionValue& fallback, const std::string& message) {
+Status BadAt(const OptionValue& value, const OptionValue& fallback,
+             const std::string& message) {
   return options_internal::At(value.where.empty() ? fallback.where : value.where,
                               DeclError(kSqlStateBadValue, message));
 }
@@ -124,7 +125,8 @@ Status ReadAggregations(const OptionValue& value, WindowSpec* spec) {
     case OptionValue::Kind::kMap:
       for (const OptionValue& entry : value.items) {
         if (entry.kind != OptionValue::Kind::kScalar) {
-          return BadAt(entry, value, "expected an expression (a string) for '" + entry.key + "'");
+          return BadAt(entry, value,
+                       "expected an expression (a string) for '" + entry.key + "'");
         }
         RILL_RETURN_NOT_OK(add(entry, entry.key, entry.text));
       }
@@ -153,7 +155,8 @@ Status ReadAggregations(const OptionValue& value, WindowSpec* spec) {
           *target = Trim(field.text);
         }
         using Field = std::pair<const char*, const std::string*>;
-        for (const auto& [key, text] : {Field{"column", &column}, Field{"function", &function}}) {
+        for (const auto& [key, text] :
+             {Field{"column", &column}, Field{"function", &function}}) {
           if (text->empty()) {
             return options_internal::At(
                 item.where.empty() ? value.where : item.where,
@@ -163,7 +166,8 @@ Status ReadAggregations(const OptionValue& value, WindowSpec* spec) {
         if (column == "*") {
           RILL_RETURN_NOT_OK(add(item, function, function + "(*)"));
         } else {
-          RILL_RETURN_NOT_OK(add(item, column + "_" + function, function + "(" + Quoted(column) + ")"));
+          RILL_RETURN_NOT_OK(
+              add(item, column + "_" + function, function + "(" + Quoted(column) + ")"));
         }
       }
       break;
@@ -225,9 +229,9 @@ Table MakeTable() {
                   [](const Converted& v, WindowDecl* d) {
                     RILL_RETURN_NOT_OK(NotEmpty("name", v.s));
                     if (!d->options.name.empty() && d->options.name != v.s) {
-                      return DeclError(kSqlStateSyntax, "option 'name' ('" + v.s +
-                                                            "') differs from the window's name '" +
-                                                            d->options.name + "'");
+                      return DeclError(kSqlStateSyntax, "'" + v.s + "' differs from the " +
+                                                            "window's name '" + d->options.name +
+                                                            "'");
                     }
                     d->options.name = v.s;
                     return Status::OK();
@@ -277,7 +281,9 @@ Table MakeTable() {
                   }});
   defs.push_back(Number("allowed_lateness_seconds",
                         "the watermark trails the latest event time by this (default 0)",
-                        [](WindowDecl* d) { return &d->options.spec.allowed_lateness_seconds; }));
+                        [](WindowDecl* d) {
+                          return &d->options.spec.allowed_lateness_seconds;
+                        }));
   defs.push_back(Number("idle_timeout_seconds",
                         "> 0: with no rows for this long the watermark follows the clock",
                         [](WindowDecl* d) { return &d->options.spec.idle_timeout_seconds; }));
@@ -291,7 +297,9 @@ Table MakeTable() {
   defs.push_back({"retention", OptionType::kAny,
                   "output retention {max_rows, max_age_seconds, time_column} "
                   "(default max_rows 1000000)",
-                  [](const Converted& v, WindowDecl* d) { return ReadRetention(*v.raw, d); }});
+                  [](const Converted& v, WindowDecl* d) {
+                    return ReadRetention(*v.raw, d);
+                  }});
   defs.push_back({"max_rows", OptionType::kInt, "retention's max_rows, flat (as SQL writes it)",
                   [](const Converted& v, WindowDecl* d) {
                     if (!d->options.retention) d->options.retention.emplace();
@@ -372,7 +380,9 @@ std::string WindowOptionsMarkdown() {
     if (d.required) name += " (required)";
     if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
     std::string description;  // a | would end the Markdown cell
-    for (char c : d.description) description += c == '|' ? std::string("\\|") : std::string(1, c);
+    for (char c : d.description) {
+      description += c == '|' ? std::string("\\|") : std::string(1, c);
+    }
     out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
   }
   return out + "\n";

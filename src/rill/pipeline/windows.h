@@ -37,17 +37,19 @@ namespace rill::pipeline {
 
 /// One declared window task.
 struct WindowDecl {
-  WindowTaskOptions options;  ///< name, source_table, output_table (default: the name), spec, ...
-  Options given;              ///< the options as given (for dump and SHOW WINDOWS)
+  /// name, source_table, output_table (default: the name), spec, ...
+  WindowTaskOptions options;
+  Options given;  ///< the options as given (for dump and SHOW WINDOWS)
 };
 
 /// The window's option table (the docs' list and the DDL's and YAML's checks).
 const OptionTable<WindowDecl>& WindowOptionTable();
 
-/// Read a declaration; `name` may be given here (DDL: the statement's name) or among the
-/// options (YAML `name`). Errors carry SQLSTATEs (options.h): unknown/missing option 42601,
-/// bad value 22023 (e.g. an unknown window kind, a bad aggregation). `where` prefixes
-/// messages about the whole declaration. Any thread.
+/// Read a declaration; `name` may be given here (DDL: the statement's name) or
+/// among the options (YAML `name`; a different one is refused). Errors carry
+/// SQLSTATEs (options.h): unknown/missing option 42601, bad value 22023 (e.g.
+/// an unknown window kind, a bad aggregation). `where` prefixes messages about
+/// the whole declaration. Any thread.
 Result<WindowDecl> ReadWindow(const Options& options, const std::string& where,
                               std::string name = "");
 

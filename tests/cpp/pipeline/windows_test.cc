@@ -79,8 +79,8 @@ TEST(PipelineWindows, TheStringFormKeepsCommasInsideParenthesesAndQuotes) {
             {"size_seconds", "10"},
             {"slide_seconds", "5"},
             {"aggregations",
-             " q = quantile_cont(v, 0.9) , s=string_agg(k, ','),\"Odd, = name\"=sum(v * (1 + 2)),"
-             "c = count(*)"},
+             " q = quantile_cont(v, 0.9) , s=string_agg(k, ','),"
+             "\"Odd, = name\"=sum(v * (1 + 2)),c = count(*)"},
             {"max_rows", "500"},
             {"max_age_seconds", "60"}}),
       "here", "w");
@@ -121,9 +121,8 @@ TEST(PipelineWindows, YamlMappingAndListFormsReadLikeThePythonClass) {
                        Map({{"n", OptionValue::Scalar("count(*)", "f:3: aggregations.n")},
                             {"hi", OptionValue::Scalar("max(v)", "f:4: aggregations.hi")}},
                            "f:2: aggregations"));
-  options.emplace_back("retention",
-                       Map({{"max_rows", OptionValue::Scalar("50", "f:5: retention.max_rows")}},
-                           "f:5: retention"));
+  OptionValue max_rows = OptionValue::Scalar("50", "f:5: retention.max_rows");
+  options.emplace_back("retention", Map({{"max_rows", max_rows}}, "f:5: retention"));
   auto decl = ReadWindow(options, "f:1: windows[0]");
   ASSERT_TRUE(decl.ok()) << decl.status().ToString();
   const WindowTaskOptions& o = decl->options;
@@ -267,9 +266,9 @@ TEST(PipelineWindows, MakeWindowComputesATumblingWindowInAnEngine) {
   auto task = MakeWindow(*decl);
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   ASSERT_TRUE(engine->AddWindowTask(*task).ok());
-  ASSERT_TRUE(orders->Write(Events({1, 30, 59, 10, 61, 130}, {"eu", "eu", "us", "us", "eu", "eu"},
-                                   {1, 2, 4, 8, 16, 32}))
-                  .ok());
+  auto rows_in = Events({1, 30, 59, 10, 61, 130}, {"eu", "eu", "us", "us", "eu", "eu"},
+                        {1, 2, 4, 8, 16, 32});
+  ASSERT_TRUE(orders->Write(rows_in).ok());
   ASSERT_TRUE(engine->Step().ok());
   auto stats = engine->TaskStatistics()["orders_per_minute"];
   ASSERT_EQ(stats.errors, 0) << stats.last_error;
