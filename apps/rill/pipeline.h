@@ -146,9 +146,11 @@ struct StreamTaskSpec {
   double interval_seconds = 0;
 };
 
+/// One entry of `windows:`, read by pipeline::ReadWindow (rill/pipeline/windows.h).
 struct WindowTaskSpec {
   SourceRef where;
   WindowTaskOptions options;
+  pipeline::Options given;  ///< the options as written (for `rill pipeline dump`)
 };
 
 struct KpiSpec {

@@ -205,7 +205,6 @@ class Parser {
   Status ParseRule(const At& at, Pipeline* p) const;
   Status ParseWindow(const At& at, Pipeline* p) const;  // pipeline_windows.cc
   Status ParseSink(const At& at, Pipeline* p) const;    // pipeline_sinks.cc
-  Status ParseWindowAggregations(const At& aggs, WindowSpec* spec) const;
   Result<std::optional<RetentionPolicy>> ParseRetention(const At& at) const;
   Result<std::shared_ptr<arrow::Schema>> ParseColumns(const At& at) const;
 

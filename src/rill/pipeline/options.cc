@@ -87,6 +87,8 @@ const char* OptionTypeName(OptionType type) {
       return "names";
     case OptionType::kStringMap:
       return "mapping";
+    case OptionType::kAny:
+      return "any";
   }
   return "?";
 }
@@ -100,6 +102,7 @@ Result<bool> ParseBoolText(std::string_view text) {
 
 Result<Converted> Convert(const OptionValue& value, OptionType type) {
   Converted out;
+  out.raw = &value;
   const bool scalar = value.kind == OptionValue::Kind::kScalar;
   switch (type) {
     case OptionType::kString:
@@ -168,6 +171,8 @@ Result<Converted> Convert(const OptionValue& value, OptionType type) {
         }
         out.map[v.key] = v.text;
       }
+      return out;
+    case OptionType::kAny:
       return out;
   }
   return BadValue(value, "unknown option type");

@@ -71,9 +71,13 @@ enum class OptionType {
   kBool,
   kNames,      ///< a list of names, or one string "a, b"
   kStringMap,  ///< a mapping of strings (YAML), or dotted names in SQL (see OptionTable)
+  /// Any value (a scalar, a list or a mapping): the setter reads Converted::raw
+  /// and places its own errors (at raw->where or at one of its items' places),
+  /// for options written in several forms (a window's `aggregations`).
+  kAny,
 };
 
-/// "string", "integer", "number", "boolean", "names", "mapping".
+/// "string", "integer", "number", "boolean", "names", "mapping", "any".
 const char* OptionTypeName(OptionType type);
 
 /// An option's value converted to its type (the field of the type is set).
@@ -84,6 +88,10 @@ struct Converted {
   bool b = false;
   std::vector<std::string> names;
   std::map<std::string, std::string> map;
+  /// The value as given, set by Convert for every type (kAny setters read it).
+  /// Borrowed: it points into the Options being read and is valid only while
+  /// the setter runs. Null for the gathered dotted names.
+  const OptionValue* raw = nullptr;
 };
 
 template <typename Spec>
@@ -108,7 +116,8 @@ struct OptionTable {
   std::string dotted_map = {};
 };
 
-/// Convert `value` to `type`; Invalid (22023) naming the value's place.
+/// Convert `value` to `type`; Invalid (22023) naming the value's place. The
+/// result's `raw` points to `value` (which must outlive its use).
 Result<Converted> Convert(const OptionValue& value, OptionType type);
 
 /// Parse a boolean as written in YAML or SQL: true/false, yes/no, on/off, 1/0.
@@ -118,7 +127,10 @@ Result<bool> ParseBoolText(std::string_view text);
 /// table's (or its alias, or a dotted name gathered by dotted_map), given
 /// once; each value converts to the option's type; every required option is
 /// given. `where` is put in front of messages about the whole declaration
-/// (a missing option). Stops at the first error.
+/// (a missing option). A setter's error is put at the value's place with
+/// SQLSTATE 22023 unless it has a SQLSTATE already; a kAny setter's error is
+/// kept as it is (the setter placed it), given 22023 if it has none. Stops at
+/// the first error.
 template <typename Spec>
 Status ReadOptions(const OptionTable<Spec>& table, const Options& options, const std::string& where,
                    Spec* spec);
@@ -191,10 +203,10 @@ Status ReadOptions(const OptionTable<Spec>& table, const Options& options, const
     }
     Status st = def->set(*converted, spec);
     if (!st.ok()) {
-      return options_internal::At(value.where,
-                                  SqlStateOf(st).empty()
-                                      ? DeclError(kSqlStateBadValue, st.message())
-                                      : st);
+      Status coded =
+          SqlStateOf(st).empty() ? DeclError(kSqlStateBadValue, st.message()) : st;
+      if (def->type == OptionType::kAny) return coded;  // placed by the setter
+      return options_internal::At(value.where, coded);
     }
   }
   for (const auto& d : table.defs) {

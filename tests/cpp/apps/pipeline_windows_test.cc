@@ -132,10 +132,34 @@ TEST(PipelineWindows, BadValuesNameFileLineAndKey) {
                {"w.yaml:7", "windows[0].window", "weekly"});
   expect_error("  - {name: w, source: ev, size_seconds: -1}\n", {"w.yaml:7", "size"});
   expect_error("  - {name: w, source: ev, emit: sometimes}\n", {"windows[0].emit"});
-  expect_error("  - {name: w, source: ev, sizes: 3}\n", {"windows[0].sizes", "unknown key"});
-  expect_error("  - {name: w}\n", {"missing required key 'source'"});
+  expect_error("  - {name: w, source: ev, sizes: 3}\n",
+               {"windows[0].sizes", "unknown option 'sizes'"});
+  expect_error("  - {name: w}\n", {"w.yaml:7", "missing required option 'source'"});
   expect_error("  - {name: w, source: ev, aggregations: {x: \"\"}}\n", {"aggregations.x"});
   expect_error("  - {name: w, source: ev}\n  - {name: w, source: ev}\n", {"declared twice"});
+  // An entry of a multi-line mapping is named at its own line.
+  expect_error("  - name: w\n    source: ev\n    aggregations:\n      n: count(*)\n"
+               "      s: \"\"\n",
+               {"w.yaml:11", "windows[0].aggregations.s"});
+  expect_error("  - {name: w, source: ev, aggregations: \"n=sum(v\"}\n",
+               {"w.yaml:7", "windows[0].aggregations", "unbalanced"});
+}
+
+TEST(PipelineWindows, AggregationsMayBeWrittenAsTheSqlString) {
+  auto parsed = ParsePipeline(std::string(kTables) + R"yaml(windows:
+  - name: w
+    source: ev
+    aggregations: "n=count(*), q=quantile_cont(v, 0.5)"
+    max_rows: 20
+)yaml",
+                              "w.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const WindowTaskOptions& o = parsed->window_tasks[0].options;
+  ASSERT_EQ(o.spec.aggregations.size(), 2u);
+  EXPECT_EQ(o.spec.aggregations[1].output, "q");
+  EXPECT_EQ(o.spec.aggregations[1].expression, "quantile_cont(v, 0.5)");
+  EXPECT_EQ(o.retention->max_rows, 20);
+  EXPECT_EQ(parsed->window_tasks[0].given.size(), 4u);
 }
 
 }  // namespace
