@@ -23,7 +23,9 @@
 //                  rows_per_second, interval_ms, seed and columns: {column:
 //                  spec} (see generator.h).
 //   tasks:       - name, type (sql | join), interval_seconds, output,
-//                  primary_key; sql: `sql`; join: left, right, keys,
+//                  primary_key; sql: `sql` (src/rill/pipeline/tasks.h has the
+//                  option tables of sql tasks, stream tasks, KPIs and alert
+//                  rules, shared with the DDL); join: left, right, keys,
 //                  right_keys, join_type, group_by, aggregations
 //                  ({column: function} or [{column, function}]),
 //                  incremental, retention
@@ -44,7 +46,8 @@
 //                  scatter), x_col, y_col
 //   alert_rules: - name, metric, op, threshold, cooldown_seconds, severity,
 //                  message, enabled, webhook (a URL, or {url, format:
-//                  slack | google_chat | custom})
+//                  slack | google_chat | custom}), webhook_format (the same
+//                  format, as the DDL writes it)
 //   sinks:       - name, type (kafka | postgres | file), table (declared under
 //                  tables, or a task's or window's output), mode (changelog |
 //                  upsert | append), interval_seconds, max_batch_rows,
@@ -129,6 +132,8 @@ struct SqlTaskSpec {
   std::string output;
   double interval_seconds = 1.0;
   std::vector<std::string> primary_key;
+  /// The options as given, without name and sql (src/rill/pipeline/tasks.h).
+  pipeline::Options given;
 };
 
 struct JoinTaskSpec {
@@ -144,6 +149,8 @@ struct StreamTaskSpec {
   std::string output;
   RetentionPolicy retention;
   double interval_seconds = 0;
+  /// The options as given, without name and sql (src/rill/pipeline/tasks.h).
+  pipeline::Options given;
 };
 
 /// One entry of `windows:`, read by pipeline::ReadWindow (rill/pipeline/windows.h).
@@ -156,11 +163,15 @@ struct WindowTaskSpec {
 struct KpiSpec {
   SourceRef where;
   KpiQuery query;
+  /// The options as given, without name and sql (src/rill/pipeline/tasks.h).
+  pipeline::Options given;
 };
 
 struct RuleSpec {
   SourceRef where;
   AlertRule rule;
+  /// The options as given, without name (src/rill/pipeline/tasks.h).
+  pipeline::Options given;
 };
 
 /// One entry of `sinks:`: the declaration (kind = the entry's `type`, the

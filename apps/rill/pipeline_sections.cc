@@ -1,10 +1,36 @@
 // Parsing of the connectors, tasks, kpis and alert_rules sections of a
 // pipeline file.
+#include <algorithm>
+#include <initializer_list>
+#include <string_view>
+
 #include <arrow/api.h>
 
 #include "pipeline_parser_internal.h"
+#include "rill/pipeline/tasks.h"
 
 namespace rill::app::pipeline_internal {
+
+namespace {
+
+/// The entries of the YAML mapping `at` as declared options, leaving out the
+/// keys in `skip` and those whose value is null (absent, as Parser::Has).
+Result<pipeline::Options> MappingOptions(const Parser& parser, const At& at,
+                                         std::initializer_list<const char*> skip) {
+  if (!at.node.IsMap()) return parser.Error(at, "expected a mapping");
+  pipeline::Options options;
+  for (const auto& kv : at.node) {
+    const std::string key = kv.first.Scalar();
+    if (kv.second.IsNull() ||
+        std::find(skip.begin(), skip.end(), std::string_view(key)) != skip.end()) {
+      continue;
+    }
+    options.emplace_back(key, parser.ToOption(parser.Child(at, key)));
+  }
+  return options;
+}
+
+}  // namespace
 
 Status Parser::ParseGeneratorColumn(const At& c, GeneratorColumnSpec* col) const {
   using Kind = GeneratorColumnSpec::Kind;
@@ -187,44 +213,20 @@ Status Parser::ParseConnector(const At& at, Pipeline* p) const {
   return Status::OK();
 }
 
+// Stream tasks, SQL tasks, KPIs and alert rules read their options through the
+// kinds' option tables (src/rill/pipeline/tasks.h), the ones the DDL's CREATE
+// STREAM VIEW / MATERIALIZED VIEW / KPI / ALERT RULE use too.
 Status Parser::ParseStreamTask(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"name", "sql", "source", "output", "retention", "max_rows",
-                               "max_age_seconds", "interval_seconds"}));
-  StreamTaskSpec spec;
-  spec.where = Ref(at);
-  RILL_ASSIGN_OR_RAISE(spec.name, RequiredStr(at, "name"));
-  RILL_ASSIGN_OR_RAISE(spec.sql, RequiredStr(at, "sql"));
-  RILL_ASSIGN_OR_RAISE(spec.source, RequiredStr(at, "source"));
-  spec.output = spec.name;
-  if (Has(at, "output")) {
-    RILL_ASSIGN_OR_RAISE(spec.output, RequiredStr(at, "output"));
-  }
-  if (Has(at, "retention")) {
-    RILL_ASSIGN_OR_RAISE(auto retention, ParseRetention(Child(at, "retention")));
-    if (retention) spec.retention = *retention;
-  }
-  if (Has(at, "max_rows")) {
-    RILL_ASSIGN_OR_RAISE(spec.retention.max_rows, Int(Child(at, "max_rows")));
-  }
-  if (Has(at, "max_age_seconds")) {
-    RILL_ASSIGN_OR_RAISE(spec.retention.max_age_seconds, Num(Child(at, "max_age_seconds")));
-  }
-  if (!spec.retention.enabled()) {
-    return Error(at, "a stream task's output is an append table: give max_rows or "
-                     "max_age_seconds (or retention)");
-  }
-  if (Status st = spec.retention.Validate(); !st.ok()) return Ref(at).Wrap(st);
-  if (Has(at, "interval_seconds")) {
-    At v = Child(at, "interval_seconds");
-    RILL_ASSIGN_OR_RAISE(spec.interval_seconds, Num(v));
-    if (spec.interval_seconds < 0) return Error(v, "must be >= 0");
-  }
+  RILL_ASSIGN_OR_RAISE(pipeline::Options options, MappingOptions(*this, at, {}));
+  RILL_ASSIGN_OR_RAISE(auto decl, pipeline::ReadStreamView(options, Ref(at).ToString()));
   for (const StreamTaskSpec& other : p->stream_tasks) {
-    if (other.name == spec.name) {
-      return Error(Child(at, "name"), "stream task '", spec.name, "' is declared twice");
+    if (other.name == decl.name) {
+      return Error(Child(at, "name"), "stream task '", decl.name, "' is declared twice");
     }
   }
-  p->stream_tasks.push_back(std::move(spec));
+  p->stream_tasks.push_back(StreamTaskSpec{Ref(at), decl.name, decl.sql, decl.source,
+                                           decl.output, decl.retention,
+                                           decl.interval_seconds, std::move(decl.given)});
   return Status::OK();
 }
 
@@ -274,28 +276,10 @@ Status Parser::ParseJoin(const At& at, JoinTaskSpec* spec) const {
 }
 
 Status Parser::ParseTask(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"name", "type", "sql", "output", "interval_seconds",
-                               "primary_key", "left", "right", "keys", "right_keys",
-                               "join_type", "group_by", "aggregations", "incremental",
-                               "retention"}));
-  RILL_ASSIGN_OR_RAISE(std::string name, RequiredStr(at, "name"));
+  if (!at.node.IsMap()) return Error(at, "expected a mapping");
   std::string type = Has(at, "sql") ? "sql" : "join";
   if (Has(at, "type")) {
     RILL_ASSIGN_OR_RAISE(type, Str(Child(at, "type")));
-  }
-  std::string output = name;
-  if (Has(at, "output")) {
-    RILL_ASSIGN_OR_RAISE(output, Str(Child(at, "output")));
-  }
-  double interval = 1.0;
-  if (Has(at, "interval_seconds")) {
-    At v = Child(at, "interval_seconds");
-    RILL_ASSIGN_OR_RAISE(interval, Num(v));
-    if (interval <= 0) return Error(v, "must be positive");
-  }
-  std::vector<std::string> primary_key;
-  if (Has(at, "primary_key")) {
-    RILL_ASSIGN_OR_RAISE(primary_key, Names(Child(at, "primary_key")));
   }
   if (type == "sql") {
     for (const char* key : {"left", "right", "keys", "right_keys", "join_type", "group_by",
@@ -304,107 +288,77 @@ Status Parser::ParseTask(const At& at, Pipeline* p) const {
         return Error(Child(at, key), "only a join task takes '", key, "'");
       }
     }
-    SqlTaskSpec spec{Ref(at), name, "", output, interval, primary_key};
-    RILL_ASSIGN_OR_RAISE(spec.sql, RequiredStr(at, "sql"));
-    p->sql_tasks.push_back(std::move(spec));
-  } else if (type == "join") {
-    if (at.node["sql"].IsDefined()) return Error(Child(at, "sql"), "a join task takes no 'sql'");
-    JoinTaskSpec spec;
-    spec.where = Ref(at);
-    spec.options.name = name;
-    spec.options.output_table = output;
-    spec.options.interval_seconds = interval;
-    spec.options.primary_key = primary_key;
-    RILL_RETURN_NOT_OK(ParseJoin(at, &spec));
-    p->join_tasks.push_back(std::move(spec));
-  } else {
+    RILL_ASSIGN_OR_RAISE(pipeline::Options options, MappingOptions(*this, at, {"type"}));
+    RILL_ASSIGN_OR_RAISE(auto decl,
+                         pipeline::ReadMaterializedView(options, Ref(at).ToString()));
+    p->sql_tasks.push_back(SqlTaskSpec{Ref(at), decl.name, decl.sql, decl.output,
+                                       decl.interval_seconds, decl.primary_key,
+                                       std::move(decl.given)});
+    return Status::OK();
+  }
+  RILL_RETURN_NOT_OK(
+      Keys(at, {"name", "type", "sql", "output", "interval_seconds", "primary_key",
+                "left", "right", "keys", "right_keys", "join_type", "group_by",
+                "aggregations", "incremental", "retention"}));
+  RILL_ASSIGN_OR_RAISE(std::string name, RequiredStr(at, "name"));
+  if (type != "join") {
     return Error(Child(at, "type"), "unknown task type '", type, "' (expected sql or join)");
   }
+  if (at.node["sql"].IsDefined()) {
+    return Error(Child(at, "sql"), "a join task takes no 'sql'");
+  }
+  JoinTaskSpec spec;
+  spec.where = Ref(at);
+  spec.options.name = name;
+  spec.options.output_table = name;
+  if (Has(at, "output")) {
+    RILL_ASSIGN_OR_RAISE(spec.options.output_table, Str(Child(at, "output")));
+  }
+  if (Has(at, "interval_seconds")) {
+    At v = Child(at, "interval_seconds");
+    RILL_ASSIGN_OR_RAISE(spec.options.interval_seconds, Num(v));
+    if (spec.options.interval_seconds <= 0) return Error(v, "must be positive");
+  }
+  if (Has(at, "primary_key")) {
+    RILL_ASSIGN_OR_RAISE(spec.options.primary_key, Names(Child(at, "primary_key")));
+  }
+  RILL_RETURN_NOT_OK(ParseJoin(at, &spec));
+  p->join_tasks.push_back(std::move(spec));
   return Status::OK();
 }
 
 Status Parser::ParseKpi(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(
-      Keys(at, {"name", "sql", "interval_seconds", "chart_type", "x_col", "y_col"}));
-  KpiSpec spec;
-  spec.where = Ref(at);
-  RILL_ASSIGN_OR_RAISE(spec.query.name, RequiredStr(at, "name"));
-  RILL_ASSIGN_OR_RAISE(spec.query.sql, RequiredStr(at, "sql"));
-  if (Has(at, "interval_seconds")) {
-    RILL_ASSIGN_OR_RAISE(spec.query.interval_seconds, Num(Child(at, "interval_seconds")));
-  }
-  if (Has(at, "chart_type")) {
-    At v = Child(at, "chart_type");
-    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
-    auto chart = ParseChartType(text);
-    if (!chart.ok()) return Ref(v).Wrap(chart.status());
-    spec.query.chart_type = *chart;
-  }
-  if (Has(at, "x_col")) {
-    RILL_ASSIGN_OR_RAISE(spec.query.x_col, Str(Child(at, "x_col")));
-  }
-  if (Has(at, "y_col")) {
-    RILL_ASSIGN_OR_RAISE(spec.query.y_col, Str(Child(at, "y_col")));
-  }
-  if (Status st = spec.query.Validate(); !st.ok()) return spec.where.Wrap(st);
-  p->kpis.push_back(std::move(spec));
+  RILL_ASSIGN_OR_RAISE(pipeline::Options options, MappingOptions(*this, at, {}));
+  RILL_ASSIGN_OR_RAISE(auto decl, pipeline::ReadKpi(options, Ref(at).ToString()));
+  p->kpis.push_back(KpiSpec{Ref(at), std::move(decl.query), std::move(decl.given)});
   return Status::OK();
 }
 
 Status Parser::ParseRule(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"name", "metric", "op", "threshold", "cooldown_seconds",
-                               "severity", "message", "enabled", "webhook"}));
-  RuleSpec spec;
-  spec.where = Ref(at);
-  AlertRule& r = spec.rule;
-  RILL_ASSIGN_OR_RAISE(r.name, RequiredStr(at, "name"));
-  RILL_ASSIGN_OR_RAISE(r.metric, RequiredStr(at, "metric"));
-  RILL_ASSIGN_OR_RAISE(std::string op, RequiredStr(at, "op"));
-  auto parsed_op = ParseCompareOp(op);
-  if (!parsed_op.ok()) return Ref(Child(at, "op")).Wrap(parsed_op.status());
-  r.op = *parsed_op;
-  if (!Has(at, "threshold")) return Error(at, "missing required key 'threshold'");
-  RILL_ASSIGN_OR_RAISE(r.threshold, Num(Child(at, "threshold")));
-  if (Has(at, "cooldown_seconds")) {
-    RILL_ASSIGN_OR_RAISE(r.cooldown_seconds, Num(Child(at, "cooldown_seconds")));
-  }
-  if (Has(at, "severity")) {
-    At v = Child(at, "severity");
-    RILL_ASSIGN_OR_RAISE(std::string text, Str(v));
-    auto severity = ParseSeverity(text);
-    if (!severity.ok()) return Ref(v).Wrap(severity.status());
-    r.severity = *severity;
-  }
-  if (Has(at, "message")) {
-    RILL_ASSIGN_OR_RAISE(r.message, Str(Child(at, "message")));
-  }
-  if (Has(at, "enabled")) {
-    RILL_ASSIGN_OR_RAISE(r.enabled, Bool(Child(at, "enabled")));
-  }
+  RILL_ASSIGN_OR_RAISE(pipeline::Options options, MappingOptions(*this, at, {"webhook"}));
+  // The mapping form of the webhook, {url, format}, is the options webhook and
+  // webhook_format (the DDL's spelling).
   if (Has(at, "webhook")) {
     At hook = Child(at, "webhook");
-    std::string url;
-    if (hook.node.IsScalar()) {
-      url = hook.node.Scalar();
-    } else {
+    if (hook.node.IsMap()) {
       RILL_RETURN_NOT_OK(Keys(hook, {"url", "format"}));
-      RILL_ASSIGN_OR_RAISE(url, RequiredStr(hook, "url"));
+      if (!Has(hook, "url")) return Error(hook, "missing required key 'url'");
+      options.emplace_back("webhook", ToOption(Child(hook, "url")));
       if (Has(hook, "format")) {
-        RILL_ASSIGN_OR_RAISE(r.webhook_format, Str(Child(hook, "format")));
+        options.emplace_back("webhook_format", ToOption(Child(hook, "format")));
       }
+    } else {
+      options.emplace_back("webhook", ToOption(hook));
     }
-    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-      return Error(hook, "webhook url must start with http:// or https://");
-    }
-    r.webhook = url;
   }
-  if (Status st = r.Validate(); !st.ok()) return spec.where.Wrap(st);
+  RILL_ASSIGN_OR_RAISE(auto decl, pipeline::ReadAlertRule(options, Ref(at).ToString()));
   for (const RuleSpec& other : p->rules) {
-    if (other.rule.name == r.name) {
-      return Error(Child(at, "name"), "alert rule '", r.name, "' is declared twice");
+    if (other.rule.name == decl.rule.name) {
+      return Error(Child(at, "name"), "alert rule '", decl.rule.name,
+                   "' is declared twice");
     }
   }
-  p->rules.push_back(std::move(spec));
+  p->rules.push_back(RuleSpec{Ref(at), std::move(decl.rule), std::move(decl.given)});
   return Status::OK();
 }
 

@@ -249,8 +249,9 @@ TEST(ParsePipeline, ErrorsNameFileLineAndKey) {
   ExpectError(std::string(kTable) +
                   "connectors:\n  - type: memory\n    table: t\n    on_overflow: block\n",
               {"p.yaml:8: connectors[0].on_overflow", "block"});
-  ExpectError(std::string(kTable) + "tasks:\n  - name: x\n    type: sql\n",
-              {"p.yaml:6: tasks[0]: missing required key 'sql'"});
+  ExpectError(
+      std::string(kTable) + "tasks:\n  - name: x\n    type: sql\n",
+      {"p.yaml:6: tasks[0]: missing required option 'sql' of a materialized view"});
   ExpectError(std::string(kTable) +
                   "tasks:\n  - name: j\n    left: t\n    right: t\n    keys: id\n"
                   "    join_type: sideways\n",
@@ -290,6 +291,55 @@ TEST(ParsePipeline, RuleWebhookTakesAUrlOrAUrlAndFormat) {
   EXPECT_EQ(parsed->rules[0].rule.webhook_format, "custom");
   EXPECT_EQ(parsed->rules[1].rule.webhook, "http://h.example/b");
   EXPECT_EQ(parsed->rules[1].rule.webhook_format, "google_chat");
+}
+
+// Sql tasks, stream tasks, KPIs and rules read the option tables the DDL reads
+// (src/rill/pipeline/tasks.h); errors still name the file, line and key.
+TEST(ParsePipeline, TasksReadTheSharedOptionTables) {
+  auto parsed =
+      ParsePipeline(std::string(kTable) +
+                        "tasks:\n  - {name: v, sql: SELECT 1 AS a, primary_key: a}\n"
+                        "stream_tasks:\n"
+                        "  - {name: s, sql: SELECT * FROM t, source: t,\n"
+                        "     retention: {max_rows: 10}, interval_seconds: 2}\n"
+                        "  - {name: s2, sql: SELECT * FROM t, source: t, output: o,\n"
+                        "     max_age_seconds: 60}\n",
+                    "s.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->sql_tasks.size(), 1u);
+  EXPECT_EQ(parsed->sql_tasks[0].output, "v");
+  EXPECT_EQ(parsed->sql_tasks[0].primary_key, std::vector<std::string>{"a"});
+  ASSERT_EQ(parsed->stream_tasks.size(), 2u);
+  EXPECT_EQ(parsed->stream_tasks[0].output, "s");
+  EXPECT_EQ(parsed->stream_tasks[0].retention.max_rows, 10);
+  EXPECT_EQ(parsed->stream_tasks[0].interval_seconds, 2);
+  EXPECT_EQ(parsed->stream_tasks[1].output, "o");
+  EXPECT_EQ(parsed->stream_tasks[1].retention.max_age_seconds, 60);
+  ExpectError(
+      std::string(kTable) + "tasks:\n  - name: v\n    sql: SELECT 1\n    every: 2\n",
+      {"p.yaml:8: tasks[0].every: unknown option 'every' of a materialized view"});
+  ExpectError(
+      std::string(kTable) + "tasks:\n  - name: v\n    sql: SELECT 1\n    left: t\n",
+      {"p.yaml:8: tasks[0].left: only a join task takes 'left'"});
+  ExpectError(
+      "stream_tasks:\n  - name: s\n    sql: SELECT 1\n    max_rows: 5\n",
+      {"p.yaml:2: stream_tasks[0]: missing required option 'source' of a stream view"});
+  ExpectError("stream_tasks:\n  - name: s\n    sql: SELECT 1\n    source: t\n",
+              {"p.yaml:2: stream_tasks[0]: a stream view's output is an append table"});
+  ExpectError(
+      "stream_tasks:\n  - name: s\n    sql: SELECT 1\n    source: t\n"
+      "    retention: {max_rows: lots}\n",
+      {"p.yaml:5: stream_tasks[0].retention: retention.max_rows: expected an integer"});
+  ExpectError(
+      "alert_rules:\n  - name: r\n    metric: m\n    op: '>'\n    threshold: 1\n"
+      "    webhook: {url: 'https://h.example/x', fmt: slack}\n",
+      {"p.yaml:6: alert_rules[0].webhook.fmt: unknown key"});
+  auto flat = ParsePipeline(
+      "alert_rules:\n  - {name: r, metric: m, op: '>', threshold: 1,\n"
+      "     webhook: 'https://h.example/x', webhook_format: slack}\n",
+      "w.yaml");
+  ASSERT_TRUE(flat.ok()) << flat.status().ToString();
+  EXPECT_EQ(flat->rules[0].rule.webhook_format, "slack");
 }
 
 TEST(ApplyPipeline, EngineErrorsNameTheDeclaration) {
