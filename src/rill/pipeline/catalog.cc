@@ -5,6 +5,8 @@
 #include <chrono>
 #include <set>
 
+#include <arrow/type.h>
+
 #include "rill/common/logging.h"
 #include "rill/engine/checkpoint.h"
 #include "rill/engine/stream_sql_task.h"
@@ -32,6 +34,11 @@ std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
+
+/// SQL is checked as it is declared; a pipeline file keeps its lenient
+/// order (a task may read a table that a later task or join makes), so its
+/// dependencies are recorded, not checked, and queries fail at run time.
+bool Strict(const std::string& origin) { return origin == "sql"; }
 
 /// `what` "x" does not exist (42704).
 Status Missing(DdlObject kind, const std::string& name) {
@@ -360,16 +367,17 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   if (decl.output != decl.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
   }
-  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.sql));
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
+                       QueryTablesLocked(decl.sql, Strict(origin)));
   auto task = MakeMaterializedView(decl);
   if (!task.ok()) return Refused(task.status(), decl.name);
   if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
   // A first run now makes the output table, so views and sinks over it can
   // follow at once (a failing query is refused and nothing stays).
-  Status ran = engine_->RunTaskNow(decl.name);
+  Status ran = Strict(origin) ? engine_->RunTaskNow(decl.name) : Status::OK();
   auto stats = engine_->TaskStatistics();
   auto it = stats.find(decl.name);
-  if (ran.ok() && it != stats.end() && it->second.errors > 0) {
+  if (Strict(origin) && ran.ok() && it != stats.end() && it->second.errors > 0) {
     ran = Status::Invalid(it->second.last_error);
   }
   if (!ran.ok()) {
@@ -397,7 +405,7 @@ Status CatalogImpl::CreateStreamViewLocked(const StreamViewDecl& decl,
   if (decl.output != decl.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
   }
-  RILL_RETURN_NOT_OK(CheckTableLocked(decl.source, "source"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(decl.source, "source"));
   auto task = MakeStreamView(decl, engine_);
   if (!task.ok()) return Refused(task.status(), decl.name);
   if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
@@ -421,7 +429,7 @@ Status CatalogImpl::CreateWindowLocked(const WindowDecl& decl, const std::string
   if (o.output_table != o.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, o.output_table));
   }
-  RILL_RETURN_NOT_OK(CheckTableLocked(o.source_table, "source"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(o.source_table, "source"));
   auto task = MakeWindow(decl);
   if (!task.ok()) return Refused(task.status(), o.name);
   if (Status st = engine_->AddWindowTask(*task); !st.ok()) return Refused(st, o.name);
@@ -441,7 +449,7 @@ Status CatalogImpl::CreateWindowLocked(const WindowDecl& decl, const std::string
 Status CatalogImpl::CreateSinkLocked(const SinkDecl& decl, const std::string& origin) {
   const std::string& name = decl.options.name;
   RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kSink, name));
-  RILL_RETURN_NOT_OK(CheckTableLocked(decl.options.table, "FROM"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(decl.options.table, "FROM"));
   if (engine_->GetTable(decl.options.table).ok()) {
     auto started = StartSink(decl, engine_);
     if (!started.ok()) return Refused(started.status(), name);
@@ -470,7 +478,8 @@ Status CatalogImpl::CreateKpiLocked(const KpiDecl& decl, const std::string& orig
   if (metrics_ == nullptr) {
     return DeclError(kSqlStateBadValue, "KPI queries need a metrics store");
   }
-  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.query.sql));
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
+                       QueryTablesLocked(decl.query.sql, Strict(origin)));
   if (Status st = metrics_->AddKpiQuery(decl.query); !st.ok()) return Refused(st, name);
   CatalogEntry e;
   e.kind = DdlObject::kKpi;
@@ -558,8 +567,10 @@ Status CatalogImpl::CheckTableLocked(const std::string& table, const std::string
                    "relation \"" + table + "\" (" + what + ") does not exist");
 }
 
-Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql) const {
+Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql,
+                                                               bool strict) const {
   auto names = engine_->sql().ReferencedTables(sql);
+  if (!names.ok() && !strict) return std::vector<std::string>{};
   if (!names.ok()) {
     std::string message = names.status().message();
     const char* state = message.find("Catalog Error") != std::string::npos ? kSqlStateUndefined
@@ -569,7 +580,7 @@ Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::strin
   std::vector<std::string> reads;
   for (const std::string& name : *names) {
     if (name.rfind("rill_", 0) == 0) continue;  // the engine's own tables
-    RILL_RETURN_NOT_OK(CheckTableLocked(name, "in the query"));
+    if (strict) RILL_RETURN_NOT_OK(CheckTableLocked(name, "in the query"));
     reads.push_back(name);
   }
   std::sort(reads.begin(), reads.end());

@@ -28,8 +28,10 @@ class CatalogTest : public ::testing::Test {
     catalog().SetMetricsStore(metrics_.get());
   }
   void TearDown() override {
-    engine_.reset();
+    // The store reads the engine (it must go first); the sinks stop with the engine.
+    if (metrics_) metrics_->Stop();
     metrics_.reset();
+    engine_.reset();
   }
 
   Catalog& catalog() { return Catalog::For(engine_.get()); }
@@ -147,6 +149,11 @@ TEST_F(CatalogTest, DropOfAnObjectOthersReadNeedsCascade) {
      "region");
   Ok("CREATE MATERIALIZED VIEW top_region AS SELECT * FROM per_region ORDER BY n DESC LIMIT 1");
   Ok("CREATE KPI order_count AS SELECT count(*) AS n FROM orders");
+  for (const auto& e : catalog().Entries()) {
+    std::string r;
+    for (auto& x : e.reads) r += x + ",";
+    std::cerr << "DBG " << e.name << " reads " << r << "\n";
+  }
   Refused("DROP TABLE orders", "2BP01");
   Refused("DROP MATERIALIZED VIEW per_region", "2BP01");
   Refused("DROP SOURCE per_region", "42704");
@@ -217,7 +224,9 @@ TEST_F(CatalogTest, SqlDumpRecreatesTheSameCatalog) {
   auto again = Catalog::For(other.get()).ExecuteScript(dump);
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << dump;
   EXPECT_EQ(Catalog::For(other.get()).DumpSql(), dump);
+  other_metrics.reset();
   other.reset();
+  metrics_.reset();
   engine_.reset();
   std::filesystem::remove_all(dir);
 }
