@@ -61,6 +61,45 @@ Status Refused(const Status& status, const std::string& name) {
 
 }  // namespace
 
+std::vector<std::string> QueryNames(std::string_view sql) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < sql.size();) {
+    char c = sql[i];
+    if (c == '\'') {  // a literal: skipped ('' inside)
+      for (++i; i < sql.size(); ++i) {
+        if (sql[i] == '\'' && (i + 1 >= sql.size() || sql[i + 1] != '\'')) break;
+        if (sql[i] == '\'') ++i;
+      }
+      ++i;
+    } else if (c == '"') {  // a quoted name, kept as written ("" inside)
+      std::string name;
+      for (++i; i < sql.size(); ++i) {
+        if (sql[i] == '"' && (i + 1 >= sql.size() || sql[i + 1] != '"')) break;
+        if (sql[i] == '"') ++i;
+        name.push_back(sql[i]);
+      }
+      ++i;
+      names.insert(name);
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      size_t end = sql.find('\n', i);
+      i = end == std::string_view::npos ? sql.size() : end;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? sql.size() : end + 2;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t b = i;
+      while (i < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[i])) ||
+                                sql[i] == '_' || sql[i] == '$')) {
+        ++i;
+      }
+      names.insert(Lower(std::string(sql.substr(b, i - b))));  // unquoted: folded
+    } else {
+      ++i;
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
 Catalog& Catalog::For(Engine* engine) {
   EngineExtension* extension = engine->Extension(
       kExtensionKey, [engine] { return std::make_unique<CatalogImpl>(engine); });
@@ -569,21 +608,23 @@ Status CatalogImpl::CheckTableLocked(const std::string& table, const std::string
 
 Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql,
                                                                bool strict) const {
-  auto names = engine_->sql().ReferencedTables(sql);
-  if (!names.ok() && !strict) return std::vector<std::string>{};
-  if (!names.ok()) {
-    std::string message = names.status().message();
-    const char* state = message.find("Catalog Error") != std::string::npos ? kSqlStateUndefined
-                                                                            : kSqlStateSyntax;
-    return DeclError(state, message);
+  // Every name of the query that is a table (of the engine, or an output of
+  // an entry) is a dependency: a column or alias spelled like a table only
+  // makes a DROP ask for CASCADE, never misses one.
+  std::set<std::string> known;
+  for (const std::string& t : engine_->TableNames()) known.insert(t);
+  for (const CatalogEntry& e : entries_) {
+    if (e.kind != DdlObject::kSource) known.insert(e.writes.begin(), e.writes.end());
   }
   std::vector<std::string> reads;
-  for (const std::string& name : *names) {
-    if (name.rfind("rill_", 0) == 0) continue;  // the engine's own tables
-    if (strict) RILL_RETURN_NOT_OK(CheckTableLocked(name, "in the query"));
-    reads.push_back(name);
+  for (const std::string& name : QueryNames(sql)) {
+    if (known.count(name) != 0) reads.push_back(name);
   }
-  std::sort(reads.begin(), reads.end());
+  if (strict) {
+    // Bind it now (no rows): a missing table is 42704, a bad column 42703.
+    auto probe = engine_->Query("SELECT * FROM (" + sql + "\n) AS rill_check LIMIT 0");
+    if (!probe.ok()) return Refused(probe.status(), "query");
+  }
   return reads;
 }
 

@@ -149,11 +149,6 @@ TEST_F(CatalogTest, DropOfAnObjectOthersReadNeedsCascade) {
      "region");
   Ok("CREATE MATERIALIZED VIEW top_region AS SELECT * FROM per_region ORDER BY n DESC LIMIT 1");
   Ok("CREATE KPI order_count AS SELECT count(*) AS n FROM orders");
-  for (const auto& e : catalog().Entries()) {
-    std::string r;
-    for (auto& x : e.reads) r += x + ",";
-    std::cerr << "DBG " << e.name << " reads " << r << "\n";
-  }
   Refused("DROP TABLE orders", "2BP01");
   Refused("DROP MATERIALIZED VIEW per_region", "2BP01");
   Refused("DROP SOURCE per_region", "42704");
@@ -206,7 +201,7 @@ TEST_F(CatalogTest, SqlDumpRecreatesTheSameCatalog) {
       "CREATE KPI total WITH (interval_seconds = 2, chart_type = 'bar') AS SELECT sum(price) AS "
       "revenue FROM orders;\n"
       "CREATE ALERT RULE pricey WITH (metric = 'total', op = '>', threshold = 1000, "
-      "severity = 'critical');\n";
+      "severity = 'error');\n";
   auto results = catalog().ExecuteScript(script);
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   EXPECT_EQ(results->size(), 7u);
