@@ -634,7 +634,11 @@ void BindEngine(nb::module_& m) {
             if (rill::MetricsStore* store = e.store_or_null()) catalog.SetMetricsStore(store);
             nb::list out;
             for (const std::string& statement : rill::pipeline::SplitStatements(sql)) {
-              auto done = WithoutGil([&] { return catalog.Execute(statement); });
+              rill::Result<rill::pipeline::DdlResult> done;
+              {
+                nb::gil_scoped_release release;
+                done = catalog.Execute(statement);
+              }
               nb::dict d;
               if (!done.ok()) {
                 d["error"] = done.status().message();
@@ -645,7 +649,7 @@ void BindEngine(nb::module_& m) {
               d["command"] = done->tag;
               d["notice"] = done->notice;
               if (done->rows != nullptr) {
-                d["rows"] = ExportTable(rill::Result<std::shared_ptr<arrow::Table>>(done->rows));
+                d["rows"] = ExportTable(done->rows);
               }
               out.append(d);
             }

@@ -27,7 +27,7 @@ pytestmark = requires(not RILL.exists(), f"{RILL} not built")
 
 
 class FakeQueryServer:
-    """Answers POST /api/v1/query with scripted (status, body) pairs; records requests."""
+    """Answers POST /api/v1/sql with scripted (status, body) pairs; records requests."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -83,7 +83,7 @@ def test_query_prints_an_aligned_table_and_sends_the_env_token():
                           "apac    |    NULL\n"
                           "(2 rows)\n")
     path, headers, body = server.requests[0]
-    assert path == "/api/v1/query"
+    assert path == "/api/v1/sql"  # queries and DDL (issue 26)
     assert headers["Authorization"] == "Bearer tok123"
     assert body == {"sql": "SELECT region, revenue FROM r", "format": "json"}
 

@@ -357,7 +357,9 @@ Status CatalogImpl::CreateTableLocked(const TableDecl& decl, const std::string& 
       c.name = f->name();
       c.sql_type = SqlTypeOf(*f->type());
       c.type = PipelineTypeName(*f->type());
-      c.not_null = !f->nullable();
+      // A key column is NOT NULL in SQL (as the DDL parser makes it).
+      const auto& key = decl.options.primary_key;
+      c.not_null = !f->nullable() || std::find(key.begin(), key.end(), c.name) != key.end();
       s.columns.push_back(std::move(c));
     }
   }
