@@ -191,7 +191,7 @@ Result<std::optional<RetentionPolicy>> Parser::ParseRetention(const At& at) cons
 }
 
 Status Parser::ParseTable(const At& at, Pipeline* p) const {
-  RILL_RETURN_NOT_OK(Keys(at, {"name", "columns", "schema", "primary_key", "mode", "retention"}));
+  if (!at.node.IsMap()) return Error(at, "expected a mapping");
   TableSpec spec;
   spec.where = Ref(at);
   RILL_ASSIGN_OR_RAISE(spec.name, RequiredStr(at, "name"));
@@ -206,29 +206,19 @@ Status Parser::ParseTable(const At& at, Pipeline* p) const {
     return Error(at, "missing required key 'columns'");
   }
   RILL_ASSIGN_OR_RAISE(spec.schema, ParseColumns(Child(at, columns_key)));
-  if (Has(at, "primary_key")) {
-    At key = Child(at, "primary_key");
-    RILL_ASSIGN_OR_RAISE(spec.options.primary_key, Names(key));
-    for (const std::string& column : spec.options.primary_key) {
-      if (spec.schema->GetFieldIndex(column) < 0) {
-        return Error(key, "unknown column '", column, "'");
-      }
-    }
+  // The rest through the tables' option table (src/rill/pipeline/tables.h),
+  // shared with CREATE TABLE.
+  pipeline::Options options;
+  for (const auto& kv : at.node) {
+    const std::string key = kv.first.Scalar();
+    if (key == "name" || key == "columns" || key == "schema" || kv.second.IsNull()) continue;
+    options.emplace_back(key, ToOption(Child(at, key)));
   }
-  if (Has(at, "mode")) {
-    At mode = Child(at, "mode");
-    RILL_ASSIGN_OR_RAISE(std::string text, Str(mode));
-    auto parsed = ParseTableMode(text);
-    if (!parsed.ok()) return Ref(mode).Wrap(parsed.status());
-    spec.options.mode = *parsed;
-  }
-  if (Has(at, "retention")) {
-    RILL_ASSIGN_OR_RAISE(spec.options.retention, ParseRetention(Child(at, "retention")));
-  }
-  if (spec.options.mode == TableMode::kAppend &&
-      !(spec.options.retention && spec.options.retention->enabled())) {
-    return Error(at, "an append table needs retention with max_rows or max_age_seconds");
-  }
+  pipeline::TableDecl decl;
+  decl.name = spec.name;
+  decl.schema = spec.schema;
+  RILL_RETURN_NOT_OK(pipeline::ReadTableOptions(options, spec.where.ToString(), &decl));
+  spec.options = decl.options;
   p->tables.push_back(std::move(spec));
   return Status::OK();
 }

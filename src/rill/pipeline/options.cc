@@ -23,13 +23,6 @@ class SqlStateDetail : public arrow::StatusDetail {
   std::string sqlstate_;
 };
 
-std::string Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -176,6 +169,14 @@ Result<Converted> Convert(const OptionValue& value, OptionType type) {
       return out;
   }
   return BadValue(value, "unknown option type");
+}
+
+std::string Trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
 }
 
 }  // namespace rill::pipeline

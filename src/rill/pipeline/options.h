@@ -120,6 +120,9 @@ struct OptionTable {
 /// result's `raw` points to `value` (which must outlive its use).
 Result<Converted> Convert(const OptionValue& value, OptionType type);
 
+/// `s` without leading and trailing blanks.
+std::string Trim(std::string_view s);
+
 /// Parse a boolean as written in YAML or SQL: true/false, yes/no, on/off, 1/0.
 Result<bool> ParseBoolText(std::string_view text);
 

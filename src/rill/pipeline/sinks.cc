@@ -1,5 +1,7 @@
 #include "rill/pipeline/sinks.h"
 
+#include "rill/pipeline/option_docs.h"
+
 #include <map>
 #include <utility>
 
@@ -376,25 +378,7 @@ Result<SinkDecl> ReadSink(std::string_view kind, const Options& options,
 std::string SinkOptionsMarkdown() {
   std::string out;
   for (const std::string& kind : SinkKinds()) {
-    const OptionTable<SinkDecl>& table = *SinkOptionTable(kind);
-    out +=
-        "#### `type: " + kind + "`\n\n| option | type | description |\n|---|---|---|\n";
-    for (const auto& d : table.defs) {
-      std::string name = "`" + d.name + "`";
-      if (d.required) name += " (required)";
-      if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
-      std::string description;  // a | would end the Markdown cell
-      for (char c : d.description)
-        description += c == '|' ? std::string("\\|") : std::string(1, c);
-      out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
-    }
-    if (!table.dotted_map.empty()) {
-      out +=
-          "\nAny other option with a dot in its name (`bootstrap.servers`, "
-          "`compression.type`, ...) goes into `" +
-          table.dotted_map + "`.\n";
-    }
-    out += "\n";
+    out += OptionTableMarkdown(*SinkOptionTable(kind), "#### `type: " + kind + "`");
   }
   return out;
 }

@@ -14,6 +14,10 @@ namespace rill::pipeline {
 
 namespace {
 
+/// The checks of a table's options as a whole (the key's columns, an append
+/// table's retention), with `key` the PRIMARY KEY clause's columns.
+Status CheckTable(std::vector<std::string> key, TableDecl* decl);
+
 RetentionPolicy& Retention(TableDecl* t) {
   if (!t->options.retention) t->options.retention = RetentionPolicy{};
   return *t->options.retention;
@@ -53,6 +57,23 @@ const OptionTable<TableDecl>& TableOptionTable() {
              if (!(v.d >= 0)) return Status::Invalid("max_age_seconds must be >= 0, got ", v.d);
              Retention(t).max_age_seconds = v.d;
              return Status::OK();
+           }},
+          {"retention", OptionType::kAny,
+           "a mapping {max_rows, max_age_seconds, time_column} (the pipeline file's form of "
+           "the three options above)",
+           [](const Converted& v, TableDecl* t) -> Status {
+             const OptionValue& raw = *v.raw;
+             if (raw.kind != OptionValue::Kind::kMap) {
+               return DeclError(kSqlStateBadValue, raw.where + ": expected a mapping "
+                                                   "{max_rows, max_age_seconds, time_column}");
+             }
+             Options entries;
+             for (const OptionValue& e : raw.items) entries.emplace_back(e.key, e);
+             static const OptionTable<TableDecl> kRetention = {
+                 "retention",
+                 {TableOptionTable().defs[2], TableOptionTable().defs[3],
+                  TableOptionTable().defs[5]}};
+             return ReadOptions(kRetention, entries, raw.where, t);
            }},
           {"time_column", OptionType::kString,
            "the column max_age_seconds reads (default z_insert_ts, the arrival time)",
@@ -174,17 +195,35 @@ Result<TableDecl> ReadTable(std::string name, const std::vector<DdlColumn>& colu
     fields.push_back(arrow::field(c.name, *type, !c.not_null));
   }
   decl.schema = arrow::schema(std::move(fields));
+  decl.options.primary_key = std::move(primary_key);  // the PRIMARY KEY clause
+  RILL_RETURN_NOT_OK(ReadTableOptions(options, where, &decl));
+  return decl;
+}
+
+Status ReadTableOptions(const Options& options, const std::string& where, TableDecl* decl_ptr) {
+  TableDecl& decl = *decl_ptr;
+  std::vector<std::string> key = std::move(decl.options.primary_key);
+  decl.options.primary_key.clear();
+  decl.given = options;
   RILL_RETURN_NOT_OK(ReadOptions(TableOptionTable(), options, where, &decl));
-  if (!primary_key.empty()) {
+  Status checked = CheckTable(std::move(key), &decl);
+  return checked.ok() || where.empty() ? checked : PrefixError(checked, where + ": ");
+}
+
+namespace {
+
+Status CheckTable(std::vector<std::string> key, TableDecl* decl_ptr) {
+  TableDecl& decl = *decl_ptr;
+  if (!key.empty()) {
     if (!decl.options.primary_key.empty()) {
       return DeclError(kSqlStateSyntax,
                        "the primary key is given twice (PRIMARY KEY and primary_key)");
     }
-    decl.options.primary_key = std::move(primary_key);
+    decl.options.primary_key = std::move(key);
   }
-  for (const std::string& key : decl.options.primary_key) {
-    if (decl.schema->GetFieldIndex(key) < 0) {
-      return DeclError("42703", "column \"" + key + "\" named in key does not exist");
+  for (const std::string& column : decl.options.primary_key) {
+    if (decl.schema->GetFieldIndex(column) < 0) {
+      return DeclError("42703", "column \"" + column + "\" named in key does not exist");
     }
   }
   if (decl.options.retention) {
@@ -196,8 +235,10 @@ Result<TableDecl> ReadTable(std::string name, const std::vector<DdlColumn>& colu
   if (Status st = CheckAppendRetention(decl.name, mode, decl.options.retention); !st.ok()) {
     return DeclError(kSqlStateBadValue, st.message());
   }
-  return decl;
+  return Status::OK();
 }
+
+}  // namespace
 
 std::string TableOptionsMarkdown() {
   return OptionTableMarkdown(TableOptionTable(), "#### `CREATE TABLE ... WITH (...)`");

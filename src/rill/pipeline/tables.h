@@ -8,8 +8,9 @@
 //
 // Options: mode (snapshot | append), primary_key (names; also the PRIMARY KEY
 // clause), max_rows, max_age_seconds, time_column (the retention's clock
-// column; default z_insert_ts). An append table needs max_rows or
-// max_age_seconds.
+// column; default z_insert_ts), or retention {max_rows, max_age_seconds,
+// time_column} as the pipeline file nests them. An append table needs
+// max_rows or max_age_seconds.
 #pragma once
 
 #include <memory>
@@ -58,6 +59,13 @@ std::string PipelineTypeName(const arrow::DataType& type);
 Result<TableDecl> ReadTable(std::string name, const std::vector<DdlColumn>& columns,
                             std::vector<std::string> primary_key, const Options& options,
                             const std::string& where);
+
+/// Read a table's options into `decl`, whose name and schema are set and whose
+/// options.primary_key holds the key given outside the options (the PRIMARY
+/// KEY clause), if any: checks the key's columns and an append table's
+/// retention. The pipeline file's `tables:` entries come here with their
+/// columns parsed. Errors as ReadTable's.
+Status ReadTableOptions(const Options& options, const std::string& where, TableDecl* decl);
 
 /// The options as Markdown (a heading and a table).
 std::string TableOptionsMarkdown();

@@ -1,5 +1,7 @@
 #include "rill/pipeline/tasks.h"
 
+#include "rill/pipeline/option_docs.h"
+
 #include <cmath>
 #include <optional>
 
@@ -313,18 +315,7 @@ OptionTable<AlertRuleDecl> MakeAlertRuleTable() {
 
 template <typename Spec>
 std::string MarkdownTable(const std::string& heading, const OptionTable<Spec>& table) {
-  std::string out =
-      "#### " + heading + "\n\n| option | type | description |\n|---|---|---|\n";
-  for (const auto& d : table.defs) {
-    std::string name = "`" + d.name + "`";
-    if (d.required) name += " (required)";
-    if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
-    std::string description;  // a | would end the Markdown cell
-    for (char c : d.description)
-      description += c == '|' ? std::string("\\|") : std::string(1, c);
-    out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
-  }
-  return out + "\n";
+  return OptionTableMarkdown(table, "#### " + heading);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "rill/pipeline/windows.h"
 
+#include "rill/pipeline/option_docs.h"
+
 #include <cctype>
 #include <string_view>
 #include <utility>
@@ -12,13 +14,6 @@ namespace {
 using Def = OptionDef<WindowDecl>;
 using Table = OptionTable<WindowDecl>;
 
-std::string Trim(std::string_view s) {
-  size_t b = 0;
-  size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 Status NotEmpty(const char* what, const std::string& v) {
   if (v.empty()) return Status::Invalid(what, " must not be empty");
@@ -372,20 +367,7 @@ Result<WindowDecl> ReadWindow(const Options& options, const std::string& where,
 }
 
 std::string WindowOptionsMarkdown() {
-  const Table& table = WindowOptionTable();
-  std::string out =
-      "#### `windows:` and `CREATE WINDOW`\n\n| option | type | description |\n|---|---|---|\n";
-  for (const auto& d : table.defs) {
-    std::string name = "`" + d.name + "`";
-    if (d.required) name += " (required)";
-    if (!d.alias.empty()) name += " (or `" + d.alias + "`)";
-    std::string description;  // a | would end the Markdown cell
-    for (char c : d.description) {
-      description += c == '|' ? std::string("\\|") : std::string(1, c);
-    }
-    out += "| " + name + " | " + OptionTypeName(d.type) + " | " + description + " |\n";
-  }
-  return out + "\n";
+  return OptionTableMarkdown(WindowOptionTable(), "#### `windows:` and `CREATE WINDOW`");
 }
 
 Result<std::shared_ptr<WindowTask>> MakeWindow(const WindowDecl& decl) {

@@ -16,30 +16,19 @@
 
 #include "rill/engine/engine.h"
 
+#include "pipeline/options_test_util.h"
+
 namespace rill::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
-
-Options Opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
-  Options out;
-  for (const auto& [k, v] : kv) {
-    out.emplace_back(k, OptionValue::Scalar(v, std::string("option '") + k + "'"));
-  }
-  return out;
-}
 
 void ExpectRefused(std::string_view kind, const Options& options, const char* sqlstate,
                    std::vector<std::string> parts, std::string name = "s",
                    std::string table = "t") {
   auto decl = ReadSink(kind, options, "CREATE SINK s", name, table);
   ASSERT_FALSE(decl.ok()) << kind;
-  EXPECT_TRUE(decl.status().IsInvalid());
-  EXPECT_EQ(SqlStateOf(decl.status()), sqlstate) << decl.status().ToString();
-  for (const auto& part : parts) {
-    EXPECT_NE(decl.status().message().find(part), std::string::npos)
-        << "missing '" << part << "' in: " << decl.status().message();
-  }
+  ExpectRefusedWith(decl.status(), sqlstate, parts);
 }
 
 TEST(PipelineSinks, KafkaTakesItsOptionsAndGathersDottedPropertiesIntoKafkaConfig) {

@@ -7,27 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include "pipeline/options_test_util.h"
+
 namespace rill::pipeline {
 namespace {
-
-Options Opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
-  Options out;
-  for (const auto& [k, v] : kv) {
-    out.emplace_back(k, OptionValue::Scalar(v, std::string("option '") + k + "'"));
-  }
-  return out;
-}
 
 void ExpectRefused(std::string_view kind, const Options& options, const char* sqlstate,
                    std::vector<std::string> parts, std::string target_table = "t") {
   auto decl = ReadSource(kind, options, "CREATE SOURCE s", target_table);
   ASSERT_FALSE(decl.ok()) << kind;
-  EXPECT_TRUE(decl.status().IsInvalid());
-  EXPECT_EQ(SqlStateOf(decl.status()), sqlstate) << decl.status().ToString();
-  for (const auto& part : parts) {
-    EXPECT_NE(decl.status().message().find(part), std::string::npos)
-        << "missing '" << part << "' in: " << decl.status().message();
-  }
+  ExpectRefusedWith(decl.status(), sqlstate, parts);
 }
 
 TEST(PipelineSources, KafkaTakesThePythonClassesOptionsAndDottedProperties) {

@@ -13,27 +13,15 @@
 #include "rill/connector/memory_connector.h"
 #include "rill/engine/engine.h"
 
+#include "pipeline/options_test_util.h"
+
 namespace rill::pipeline {
 namespace {
-
-Options Opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
-  Options out;
-  for (const auto& [k, v] : kv) {
-    out.emplace_back(k, OptionValue::Scalar(v, std::string("option '") + k + "'"));
-  }
-  return out;
-}
 
 /// Expect `status` to be refused with `sqlstate` and a message holding `parts`.
 void ExpectRefused(const Status& status, const char* sqlstate,
                    std::vector<std::string> parts) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_TRUE(status.IsInvalid()) << status.ToString();
-  EXPECT_EQ(SqlStateOf(status), sqlstate) << status.ToString();
-  for (const auto& part : parts) {
-    EXPECT_NE(status.message().find(part), std::string::npos)
-        << "missing '" << part << "' in: " << status.message();
-  }
+  ExpectRefusedWith(status, sqlstate, parts);
 }
 
 std::vector<std::string> Keys(const Options& options) {

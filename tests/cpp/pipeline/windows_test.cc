@@ -12,16 +12,10 @@
 #include "rill/engine/engine.h"
 #include "rill/pipeline/ddl.h"
 
+#include "pipeline/options_test_util.h"
+
 namespace rill::pipeline {
 namespace {
-
-Options Opts(std::initializer_list<std::pair<const char*, const char*>> kv) {
-  Options out;
-  for (const auto& [k, v] : kv) {
-    out.emplace_back(k, OptionValue::Scalar(v, std::string("option '") + k + "'"));
-  }
-  return out;
-}
 
 OptionValue Map(std::initializer_list<std::pair<const char*, OptionValue>> entries,
                 std::string where) {
