@@ -222,17 +222,12 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
 
 /// Create the pipeline's tables, connectors and tasks in `engine`, and its
 /// KPI queries and alert rules in `metrics` (required when the pipeline has
-/// any; may be null otherwise), and start the sinks whose tables exist
-/// (AddPendingSinks). Stops at the first error, returned with the
+/// any; may be null otherwise), and its sinks, through the engine's catalog
+/// (pipeline/catalog.h: a sink of a task's output waits there until the table
+/// appears). Stops at the first error, returned with the
 /// file, line and key of the declaration that failed. Call before
 /// Engine::Start; any thread.
 Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* metrics);
 
-/// Start each sink of `pipeline` that `engine` does not run yet and whose
-/// table exists now (a task's output table appears after the task's first
-/// run; a sink started late begins with a snapshot of the table, so nothing
-/// is missed). Return how many sinks are still waiting for their table, or the
-/// first error (file, line and key). Any thread but the tick's.
-Result<int> AddPendingSinks(const Pipeline& pipeline, Engine& engine);
 
 }  // namespace rill::app

@@ -1,12 +1,29 @@
-// ApplyPipeline: create what a parsed pipeline declares.
+// ApplyPipeline: create what a parsed pipeline declares, through the engine's
+// catalog (src/rill/pipeline/catalog.h), so that what a file declares is
+// listed, dumped and saved like what SQL declares.
 #include <arrow/api.h>
 
 #include "pipeline.h"
-#include "rill/pipeline/sources.h"
-#include "rill/engine/stream_sql_task.h"
-#include "rill/engine/window_task.h"
+#include "rill/pipeline/catalog.h"
 
 namespace rill::app {
+
+namespace {
+
+Status AddGenerator(const ConnectorSpec& c, Engine& engine) {
+  auto table = engine.GetTable(c.table);
+  RILL_RETURN_NOT_OK(table.status());
+  Clock clock = engine.options().clock;
+  if (!clock) {
+    clock = [&engine] { return engine.Now(); };
+  }
+  RILL_ASSIGN_OR_RAISE(auto made, GeneratorConnector::Make(c.name, c.table,
+                                                           (*table)->user_schema(), c.generator,
+                                                           c.limits, clock));
+  return engine.AddConnector(std::move(made));
+}
+
+}  // namespace
 
 Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* metrics) {
   if (metrics == nullptr && (!pipeline.kpis.empty() || !pipeline.rules.empty())) {
@@ -14,61 +31,55 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
         pipeline.kpis.empty() ? pipeline.rules.front().where : pipeline.kpis.front().where;
     return where.Wrap(Status::Invalid("KPI queries and alert rules need a metrics store"));
   }
+  pipeline::Catalog& catalog = pipeline::Catalog::For(&engine);
+  if (metrics != nullptr) catalog.SetMetricsStore(metrics);
+  const std::string& origin = pipeline.file;
   for (const TableSpec& t : pipeline.tables) {
-    TableOptions options = t.options;
-    options.clock = engine.options().clock;
-    RILL_RETURN_NOT_OK(t.where.Wrap(engine.RegisterTable(t.name, t.schema, options).status()));
+    pipeline::TableDecl decl;
+    decl.name = t.name;
+    decl.schema = t.schema;
+    decl.options = t.options;
+    RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateTable(decl, origin)));
   }
   for (const ConnectorSpec& c : pipeline.connectors) {
-    auto table = engine.GetTable(c.table);
-    RILL_RETURN_NOT_OK(c.where.Wrap(table.status()));
-    std::shared_ptr<Connector> connector;
-    if (c.type == "generator") {
-      Clock clock = engine.options().clock;
-      if (!clock) {
-        clock = [&engine] { return engine.Now(); };
-      }
-      auto made = GeneratorConnector::Make(c.name, c.table, (*table)->user_schema(),
-                                           c.generator, c.limits, clock);
-      RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
-      connector = *made;
-    } else {
-      std::shared_ptr<arrow::Schema> schema = (*table)->user_schema();
-      auto made = pipeline::MakeSource(c.source, schema);
-      RILL_RETURN_NOT_OK(c.where.Wrap(made.status()));
-      connector = *made;
-    }
-    RILL_RETURN_NOT_OK(c.where.Wrap(engine.AddConnector(std::move(connector))));
+    // The generator is the binary's own (not a kind SQL can declare).
+    Status st = c.type == "generator" ? AddGenerator(c, engine)
+                                      : catalog.CreateSource(c.source, origin);
+    RILL_RETURN_NOT_OK(c.where.Wrap(st));
   }
   for (const SqlTaskSpec& t : pipeline.sql_tasks) {
-    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddSqlTask(std::make_shared<ScheduledSqlTask>(
-        t.name, t.sql, t.output, t.interval_seconds, t.primary_key))));
+    pipeline::MaterializedViewDecl decl{t.name,         t.sql,        t.output,
+                                        t.interval_seconds, t.primary_key, t.given};
+    RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateMaterializedView(decl, origin)));
   }
   for (const StreamTaskSpec& t : pipeline.stream_tasks) {
-    auto task = StreamSqlTask::Make(t.name, t.sql, &engine, t.source, t.output, t.retention,
-                                    t.interval_seconds);
-    RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
-    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddSqlTask(*task)));
+    pipeline::StreamViewDecl decl{t.name,      t.sql,
+                                  t.source,    t.output,
+                                  t.retention, t.interval_seconds,
+                                  t.given};
+    RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateStreamView(decl, origin)));
   }
   for (const JoinTaskSpec& t : pipeline.join_tasks) {
+    // Join tasks have no DDL: the engine runs them, the catalog does not list them.
     auto task = TableJoinTask::Make(t.options);
     RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
     RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddJoinTask(*task)));
   }
   for (const WindowTaskSpec& t : pipeline.window_tasks) {
-    auto task = WindowTask::Make(t.options);
-    RILL_RETURN_NOT_OK(t.where.Wrap(task.status()));
-    RILL_RETURN_NOT_OK(t.where.Wrap(engine.AddWindowTask(*task)));
+    RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateWindow({t.options, t.given}, origin)));
   }
   for (const KpiSpec& k : pipeline.kpis) {
-    RILL_RETURN_NOT_OK(k.where.Wrap(metrics->AddKpiQuery(k.query)));
+    RILL_RETURN_NOT_OK(k.where.Wrap(catalog.CreateKpi({k.query, k.given}, origin)));
   }
   for (const RuleSpec& r : pipeline.rules) {
-    RILL_RETURN_NOT_OK(r.where.Wrap(metrics->AddAlertRule(r.rule)));
+    RILL_RETURN_NOT_OK(r.where.Wrap(catalog.CreateAlertRule({r.rule, r.given}, origin)));
   }
-  // Sinks of declared tables start now; those of task outputs when the table
-  // appears (serve.cc calls AddPendingSinks again).
-  return AddPendingSinks(pipeline, engine).status();
+  // Sinks of tables that exist start now; those of task outputs wait in the
+  // catalog until the table appears (its watcher starts them).
+  for (const SinkSpec& s : pipeline.sinks) {
+    RILL_RETURN_NOT_OK(s.where.Wrap(catalog.CreateSink(s, origin)));
+  }
+  return Status::OK();
 }
 
 }  // namespace rill::app

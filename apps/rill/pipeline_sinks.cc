@@ -102,19 +102,5 @@ Status Parser::ParseSink(const At& at, Pipeline* p) const {
 
 namespace rill::app {
 
-Result<int> AddPendingSinks(const Pipeline& pipeline, Engine& engine) {
-  if (pipeline.sinks.empty()) return 0;
-  SinkSet& sinks = SinkSet::For(&engine);
-  int waiting = 0;
-  for (const SinkSpec& spec : pipeline.sinks) {
-    if (sinks.Find(spec.options.name) != nullptr) continue;
-    if (!engine.GetTable(spec.options.table).ok()) {
-      ++waiting;  // a task's output, before the task's first run
-      continue;
-    }
-    RILL_RETURN_NOT_OK(spec.where.Wrap(pipeline::StartSink(spec, &engine).status()));
-  }
-  return waiting;
-}
 
 }  // namespace rill::app

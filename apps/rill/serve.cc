@@ -209,13 +209,9 @@ Status Serve(const ServeOptions& options, Running* run) {
   RILL_RETURN_NOT_OK(StartServer(run, listen, token, admin_token, allow_private, queue_db));
 
   const auto start = std::chrono::steady_clock::now();
-  int waiting_sinks = 1;  // sinks whose table (a task's output) does not exist yet
   double next_progress = 5;  // seconds: the console's line per running initial snapshot
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (waiting_sinks > 0) {
-      RILL_ASSIGN_OR_RAISE(waiting_sinks, AddPendingSinks(pipeline, *run->engine));
-    }
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (elapsed >= next_progress) {

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <set>
 
+#include <arrow/type.h>
+
 #include "rill/common/logging.h"
 #include "rill/engine/checkpoint.h"
 #include "rill/engine/stream_sql_task.h"
@@ -33,6 +35,11 @@ std::string Lower(std::string s) {
   return s;
 }
 
+/// SQL is checked as it is declared; a pipeline file keeps its lenient
+/// order (a task may read a table that a later task or join makes), so its
+/// dependencies are recorded, not checked, and queries fail at run time.
+bool Strict(const std::string& origin) { return origin == "sql"; }
+
 /// `what` "x" does not exist (42704).
 Status Missing(DdlObject kind, const std::string& name) {
   return DeclError(kSqlStateUndefined,
@@ -53,6 +60,45 @@ Status Refused(const Status& status, const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> QueryNames(std::string_view sql) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < sql.size();) {
+    char c = sql[i];
+    if (c == '\'') {  // a literal: skipped ('' inside)
+      for (++i; i < sql.size(); ++i) {
+        if (sql[i] == '\'' && (i + 1 >= sql.size() || sql[i + 1] != '\'')) break;
+        if (sql[i] == '\'') ++i;
+      }
+      ++i;
+    } else if (c == '"') {  // a quoted name, kept as written ("" inside)
+      std::string name;
+      for (++i; i < sql.size(); ++i) {
+        if (sql[i] == '"' && (i + 1 >= sql.size() || sql[i + 1] != '"')) break;
+        if (sql[i] == '"') ++i;
+        name.push_back(sql[i]);
+      }
+      ++i;
+      names.insert(name);
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      size_t end = sql.find('\n', i);
+      i = end == std::string_view::npos ? sql.size() : end;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      size_t end = sql.find("*/", i + 2);
+      i = end == std::string_view::npos ? sql.size() : end + 2;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t b = i;
+      while (i < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[i])) ||
+                                sql[i] == '_' || sql[i] == '$')) {
+        ++i;
+      }
+      names.insert(Lower(std::string(sql.substr(b, i - b))));  // unquoted: folded
+    } else {
+      ++i;
+    }
+  }
+  return {names.begin(), names.end()};
+}
 
 Catalog& Catalog::For(Engine* engine) {
   EngineExtension* extension = engine->Extension(
@@ -360,16 +406,17 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   if (decl.output != decl.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
   }
-  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.sql));
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
+                       QueryTablesLocked(decl.sql, Strict(origin)));
   auto task = MakeMaterializedView(decl);
   if (!task.ok()) return Refused(task.status(), decl.name);
   if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
   // A first run now makes the output table, so views and sinks over it can
   // follow at once (a failing query is refused and nothing stays).
-  Status ran = engine_->RunTaskNow(decl.name);
+  Status ran = Strict(origin) ? engine_->RunTaskNow(decl.name) : Status::OK();
   auto stats = engine_->TaskStatistics();
   auto it = stats.find(decl.name);
-  if (ran.ok() && it != stats.end() && it->second.errors > 0) {
+  if (Strict(origin) && ran.ok() && it != stats.end() && it->second.errors > 0) {
     ran = Status::Invalid(it->second.last_error);
   }
   if (!ran.ok()) {
@@ -397,7 +444,7 @@ Status CatalogImpl::CreateStreamViewLocked(const StreamViewDecl& decl,
   if (decl.output != decl.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
   }
-  RILL_RETURN_NOT_OK(CheckTableLocked(decl.source, "source"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(decl.source, "source"));
   auto task = MakeStreamView(decl, engine_);
   if (!task.ok()) return Refused(task.status(), decl.name);
   if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
@@ -421,7 +468,7 @@ Status CatalogImpl::CreateWindowLocked(const WindowDecl& decl, const std::string
   if (o.output_table != o.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, o.output_table));
   }
-  RILL_RETURN_NOT_OK(CheckTableLocked(o.source_table, "source"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(o.source_table, "source"));
   auto task = MakeWindow(decl);
   if (!task.ok()) return Refused(task.status(), o.name);
   if (Status st = engine_->AddWindowTask(*task); !st.ok()) return Refused(st, o.name);
@@ -441,7 +488,7 @@ Status CatalogImpl::CreateWindowLocked(const WindowDecl& decl, const std::string
 Status CatalogImpl::CreateSinkLocked(const SinkDecl& decl, const std::string& origin) {
   const std::string& name = decl.options.name;
   RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kSink, name));
-  RILL_RETURN_NOT_OK(CheckTableLocked(decl.options.table, "FROM"));
+  if (Strict(origin)) RILL_RETURN_NOT_OK(CheckTableLocked(decl.options.table, "FROM"));
   if (engine_->GetTable(decl.options.table).ok()) {
     auto started = StartSink(decl, engine_);
     if (!started.ok()) return Refused(started.status(), name);
@@ -470,7 +517,8 @@ Status CatalogImpl::CreateKpiLocked(const KpiDecl& decl, const std::string& orig
   if (metrics_ == nullptr) {
     return DeclError(kSqlStateBadValue, "KPI queries need a metrics store");
   }
-  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.query.sql));
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
+                       QueryTablesLocked(decl.query.sql, Strict(origin)));
   if (Status st = metrics_->AddKpiQuery(decl.query); !st.ok()) return Refused(st, name);
   CatalogEntry e;
   e.kind = DdlObject::kKpi;
@@ -558,21 +606,25 @@ Status CatalogImpl::CheckTableLocked(const std::string& table, const std::string
                    "relation \"" + table + "\" (" + what + ") does not exist");
 }
 
-Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql) const {
-  auto names = engine_->sql().ReferencedTables(sql);
-  if (!names.ok()) {
-    std::string message = names.status().message();
-    const char* state = message.find("Catalog Error") != std::string::npos ? kSqlStateUndefined
-                                                                            : kSqlStateSyntax;
-    return DeclError(state, message);
+Result<std::vector<std::string>> CatalogImpl::QueryTablesLocked(const std::string& sql,
+                                                               bool strict) const {
+  // Every name of the query that is a table (of the engine, or an output of
+  // an entry) is a dependency: a column or alias spelled like a table only
+  // makes a DROP ask for CASCADE, never misses one.
+  std::set<std::string> known;
+  for (const std::string& t : engine_->TableNames()) known.insert(t);
+  for (const CatalogEntry& e : entries_) {
+    if (e.kind != DdlObject::kSource) known.insert(e.writes.begin(), e.writes.end());
   }
   std::vector<std::string> reads;
-  for (const std::string& name : *names) {
-    if (name.rfind("rill_", 0) == 0) continue;  // the engine's own tables
-    RILL_RETURN_NOT_OK(CheckTableLocked(name, "in the query"));
-    reads.push_back(name);
+  for (const std::string& name : QueryNames(sql)) {
+    if (known.count(name) != 0) reads.push_back(name);
   }
-  std::sort(reads.begin(), reads.end());
+  if (strict) {
+    // Bind it now (no rows): a missing table is 42704, a bad column 42703.
+    auto probe = engine_->Query("SELECT * FROM (" + sql + "\n) AS rill_check LIMIT 0");
+    if (!probe.ok()) return Refused(probe.status(), "query");
+  }
   return reads;
 }
 

@@ -150,6 +150,11 @@ class Catalog {
 /// statements are dropped.
 std::vector<std::string> SplitStatements(std::string_view sql);
 
+/// The names a query mentions (identifiers outside literals and comments:
+/// unquoted ones in lower case, quoted ones as written), sorted: the catalog
+/// keeps those that are tables as the query's dependencies.
+std::vector<std::string> QueryNames(std::string_view sql);
+
 /// "table", "source", "materialized view", ... (SHOW's kind column).
 const char* CatalogKindName(DdlObject kind);
 

@@ -77,9 +77,9 @@ class CatalogImpl : public Catalog, public EngineExtension {
   Status CheckFreeLocked(DdlObject kind, const std::string& name) const;
   /// 42704 unless `table` is a table of the engine or an output of an entry.
   Status CheckTableLocked(const std::string& table, const std::string& what) const;
-  /// The tables `sql` reads; 42704 for one that does not exist, 42601 for a
-  /// query DuckDB cannot parse.
-  Result<std::vector<std::string>> QueryTablesLocked(const std::string& sql) const;
+  /// The tables `sql` reads; when `strict`, 42704 for one that does not
+  /// exist and 42601 for a query DuckDB cannot parse.
+  Result<std::vector<std::string>> QueryTablesLocked(const std::string& sql, bool strict) const;
   /// The entries that read a table `entry` writes, recursively, dependents last.
   std::vector<const CatalogEntry*> DependentsLocked(const CatalogEntry& entry) const;
   void RecordLocked(CatalogEntry entry);

@@ -375,7 +375,7 @@ class Parser {
         DdlColumn col;
         RILL_ASSIGN_OR_RAISE(col.name, Name("a column name"));
         if (!names.insert(col.name).second) {
-          return SyntaxError("column \"" + col.name + "\" specified more than once");
+          return DeclError("42701", "column \"" + col.name + "\" specified more than once");
         }
         RILL_RETURN_NOT_OK(Type(&col));
         while (true) {
@@ -404,7 +404,7 @@ class Parser {
     if (st->columns.empty()) return SyntaxError("a table needs at least one column");
     for (const std::string& key : st->primary_key) {
       if (names.count(key) == 0) {
-        return SyntaxError("column \"" + key + "\" named in key does not exist");
+        return DeclError("42703", "column \"" + key + "\" named in key does not exist");
       }
     }
     for (DdlColumn& c : st->columns) {

@@ -618,29 +618,6 @@ Result<std::vector<std::string>> SqlEngine::ParameterTypes(std::string_view sql)
   return types;
 }
 
-Result<std::vector<std::string>> SqlEngine::ReferencedTables(std::string_view sql) {
-  RILL_ASSIGN_OR_RAISE(auto pc, impl_->Acquire());
-  Result<std::vector<std::string>> names;
-  try {
-    auto statements = pc->conn->ExtractStatements(std::string(sql));
-    if (statements.size() != 1) {
-      names = QueryError(
-          "expected exactly one SQL statement, got " + std::to_string(statements.size()), sql);
-    } else if (!IsReadStatement(*statements[0])) {
-      names = QueryError("only SELECT statements may define a view", sql);
-    } else {
-      // The parser's names: CTEs and table functions are not tables.
-      auto found = pc->conn->GetTableNames(std::string(sql));
-      names = std::vector<std::string>(found.begin(), found.end());
-    }
-  } catch (const std::exception& e) {
-    duckdb::ErrorData error(e);
-    names = DuckError(error.Message(), error.Type(), sql);
-  }
-  impl_->Release(std::move(pc));
-  return names;
-}
-
 Status SqlEngine::SetMemoryLimit(int64_t bytes) {
   return SetDuckMemoryLimit(*impl_->db->instance, bytes);
 }

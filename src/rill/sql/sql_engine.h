@@ -158,12 +158,6 @@ class SqlEngine {
   /// Query for statements that fail to prepare or do not only read. Any thread.
   Result<std::vector<std::string>> ParameterTypes(std::string_view sql);
 
-  /// Return the names of the tables `sql` (one SELECT) reads, as DuckDB's
-  /// parser finds them (CTE names excluded), in no particular order. Invalid
-  /// (with the DuckDB error type) when it does not parse or is not a SELECT.
-  /// Any thread.
-  Result<std::vector<std::string>> ReferencedTables(std::string_view sql);
-
   /// Set DuckDB's memory limit (bytes > 0) for everything this database runs:
   /// a query that needs more fails with DuckDB's "Out of Memory Error" and
   /// later queries run normally. Invalid when DuckDB cannot shrink to it now.

@@ -28,8 +28,10 @@ class CatalogTest : public ::testing::Test {
     catalog().SetMetricsStore(metrics_.get());
   }
   void TearDown() override {
-    engine_.reset();
+    // The store reads the engine (it must go first); the sinks stop with the engine.
+    if (metrics_) metrics_->Stop();
     metrics_.reset();
+    engine_.reset();
   }
 
   Catalog& catalog() { return Catalog::For(engine_.get()); }
@@ -199,7 +201,7 @@ TEST_F(CatalogTest, SqlDumpRecreatesTheSameCatalog) {
       "CREATE KPI total WITH (interval_seconds = 2, chart_type = 'bar') AS SELECT sum(price) AS "
       "revenue FROM orders;\n"
       "CREATE ALERT RULE pricey WITH (metric = 'total', op = '>', threshold = 1000, "
-      "severity = 'critical');\n";
+      "severity = 'error');\n";
   auto results = catalog().ExecuteScript(script);
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   EXPECT_EQ(results->size(), 7u);
@@ -217,7 +219,9 @@ TEST_F(CatalogTest, SqlDumpRecreatesTheSameCatalog) {
   auto again = Catalog::For(other.get()).ExecuteScript(dump);
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << dump;
   EXPECT_EQ(Catalog::For(other.get()).DumpSql(), dump);
+  other_metrics.reset();
   other.reset();
+  metrics_.reset();
   engine_.reset();
   std::filesystem::remove_all(dir);
 }

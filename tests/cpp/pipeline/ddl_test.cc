@@ -188,8 +188,16 @@ TEST(Ddl, RefusalsNameWhatIsWrong) {
   ExpectSyntaxError("CREATE TABLE t (a int", "end of input");
   ExpectSyntaxError("CREATE TABLE t (a widget)", "type \"widget\" does not exist");
   ExpectSyntaxError("CREATE TABLE t ()", "column name");
-  ExpectSyntaxError("CREATE TABLE t (a int, a int)", "specified more than once");
-  ExpectSyntaxError("CREATE TABLE t (a int, PRIMARY KEY (b))", "\"b\" named in key does not exist");
+  // PostgreSQL's codes: 42701 duplicate column, 42703 undefined column.
+  auto duplicate = ParseDdl("CREATE TABLE t (a int, a int)");
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_EQ(SqlStateOf(duplicate.status()), "42701");
+  EXPECT_NE(duplicate.status().message().find("specified more than once"), std::string::npos);
+  auto unknown_key = ParseDdl("CREATE TABLE t (a int, PRIMARY KEY (b))");
+  ASSERT_FALSE(unknown_key.ok());
+  EXPECT_EQ(SqlStateOf(unknown_key.status()), "42703");
+  EXPECT_NE(unknown_key.status().message().find("\"b\" named in key does not exist"),
+            std::string::npos);
   ExpectSyntaxError("CREATE TABLE t (a int PRIMARY KEY, b int, PRIMARY KEY (b))",
                     "multiple primary keys");
   ExpectSyntaxError("CREATE SOURCE s WITH (connector = 'kafka')", "INTO");
