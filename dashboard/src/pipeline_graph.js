@@ -4,7 +4,7 @@
 import {formatAge, formatValue, toUnixSeconds} from './format.js';
 
 /** Layout sizes (px): column pitch, node box, vertical gap, margins. */
-export const LAYOUT = {columnWidth: 270, nodeWidth: 196, nodeHeight: 58, rowGap: 26, margin: 16};
+export const LAYOUT = {columnWidth: 256, nodeWidth: 176, nodeHeight: 58, rowGap: 26, margin: 16};
 
 // The least column of each kind, so nodes without edges still read left to
 // right (a table made outside the catalog, an alert rule over a KPI).

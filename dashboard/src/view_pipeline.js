@@ -29,6 +29,13 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** The point at `t` of the cubic Bézier p0 c1 c2 p3. */
+function bezierPoint(p0, c1, c2, p3, t) {
+  const u = 1 - t;
+  const f = (i) => u * u * u * p0[i] + 3 * u * u * t * c1[i] + 3 * u * t * t * c2[i] + t * t * t * p3[i];
+  return [f(0), f(1)];
+}
+
 /** Trim a label to `max` characters (the node box is fixed-width). */
 function clip(text, max) {
   const t = String(text ?? '');
@@ -156,12 +163,13 @@ export class PipelineView {
     this.svg.setAttribute('viewBox', `0 0 ${layout.width} ${layout.height}`);
     this.svg.setAttribute('width', String(layout.width));
     this.svg.setAttribute('height', String(layout.height));
+    // Shrinks to the panel's width (CSS max-width), down to 3/4; then scrolls.
+    this.svg.style.minWidth = `${Math.round(layout.width * 0.75)}px`;
     this.nodeEls = new Map();
     this.edgeEls = [];
     const defs = s('defs', {}, s('marker', {id: 'pipeline-arrow', viewBox: '0 0 10 10', refX: '9', refY: '5',
       markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse'}, s('path', {d: 'M 0 0 L 10 5 L 0 10 z', class: 'pipeline-arrowhead'})));
     const edgeLayer = s('g', {class: 'pipeline-edges'});
-    const labelLayer = s('g', {class: 'pipeline-edge-labels'});
     const nodeLayer = s('g', {class: 'pipeline-nodes'});
     const {nodeWidth: w, nodeHeight: nh} = LAYOUT;
     for (const e of g.edges) {
@@ -173,18 +181,19 @@ export class PipelineView {
       const x2 = b.x;
       const y2 = b.y + nh / 2;
       const dx = Math.max(30, (x2 - x1) / 2);
-      const path = s('path', {class: 'pipeline-edge-line', d: `M ${x1} ${y1} C ${x1 + dx} ${y1}, ${x2 - dx} ${y2}, ${x2 - 2} ${y2}`,
+      const c1 = [x1 + dx, y1];
+      const c2 = [x2 - dx, y2];
+      const path = s('path', {class: 'pipeline-edge-line', d: `M ${x1} ${y1} C ${c1[0]} ${c1[1]}, ${c2[0]} ${c2[1]}, ${x2 - 2} ${y2}`,
         'marker-end': 'url(#pipeline-arrow)'});
-      // The label sits on the curve's middle, on a backing box so it reads over other lines.
-      const mx = (x1 + x2) / 2;
-      const my = (y1 + y2) / 2;
+      // The rate label sits on the curve's middle, in the gap between two
+      // columns (a fan of edges out of one node keeps its labels apart); a
+      // backing box keeps it readable over crossing lines.
+      const [mx, my] = bezierPoint([x1, y1], c1, c2, [x2, y2], 0.5);
       const text = s('text', {class: 'pipeline-edge-rate', x: mx, y: my + 4, 'text-anchor': 'middle', text: '0 rows/s'});
       const back = s('rect', {class: 'pipeline-edge-rate-bg', x: mx - 40, y: my - 9, width: 80, height: 18, rx: 9});
-      const el = s('g', {class: 'pipeline-edge', 'data-from': e.from, 'data-to': e.to}, path);
-      const label = s('g', {class: 'pipeline-edge-label', 'data-from': e.from, 'data-to': e.to}, back, text);
+      const label = s('g', {class: 'pipeline-edge-label'}, back, text);
+      const el = s('g', {class: 'pipeline-edge', 'data-from': e.from, 'data-to': e.to}, path, label);
       edgeLayer.append(el);
-      labelLayer.append(label);
-      // The rate label belongs to the edge for tests and tools: data-rate on both.
       this.edgeEls.push({edge: e, el, label, text, back, mx});
     }
     for (const n of g.nodes) {
@@ -195,7 +204,7 @@ export class PipelineView {
       const bar = s('rect', {class: 'pipeline-bar', x: p.x, y: p.y, width: 5, height: nh, rx: 2});
       const kind = s('text', {class: 'pipeline-kind', x: p.x + 14, y: p.y + 16, text: KIND_LABEL[n.kind] || n.kind.toUpperCase()});
       const dot = s('circle', {class: 'pipeline-dot', cx: p.x + w - 14, cy: p.y + 12, r: 5});
-      const name = s('text', {class: 'pipeline-name', x: p.x + 14, y: p.y + 34, text: clip(n.name, 24)});
+      const name = s('text', {class: 'pipeline-name', x: p.x + 14, y: p.y + 34, text: clip(n.name, 21)});
       const sub = s('text', {class: 'pipeline-sub', x: p.x + 14, y: p.y + 50, text: ''});
       const el = s('g', {class: 'pipeline-node', 'data-id': n.id, 'data-kind': n.kind, tabindex: '0', role: 'button',
         'aria-label': `${n.kind} ${n.name}`}, title, rect, bar, kind, dot, name, sub);
@@ -206,7 +215,7 @@ export class PipelineView {
       nodeLayer.append(el);
       this.nodeEls.set(n.id, {el, sub, title});
     }
-    setChildren(this.svg, defs, edgeLayer, nodeLayer, labelLayer);
+    setChildren(this.svg, defs, edgeLayer, nodeLayer);
     if (this.selected && !this.nodeEls.has(this.selected)) this.selected = null;
   }
 
@@ -219,7 +228,7 @@ export class PipelineView {
       const cls = `pipeline-node status-${status}${n.id === this.selected ? ' selected' : ''}`;
       if (ref.el.getAttribute('class') !== cls) ref.el.setAttribute('class', cls);
       ref.el.setAttribute('data-status', status);
-      setText(ref.sub, clip(nodeSubtitle(n, now), 34));
+      setText(ref.sub, clip(nodeSubtitle(n, now), 30));
       setText(ref.title, n.error ? `${n.id}: ${status}\n${n.error}` : `${n.id}: ${status}`);
     }
     for (const ref of this.edgeEls) {
@@ -227,9 +236,7 @@ export class PipelineView {
       const label = formatEdgeRate(rate);
       setText(ref.text, label);
       ref.el.setAttribute('data-rate', String(rate.value));
-      ref.label.setAttribute('data-rate', String(rate.value));
       ref.el.classList.toggle('active', rate.value > 0);
-      ref.label.classList.toggle('active', rate.value > 0);
       const width = 14 + 6.6 * label.length;
       ref.back.setAttribute('width', String(width));
       ref.back.setAttribute('x', String(ref.mx - width / 2));
