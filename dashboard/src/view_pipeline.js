@@ -61,7 +61,9 @@ export class PipelineView {
   build() {
     this.status = h('span.status#pipeline-status', {text: 'Loading…'});
     this.svg = s('svg', {class: 'pipeline-svg', role: 'img', 'aria-label': 'Pipeline graph'});
-    this.canvas = h('div.pipeline-canvas#pipeline-canvas', {}, this.svg);
+    this.empty = h('p.hint.pipeline-empty#pipeline-empty', {hidden: true,
+      text: 'No pipeline objects yet: create them in SQL (CREATE TABLE, CREATE SOURCE, …) over psql or POST /api/v1/sql with the admin token.'});
+    this.canvas = h('div.pipeline-canvas#pipeline-canvas', {}, this.empty, this.svg);
     this.details = h('aside.panel.pipeline-details#pipeline-details', {'aria-live': 'polite'},
       h('p.hint', {text: 'Click a node to see its definition and counters.'}));
     const legend = h('div.pipeline-legend', {},
@@ -147,6 +149,7 @@ export class PipelineView {
     const live = this.server && this.lastSocketFrameAt && Date.now() - this.lastSocketFrameAt < POLL_AFTER_MS;
     setText(this.status, `${g.nodes.length} objects · ${g.edges.length} edges · ${live ? 'live' : 'polling'}`);
     this.status.className = 'status';
+    this.empty.hidden = g.nodes.length > 0;
     const key = structureKey(g);
     if (key !== this.key) {
       this.key = key;

@@ -162,6 +162,10 @@ def test_pipeline_view_draws_the_catalog_live(page, serve):  # noqa: F811
     broken = page.locator('g.pipeline-node[data-id="source:broken"]')
     assert "status-error" in broken.get_attribute("class")
     assert "status-error" not in page.locator('g.pipeline-node[data-id="source:orders_in"]').get_attribute("class")
+    # ... and drawn red (the box's outline; a running node's is grey).
+    stroke = "id => getComputedStyle(document.querySelector(`g.pipeline-node[data-id='${id}'] .pipeline-box`)).stroke"
+    assert page.evaluate(stroke, "source:broken") == "rgb(248, 113, 113)"
+    assert page.evaluate(stroke, "source:orders_in") != "rgb(248, 113, 113)"
     # The graph comes over the WebSocket (the status says live, not polling).
     page.wait_for_function("document.querySelector('#pipeline-status').textContent.includes('live')",
                            timeout=10_000)
