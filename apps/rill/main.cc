@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
 
   if (pipeline_options->parsed()) {
     std::fputs(options_format == "sql" ? rill::pipeline::DdlOptionsMarkdown().c_str()
-                                       : rill::pipeline::SourceOptionsMarkdown().c_str(),
+                                       : rill::pipeline::PipelineFileOptionsMarkdown().c_str(),
                stdout);
     return 0;
   }

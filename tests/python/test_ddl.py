@@ -232,8 +232,8 @@ def test_every_refusal_has_its_sqlstate_and_creates_nothing(serve):
 
 VALID = [
     "CREATE TABLE t (id BIGINT NOT NULL, name TEXT, PRIMARY KEY (id)) WITH (mode = 'snapshot')",
-    "CREATE SOURCE s INTO t WITH (connector = 'kafka', topics = 'x', "
-    "\"bootstrap.servers\" = '127.0.0.1:1', format = 'json')",
+    "CREATE SOURCE s INTO t WITH (connector = 'file', watch_path = '/tmp/rill-ddl-never', "
+    "file_pattern = '*.ndjson', \"poll_interval_seconds\" = 5)",
     "CREATE MATERIALIZED VIEW v WITH (interval_seconds = 1) AS SELECT name, count(*) FROM t "
     "GROUP BY name",
     "CREATE STREAM VIEW sv WITH (source = 't', max_rows = 100) AS SELECT * FROM t WHERE id > 1",
@@ -244,6 +244,12 @@ VALID = [
     "CREATE ALERT RULE r WITH (metric = 'k', op = '>', threshold = 5)",
     "DROP MATERIALIZED VIEW IF EXISTS v CASCADE",
 ]
+
+
+CLEANUP = ["DROP ALERT RULE IF EXISTS r", "DROP KPI IF EXISTS k", "DROP SINK IF EXISTS k",
+           "DROP WINDOW IF EXISTS w", "DROP STREAM VIEW IF EXISTS sv",
+           "DROP MATERIALIZED VIEW IF EXISTS v", "DROP SOURCE IF EXISTS s",
+           "DROP TABLE IF EXISTS t CASCADE"]
 
 
 def malformed_statements(n, seed=26):
@@ -282,9 +288,8 @@ def test_hundreds_of_malformed_statements_are_refused_and_the_server_stays_up(se
                 assert e.sqlstate and len(e.sqlstate) == 5, (sql, e)
                 refused += 1
             # Whatever a mutation happened to create is dropped again.
-            for kind in ("ALERT RULE r", "KPI k", "SINK k", "WINDOW w", "STREAM VIEW sv",
-                         "MATERIALIZED VIEW v", "SOURCE s", "TABLE t"):
-                conn.execute(f"DROP {kind.split(' ')[0] if kind.startswith(('KPI', 'SINK', 'SOURCE', 'TABLE', 'WINDOW')) else ' '.join(kind.split(' ')[:-1])} IF EXISTS {kind.split(' ')[-1]} CASCADE")
+            for cleanup in CLEANUP:
+                conn.execute(cleanup)
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert refused >= 300, refused
     assert s.proc.poll() is None
@@ -537,3 +542,20 @@ def test_execute_ddl_in_python_builds_the_same_objects(make_engine):
     assert missing.value.sqlstate == "42704"
     assert engine.execute_ddl("DROP TABLE orders CASCADE") == "DROP TABLE"
     assert engine.execute_ddl("SHOW TABLES").num_rows == 0
+
+
+def test_docs_sql_lists_every_statements_options_from_the_one_option_table():
+    out = subprocess.run([str(RILL), "pipeline", "options", "--format", "sql"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    for heading in ("CREATE TABLE", "connector = 'kafka'", "CREATE MATERIALIZED VIEW",
+                    "CREATE STREAM VIEW", "CREATE WINDOW", "CREATE SINK", "CREATE KPI",
+                    "CREATE ALERT RULE"):
+        assert heading in out.stdout, heading
+    assert "`aggregations`" in out.stdout and "`topics` (required)" in out.stdout
+    docs = (ROOT / "docs" / "sql.md").read_text()
+    begin = "<!-- BEGIN rill pipeline options --format sql -->\n"
+    end = "<!-- END rill pipeline options --format sql -->"
+    listed = docs[docs.index(begin) + len(begin):docs.index(end)]
+    assert listed == out.stdout, \
+        "docs/sql.md is out of date: paste `rill pipeline options --format sql`"

@@ -158,6 +158,11 @@ std::vector<std::string> QueryNames(std::string_view sql);
 /// "table", "source", "materialized view", ... (SHOW's kind column).
 const char* CatalogKindName(DdlObject kind);
 
+/// The pipeline file's options of every kind that has an option table
+/// (connectors, tasks of type sql, stream_tasks, windows, sinks, kpis,
+/// alert_rules) as Markdown: `rill pipeline options`, docs/pipelines.md.
+std::string PipelineFileOptionsMarkdown();
+
 /// Every kind's options as Markdown: the body of docs/sql.md's option lists.
 std::string DdlOptionsMarkdown();
 

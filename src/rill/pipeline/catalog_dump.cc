@@ -235,6 +235,19 @@ std::string CatalogImpl::DumpYaml() const {
 
 }  // namespace catalog_internal
 
+std::string PipelineFileOptionsMarkdown() {
+  std::string out = SourceOptionsMarkdown();
+  out += OptionTableMarkdown(MaterializedViewOptionTable(), "#### `tasks:` (`type: sql`)");
+  out += OptionTableMarkdown(StreamViewOptionTable(), "#### `stream_tasks:`");
+  out += OptionTableMarkdown(WindowOptionTable(), "#### `windows:`");
+  for (const std::string& kind : SinkKinds()) {
+    out += OptionTableMarkdown(*SinkOptionTable(kind), "#### `sinks:` (`type: " + kind + "`)");
+  }
+  out += OptionTableMarkdown(KpiOptionTable(), "#### `kpis:`");
+  out += OptionTableMarkdown(AlertRuleOptionTable(), "#### `alert_rules:`");
+  return out;
+}
+
 std::string DdlOptionsMarkdown() {
   std::string out;
   out += TableOptionsMarkdown();

@@ -529,6 +529,13 @@ bool IsDdl(std::string_view sql) {
   return true;
 }
 
+bool IsShowDdl(std::string_view sql) {
+  size_t i = SkipBlanks(sql, 0);
+  size_t j = i;
+  while (j < sql.size() && IsIdentChar(sql[j])) ++j;
+  return Upper(sql.substr(i, j - i)) == "SHOW" && IsDdl(sql);
+}
+
 std::string QuoteName(std::string_view name) {
   bool bare = !name.empty() && (std::islower(static_cast<unsigned char>(name[0])) ||
                                 name[0] == '_');

@@ -85,6 +85,10 @@ Result<DdlStatement> ParseDdl(std::string_view sql);
 /// answers): the statements a server sends to ParseDdl instead of DuckDB.
 bool IsDdl(std::string_view sql);
 
+/// True when `sql` is one of the SHOW lists of IsDdl (read-only: open to
+/// every client, unlike CREATE and DROP).
+bool IsShowDdl(std::string_view sql);
+
 /// `name` as SQL writes it: bare when it is a lower-case identifier, else
 /// in double quotes (for `rill pipeline dump --format sql`).
 std::string QuoteName(std::string_view name);

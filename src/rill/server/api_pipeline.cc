@@ -59,16 +59,15 @@ HttpReply Sql(ServerContext& ctx, const HttpRequest& request) {
     }
     return *RouteQuery(ctx, query);
   }
+  // CREATE and DROP need the admin token, whatever they say.
+  if (!pipeline::IsShowDdl(*sql) && !IsAdmin(request, ctx.admin_token)) {
+    return DdlError(pipeline::kSqlStatePrivilege,
+                    "permission denied: CREATE and DROP need the admin token (this token is "
+                    "read-only)");
+  }
   auto statement = pipeline::ParseDdl(*sql);
   if (!statement.ok()) {
     return DdlError(pipeline::SqlStateOf(statement.status()), statement.status().message());
-  }
-  if (statement->verb != pipeline::DdlStatement::Verb::kShow &&
-      !IsAdmin(request, ctx.admin_token)) {
-    return DdlError(pipeline::kSqlStatePrivilege,
-                    std::string("permission denied: ") +
-                        pipeline::DdlObjectName(statement->object) +
-                        " statements need the admin token (this token is read-only)");
   }
   auto done = pipeline::Catalog::For(ctx.engine).Execute(*statement);
   if (!done.ok()) {

@@ -13,18 +13,18 @@ std::optional<PgSession::Outcome> PgSession::RunDdl(const std::string& sql) {
   // The metrics database's SHOW TABLES is DuckDB's; its writes are refused as writes.
   if (database_ == kMetricsDatabase || !pipeline::IsDdl(sql)) return std::nullopt;
   Outcome out;
+  // CREATE and DROP need the admin credential, whatever they say.
+  if (!admin_ && !pipeline::IsShowDdl(sql)) {
+    out.status = Status::Invalid(
+        "permission denied: CREATE and DROP need the admin credential (log in as user \"",
+        kAdminUser, "\" with the admin token); this session is read-only");
+    out.sqlstate = pipeline::kSqlStatePrivilege;
+    return out;
+  }
   auto statement = pipeline::ParseDdl(sql);
   if (!statement.ok()) {
     out.status = statement.status();
     out.sqlstate = pipeline::SqlStateOf(statement.status());
-    return out;
-  }
-  if (statement->verb != pipeline::DdlStatement::Verb::kShow && !admin_) {
-    out.status = Status::Invalid(
-        "permission denied: ", pipeline::DdlObjectName(statement->object),
-        " statements need the admin credential (log in as user \"", kAdminUser,
-        "\" with the admin token); this session is read-only");
-    out.sqlstate = pipeline::kSqlStatePrivilege;
     return out;
   }
   auto done = config_->executor->RunDdl(*statement);
