@@ -17,6 +17,7 @@ export const ROUTES = {
   query: '/api/v1/query',
   metricsQuery: '/api/v1/metrics/query',
   webhookSend: '/api/webhook/send',
+  pipeline: '/api/v1/pipeline',
   stream: '/api/v1/stream',
 };
 
@@ -50,7 +51,9 @@ const BACKOFF_MS = [1000, 2000, 4000, 8000, 10000];
 
 /**
  * A live connection to one server. Events (EventTarget): 'status'
- * ({status, reason}), 'metrics', 'alert', 'kpi', 'table', 'notice' (detail = frame data).
+ * ({status, reason}), 'metrics', 'alert', 'kpi', 'table', 'pipeline', 'notice' (detail =
+ * frame data). subscribe()/unsubscribe() add or drop channels beyond the default three
+ * (kept across reconnects).
  */
 export class ServerConnection extends EventTarget {
   constructor({baseUrl, token}) {
@@ -114,6 +117,27 @@ export class ServerConnection extends EventTarget {
     return this.request('GET', ROUTES.info, undefined, {timeoutMs: 5000});
   }
 
+  /** Add a channel (e.g. 'pipeline'): sent now if the socket is open, and on every reconnect. */
+  subscribe(channel) {
+    if (this.channels.includes(channel)) return;
+    this.channels = [...this.channels, channel];
+    this.sendIfOpen({type: 'subscribe', channels: [channel]});
+  }
+
+  /** Drop a channel added by subscribe(). */
+  unsubscribe(channel) {
+    if (!this.channels.includes(channel)) return;
+    this.channels = this.channels.filter((c) => c !== channel);
+    this.sendIfOpen({type: 'unsubscribe', channels: [channel]});
+  }
+
+  /** True while the socket is open and the server confirmed it (frames arrive). */
+  get live() { return this.status === 'online' && !!this.ws && this.ws.readyState === 1; }
+
+  sendIfOpen(message) {
+    if (this.ws && this.ws.readyState === 1) this.ws.send(JSON.stringify(message));
+  }
+
   setStatus(status, reason = '') {
     if (this.status === status && this.reason === reason) return;
     this.status = status;
@@ -167,7 +191,8 @@ export class ServerConnection extends EventTarget {
       for (const a of Array.isArray(payload) ? payload : [payload]) this.emit('alert', a);
     } else if (channel === 'kpis' || channel === 'kpi') {
       for (const k of Array.isArray(payload) ? payload : [payload]) this.emit('kpi', k);
-    } else if (channel && channel.startsWith('table:')) this.emit('table', {table: channel.slice(6), ...payload});
+    } else if (channel === 'pipeline') this.emit('pipeline', payload);
+    else if (channel && channel.startsWith('table:')) this.emit('table', {table: channel.slice(6), ...payload});
     else if (channel === 'notice' || channel === 'hello' || channel === 'subscribed') this.emit('notice', payload);
     else if (channel === 'error') {
       if (/token|auth/i.test(JSON.stringify(payload))) this.setStatus('unauthorized', 'Wrong or missing token');

@@ -11,9 +11,11 @@ import {ConsoleView} from './view_console.js';
 import {QueriesView} from './view_queries.js';
 import {RulesView} from './view_rules.js';
 import {AlertsView} from './view_alerts.js';
+import {PipelineView} from './view_pipeline.js';
 
 const VIEWS = [
   {id: 'console', label: 'Metrics Console'},
+  {id: 'pipeline', label: 'Pipeline'},
   {id: 'queries', label: 'Custom Queries'},
   {id: 'rules', label: 'Alert Rules & Settings'},
   {id: 'alerts', label: 'Alert Logs'},
@@ -86,8 +88,9 @@ class App {
     this.navButtons = VIEWS.map((v) => h(`button.nav#nav-${v.id}`, {text: v.label, dataset: {view: v.id}, 'aria-label': v.label,
       'aria-current': v.id === this.view ? 'page' : 'false', onclick: () => this.show(v.id)}));
     this.alertBadge = h('span.unseen#unseen-count', {hidden: true});
-    this.navButtons[3].append(this.alertBadge);
-    this.navButtons[3].setAttribute('aria-describedby', 'unseen-count');
+    const alertsNav = this.navButtons.find((b) => b.dataset.view === 'alerts');
+    alertsNav.append(this.alertBadge);
+    alertsNav.setAttribute('aria-describedby', 'unseen-count');
     this.tabs = h('div.tabs#server-tabs', {role: 'tablist'});
     this.addForm = h('form.add-server#add-server', {hidden: true},
       h('input#add-address', {placeholder: 'quack:127.0.0.1:9494', 'aria-label': 'New server address'}),
@@ -133,6 +136,7 @@ class App {
     this.queriesView = new QueriesView(this.viewRoots.queries, this);
     this.rulesView = new RulesView(this.viewRoots.rules, this);
     this.alertsView = new AlertsView(this.viewRoots.alerts, this);
+    this.pipelineView = new PipelineView(this.viewRoots.pipeline, this);
   }
 
   /** Check address + token; on success add (or replace) the server's tab. */
@@ -209,6 +213,7 @@ class App {
     const i = this.servers.findIndex((s) => s.id === id);
     if (i < 0) return;
     const [s] = this.servers.splice(i, 1);
+    if (this.pipelineView.server === s.state) this.pipelineView.detach();
     s.conn.close();
     s.tab.remove();
     if (this.activeId === id) {
@@ -228,6 +233,7 @@ class App {
     const s = this.servers.find((x) => x.id === id);
     if (s) this.addressLabel.textContent = `quack:${new URL(s.baseUrl).host}`;
     for (const c of chartRegistry.values()) c.zoomed = false;
+    if (this.view === 'pipeline') this.pipelineView.attach(this.active());
     this.dirty = true;
     this.updateBadge();
     this.render();
@@ -272,6 +278,9 @@ class App {
 
   show(view) {
     if (this.view === 'alerts' && view !== 'alerts') this.alertsView.release();
+    // The pipeline channel is followed only while its view is shown.
+    if (view === 'pipeline') this.pipelineView.attach(this.active());
+    else this.pipelineView.detach();
     this.view = view;
     for (const b of this.navButtons) b.setAttribute('aria-current', b.dataset.view === view ? 'page' : 'false');
     for (const [id, el] of Object.entries(this.viewRoots)) el.hidden = id !== view;
@@ -322,6 +331,7 @@ class App {
     if (this.view === 'console') this.consoleView.render(s, range);
     else if (this.view === 'rules') this.rulesView.render(s);
     else if (this.view === 'alerts') this.alertsView.render(s);
+    else if (this.view === 'pipeline') this.pipelineView.render();
     this.renderedAt = Date.now();
   }
 }

@@ -2,6 +2,7 @@
 
 #include "rill/server/auth.h"
 
+#include <atomic>
 #include <deque>
 #include <set>
 #include <shared_mutex>
@@ -17,6 +18,7 @@
 
 #include "rill/engine/engine.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/pipeline/catalog.h"
 #include "rill/server/ingest.h"  // the `ingest` message
 #include "rill/server/json_body.h"
 #include "rill/server/json_writer.h"
@@ -50,6 +52,9 @@ constexpr int64_t kTableFrameRows = 500;
 constexpr int64_t kTablePendingRows = 10000;
 constexpr int64_t kTableSnapshotRows = 1000;
 constexpr int64_t kTableReadRows = 10000;
+
+/// The pipeline channel's period: the graph's counters once a second.
+constexpr double kPipelineIntervalSeconds = 1.0;
 
 bool Coalescible(const std::string& channel) {
   return channel != "alerts" && channel.rfind("table:", 0) != 0;
@@ -100,6 +105,8 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
   void Reply(std::string text) {
     Enqueue("", std::make_shared<const std::string>(std::move(text)));
   }
+  /// Queue the pipeline graph now (computed on a worker), on subscribing.
+  void SendPipelineNow();
   /// `keep`: never coalesced or dropped (table snapshots and change markers).
   void Enqueue(std::string channel, std::shared_ptr<const std::string> frame, bool keep = false);
   void WriteNext();
@@ -177,6 +184,11 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
   uint64_t alert_listener = 0;
   std::unique_ptr<net::steady_timer> metrics_timer;
   std::unique_ptr<net::steady_timer> tick_timer;
+  std::unique_ptr<net::steady_timer> pipeline_timer;
+  /// Sessions subscribed to `pipeline`: the graph is computed only while > 0.
+  std::atomic<int> pipeline_clients{0};
+  /// A worker is computing the periodic graph (the next tick skips, not queues).
+  std::atomic<bool> pipeline_busy{false};
   std::map<std::string, int64_t> kpi_runs;  // metrics timer only
   int64_t last_ticks = -1;                  // tick timer only
 
@@ -395,6 +407,34 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
     }
   }
 
+  /// Worker: the pipeline channel's frame now (empty once stopped).
+  /// flight_mu held shared by the caller.
+  std::string PipelineFrameLocked() {
+    if (stopped) return {};
+    return EventFrame("pipeline", pipeline::Catalog::For(ctx.engine).GraphJson());
+  }
+
+  void SchedulePipeline() {
+    pipeline_timer->expires_after(Seconds(kPipelineIntervalSeconds));
+    pipeline_timer->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      if (self->pipeline_clients.load(std::memory_order_relaxed) > 0 &&
+          !self->pipeline_busy.exchange(true)) {
+        // GraphJson reads every object's counters: off the io threads.
+        bool queued = self->server.Submit([self] {
+          {
+            std::shared_lock<std::shared_mutex> flight(self->flight_mu);
+            std::string frame = self->PipelineFrameLocked();
+            if (!frame.empty()) self->BroadcastLocked("pipeline", std::move(frame));
+          }
+          self->pipeline_busy.store(false);
+        });
+        if (!queued) self->pipeline_busy.store(false);  // busy: the next second tries again
+      }
+      self->SchedulePipeline();
+    });
+  }
+
   void ScheduleTickSample() {
     tick_timer->expires_after(std::chrono::milliseconds(50));
     tick_timer->async_wait([self = shared_from_this()](beast::error_code ec) {
@@ -438,6 +478,7 @@ WsSession::WsSession(std::shared_ptr<WsHub::State> hub, beast::tcp_stream stream
 }
 
 WsSession::~WsSession() {
+  if (channels_.count("pipeline") > 0) hub_->pipeline_clients.fetch_sub(1);
   hub_->server.RemoveSession(id_);
   {
     std::lock_guard<std::mutex> lock(hub_->mu);
@@ -477,7 +518,8 @@ void WsSession::Run(beast::flat_buffer buffer, http::request<http::string_body> 
   }
   ws_.async_accept(net::buffer(handshake), [self = shared_from_this()](beast::error_code ec) {
     if (ec) return;
-    self->Reply("{\"type\":\"hello\",\"channels\":[\"metrics\",\"alerts\",\"kpis\",\"table:<name>\"]}");
+    self->Reply("{\"type\":\"hello\",\"channels\":[\"metrics\",\"alerts\",\"kpis\",\"pipeline\","
+                "\"table:<name>\"]}");
     self->Read();
   });
 }
@@ -512,10 +554,12 @@ void WsSession::OnMessage() {
   const json::value* list = obj->if_contains("channels");
   if (list == nullptr || !list->is_array()) return error("field 'channels' must be an array");
   std::vector<std::string> new_tables;
+  bool new_pipeline = false;
   for (const auto& v : list->as_array()) {
     if (!v.is_string()) return error("channel names must be strings");
     std::string channel(v.as_string());
     if (!subscribe) {
+      if (channel == "pipeline" && channels_.count(channel) > 0) hub_->pipeline_clients.fetch_sub(1);
       channels_.erase(channel);
       tables_.erase(channel);
       continue;
@@ -527,8 +571,14 @@ void WsSession::OnMessage() {
         tables_[channel];
         new_tables.push_back(channel);
       }
+    } else if (channel == "pipeline") {
+      if (channels_.count(channel) == 0) {
+        hub_->pipeline_clients.fetch_add(1);
+        new_pipeline = true;
+      }
     } else if (channel != "metrics" && channel != "alerts" && channel != "kpis") {
-      return error("unknown channel '" + channel + "': use metrics, alerts, kpis or table:<name>");
+      return error("unknown channel '" + channel +
+                   "': use metrics, alerts, kpis, pipeline or table:<name>");
     }
     channels_.insert(channel);
   }
@@ -536,6 +586,8 @@ void WsSession::OnMessage() {
   for (const auto& c : channels_) current.emplace_back(c);
   std::string reply = json::serialize(json::object{
       {"type", subscribe ? "subscribed" : "unsubscribed"}, {"channels", std::move(current)}});
+  // The graph follows the reply (a worker computes it).
+  if (new_pipeline) SendPipelineNow();
   if (new_tables.empty()) return Reply(std::move(reply));
   // Each new table channel starts with a snapshot of the current state; the
   // reply follows them, so changes written after it come as events.
@@ -543,6 +595,18 @@ void WsSession::OnMessage() {
   pending->waiting = static_cast<int>(new_tables.size());
   pending->text = std::move(reply);
   for (const auto& channel : new_tables) RequestSnapshot(channel, pending);
+}
+
+void WsSession::SendPipelineNow() {
+  auto self = shared_from_this();
+  // Workers busy: the periodic frame comes within a second.
+  (void)hub_->server.Submit([self] {
+    // Posted with flight_mu held: once Stop returns nothing reaches the io_context.
+    std::shared_lock<std::shared_mutex> flight(self->hub_->flight_mu);
+    std::string frame = self->hub_->PipelineFrameLocked();
+    if (frame.empty()) return;
+    self->Post("pipeline", std::make_shared<const std::string>(std::move(frame)));
+  });
 }
 
 void WsSession::IngestOnWorker(json::object message) {
@@ -562,6 +626,18 @@ void WsSession::IngestOnWorker(json::object message) {
 void WsSession::Enqueue(std::string channel, std::shared_ptr<const std::string> frame,
                         bool keep) {
   if (closing_) return;
+  if (channel == "pipeline") {
+    // At most one pending graph per client: a newer one replaces it.
+    for (size_t i = writing_ ? 1 : 0; i < queue_.size(); ++i) {
+      if (queue_[i].channel == channel) {
+        queue_[i].text = std::move(frame);
+        ++coalesced_;
+        notice_pending_ = true;
+        hub_->ctx.counters.ws_frames_coalesced.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
   auto limit = static_cast<size_t>(hub_->ctx.options.ws_queue_frames);
   if (!keep && queue_.size() >= limit) {
     // Full: replace the queued frame of the same channel (the newest state
@@ -742,7 +818,9 @@ void WsHub::Start() {
   State& s = *state_;
   s.metrics_timer = std::make_unique<net::steady_timer>(net::make_strand(*s.server.ioc));
   s.tick_timer = std::make_unique<net::steady_timer>(net::make_strand(*s.server.ioc));
+  s.pipeline_timer = std::make_unique<net::steady_timer>(net::make_strand(*s.server.ioc));
   s.ScheduleMetrics();
+  s.SchedulePipeline();
   s.ScheduleTickSample();
   if (s.ctx.metrics != nullptr) {
     std::weak_ptr<State> weak = state_;
@@ -767,11 +845,14 @@ void WsHub::Stop() {
   for (auto& [table, id] : subs) (void)s.ctx.engine->Unsubscribe(table, id);
   net::post(s.metrics_timer->get_executor(), [st = state_] { if (st->metrics_timer) st->metrics_timer->cancel(); });
   net::post(s.tick_timer->get_executor(), [st = state_] { if (st->tick_timer) st->tick_timer->cancel(); });
+  net::post(s.pipeline_timer->get_executor(),
+            [st = state_] { if (st->pipeline_timer) st->pipeline_timer->cancel(); });
 }
 
 void WsHub::ReleaseTimers() {
   state_->metrics_timer.reset();
   state_->tick_timer.reset();
+  state_->pipeline_timer.reset();
 }
 
 void WsHub::Accept(beast::tcp_stream stream, beast::flat_buffer buffer,

@@ -4,6 +4,10 @@
 //   metrics       every ws_metrics_interval_seconds: the engine's metrics now
 //   alerts        each alert as the metrics store records it
 //   kpis          each KPI evaluation (checked every interval)
+//   pipeline      the catalog as a graph (pipeline::Catalog::GraphJson, as GET
+//                 /api/v1/pipeline) on subscribing, then every second; computed
+//                 on a worker only while someone subscribes, at most one
+//                 pending frame per client (a newer graph replaces it)
 //   table:<name>  a snapshot of the table on subscribing, then its changed rows
 //                 (ws_table_changes.h): one ChangeFeed per table, read on a
 //                 worker after each version, rows formatted once for all clients
@@ -40,7 +44,7 @@ class WsHub {
  public:
   WsHub(Server::Impl& server);
   ~WsHub();
-  /// Start the metrics timer and the alert listener. Io thread not needed.
+  /// Start the metrics and pipeline timers and the alert listener. Io thread not needed.
   void Start();
   /// Stop the timer and listeners, close every client. Any non-io thread.
   void Stop();
