@@ -191,7 +191,9 @@ Result<std::optional<RetentionPolicy>> Parser::ParseRetention(const At& at) cons
 }
 
 Status Parser::ParseTable(const At& at, Pipeline* p) const {
-  if (!at.node.IsMap()) return Error(at, "expected a mapping");
+  std::vector<std::string> keys = {"name", "columns", "schema"};
+  for (const auto& d : pipeline::TableOptionTable().defs) keys.push_back(d.name);
+  RILL_RETURN_NOT_OK(Keys(at, keys));
   TableSpec spec;
   spec.where = Ref(at);
   RILL_ASSIGN_OR_RAISE(spec.name, RequiredStr(at, "name"));

@@ -286,7 +286,23 @@ std::string CatalogImpl::GraphJson() const {
     AppendJsonString(&out, table);
     out += "}";
   };
+  // An alert rule watching a KPI reads it.
+  std::map<std::string, std::string> rule_metric;
+  for (const CatalogEntry& e : Entries()) {
+    if (e.kind != DdlObject::kAlertRule) continue;
+    for (const auto& [name, value] : e.statement.with) {
+      if (name == "metric") rule_metric[e.name] = value.text;
+    }
+  }
   for (const ObjectStatus& o : objects) {
+    if (o.kind == DdlObject::kAlertRule) {
+      auto m = rule_metric.find(o.name);
+      for (const ObjectStatus& k : objects) {
+        if (m != rule_metric.end() && k.kind == DdlObject::kKpi && k.name == m->second) {
+          edge(id(k), id(o), "");
+        }
+      }
+    }
     if (o.kind == DdlObject::kSource) {
       for (const std::string& t : o.writes) {
         auto it = owner.find(t);

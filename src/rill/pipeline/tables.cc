@@ -207,7 +207,15 @@ Status ReadTableOptions(const Options& options, const std::string& where, TableD
   decl.given = options;
   RILL_RETURN_NOT_OK(ReadOptions(TableOptionTable(), options, where, &decl));
   Status checked = CheckTable(std::move(key), &decl);
-  return checked.ok() || where.empty() ? checked : PrefixError(checked, where + ": ");
+  if (checked.ok()) return checked;
+  // A key column that is not a column: at the primary_key option when given.
+  std::string at = where;
+  for (const auto& [name, value] : options) {
+    if (name == "primary_key" && SqlStateOf(checked) == "42703" && !value.where.empty()) {
+      at = value.where;
+    }
+  }
+  return PrefixError(checked, at);
 }
 
 namespace {

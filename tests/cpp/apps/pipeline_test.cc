@@ -231,9 +231,10 @@ TEST(ParsePipeline, ErrorsNameFileLineAndKey) {
               "      - {name: b, type: decimal}\n",
               {"p.yaml:5: tables[0].columns[1].type", "unknown type 'decimal'"});
   ExpectError("tables:\n  - name: t\n    columns: {a: int64}\n    primary_key: [a, z]\n",
-              {"p.yaml:4: tables[0].primary_key: unknown column 'z'"});
+              {"p.yaml:4: tables[0].primary_key: column \"z\" named in key does not exist"});
   ExpectError("tables:\n  - name: t\n    columns: {a: int64}\n    mode: append\n",
-              {"p.yaml:2: tables[0]: an append table needs retention"});
+              {"p.yaml:2: tables[0]: Retention policy (TTL) with max_rows or max_age_seconds is "
+               "mandatory for append-only tables"});
   ExpectError("tables:\n  - name: t\n    colums: {a: int64}\n",
               {"p.yaml:3: tables[0].colums: unknown key"});
   ExpectError("tables:\n  - name: t\n    columns: {a: int64}\n  - name: t\n    columns: {a: int64}\n",

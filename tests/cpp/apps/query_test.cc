@@ -92,7 +92,7 @@ TEST(RunQuery, PrintsATableAndSendsTheTokenAndSql) {
   auto requests = server.requests();
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].method, "POST");
-  EXPECT_EQ(requests[0].target, "/api/v1/query");
+  EXPECT_EQ(requests[0].target, "/api/v1/sql");
   EXPECT_EQ(requests[0].headers["authorization"], "Bearer s3cret");
   EXPECT_EQ(requests[0].headers["content-type"], "application/json");
   EXPECT_EQ(requests[0].body, R"({"sql":"SELECT 42 AS \"answer\"","format":"json"})");
