@@ -58,6 +58,13 @@ const OptionTable<TableDecl>& TableOptionTable() {
              Retention(t).max_age_seconds = v.d;
              return Status::OK();
            }},
+          {"time_column", OptionType::kString,
+           "the column max_age_seconds reads (default z_insert_ts, the arrival time)",
+           [](const Converted& v, TableDecl* t) -> Status {
+             if (v.s.empty()) return Status::Invalid("time_column must not be empty");
+             Retention(t).time_column = v.s;
+             return Status::OK();
+           }},
           {"retention", OptionType::kAny,
            "a mapping {max_rows, max_age_seconds, time_column} (the pipeline file's form of "
            "the three options above)",
@@ -72,15 +79,8 @@ const OptionTable<TableDecl>& TableOptionTable() {
              static const OptionTable<TableDecl> kRetention = {
                  "retention",
                  {TableOptionTable().defs[2], TableOptionTable().defs[3],
-                  TableOptionTable().defs[5]}};
+                  TableOptionTable().defs[4]}};
              return ReadOptions(kRetention, entries, raw.where, t);
-           }},
-          {"time_column", OptionType::kString,
-           "the column max_age_seconds reads (default z_insert_ts, the arrival time)",
-           [](const Converted& v, TableDecl* t) -> Status {
-             if (v.s.empty()) return Status::Invalid("time_column must not be empty");
-             Retention(t).time_column = v.s;
-             return Status::OK();
            }},
       }};
   return kTable;
