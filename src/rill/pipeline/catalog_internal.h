@@ -1,6 +1,6 @@
-// The catalog's implementation, shared by catalog.cc (statements, creation,
-// drops), catalog_show.cc (SHOW and the graph) and catalog_dump.cc (SQL and
-// YAML dumps). Private to src/rill/pipeline.
+// The catalog's implementation, shared by catalog.cc (statements, checks,
+// drops), catalog_create.cc (creation), catalog_show.cc (SHOW and the graph)
+// and catalog_dump.cc (SQL and YAML dumps). Private to src/rill/pipeline.
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,20 @@ namespace rill::pipeline::catalog_internal {
 /// The options of `given` without those a statement writes elsewhere (its
 /// name, INTO / FROM table, query), as `name = 'value'` pairs.
 std::string OptionsText(const Options& given);
+/// True for the kinds whose names are tables (one namespace).
+bool Relational(DdlObject kind);
+std::string Lower(std::string s);
+/// SQL is checked as it is declared; a pipeline file keeps its lenient
+/// order (a task may read a table that a later task or join makes), so its
+/// dependencies are recorded, not checked, and queries fail at run time.
+bool Strict(const std::string& origin);
+/// `kind` "name" does not exist (42704).
+Status Missing(DdlObject kind, const std::string& name);
+/// The status of an engine call that failed while creating `name`, with a
+/// SQLSTATE: a DuckDB catalog error is a missing relation (42704), a parser
+/// error 42601, a binder error 42703, anything else a bad definition (22023).
+Status Refused(const Status& status, const std::string& name);
+
 /// `value` as SQL and YAML write a number: an integer without a fraction.
 std::string FormatNumber(double value);
 /// `given` without the options named in `drop`.
