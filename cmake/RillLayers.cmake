@@ -31,13 +31,19 @@ function(rill_add_folder folder)
   endif()
 
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${folder}/*.cc)
+  set(no_websocket_client FALSE)
   if(RILL_FUZZING AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 15)
     # clang 14 cannot compile the C++20 coroutines of the WebSocket client with
     # the fuzzing instrumentation ("Cannot represent a difference across
-    # sections"); no fuzz target uses it, so the fuzz build leaves it out.
+    # sections"); no fuzz target uses it, so the fuzz build leaves it out (and
+    # pipeline/ refuses websocket sources: RILL_NO_WEBSOCKET_CLIENT).
     list(FILTER sources EXCLUDE REGEX "websocket_connector\\.cc$")
+    set(no_websocket_client TRUE)
   endif()
   add_library(rill_${folder} OBJECT ${sources})
+  if(no_websocket_client)
+    target_compile_definitions(rill_${folder} PRIVATE RILL_NO_WEBSOCKET_CLIENT=1)
+  endif()
   target_include_directories(rill_${folder} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   # Every folder's headers use Arrow, Status and the logging/format libraries.
   target_link_libraries(rill_${folder}

@@ -118,7 +118,7 @@ def test_serve_reports_a_bad_pipeline_with_file_line_and_key(tmp_path):
     bad.write_text("tables:\n  - name: t\n    columns: {a: int64}\n    primary_key: b\n")
     out = run("serve", str(bad), "--metrics", ":memory:")
     assert out.returncode == 1
-    assert f"{bad}:4: tables[0].primary_key: unknown column 'b'" in out.stderr
+    assert f"{bad}:4: tables[0].primary_key: column \"b\" named in key does not exist" in out.stderr
 
 
 def test_serve_runs_the_example_and_stops_cleanly_on_sigint(tmp_path):

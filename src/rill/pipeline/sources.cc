@@ -498,12 +498,16 @@ Result<std::shared_ptr<Connector>> MakeSource(const SourceDecl& decl,
     return c;
   }
   if (k == "websocket") {
+#ifdef RILL_NO_WEBSOCKET_CLIENT
+    return Status::NotImplemented("this build (the fuzz preset) has no WebSocket client");
+#else
     WebSocketOptions o = decl.websocket;
     o.decode = decode;
     o.limits = decl.limits;
     o.name = decl.name;
     RILL_ASSIGN_OR_RAISE(auto c, WebSocketConnector::Make(decl.target_table, decl.uri, std::move(o)));
     return c;
+#endif
   }
   if (k == "kafka") {
     KafkaOptions o = decl.kafka;
