@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import require, require_module, requires
+from serve_process import start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -47,19 +48,7 @@ class Serve:
                "--token", TOKEN, "--admin-token", ADMIN, *args]
         if pipeline is not None:
             cmd.append(str(pipeline))
-        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        self.address = None
-        deadline = time.time() + 30
-        while time.time() < deadline and self.address is None and self.proc.poll() is None:
-            for line in self.out_path.read_text().splitlines():
-                if "listening on " in line:
-                    self.address = line.split("listening on ", 1)[1].strip()
-            time.sleep(0.05)
-        if self.address is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            raise AssertionError(f"rill serve did not start: {self.err_path.read_text()[-3000:]}")
+        self.proc, self.address = start_serve(cmd, self.out_path, self.err_path)
         self.port = int(self.address.rsplit(":", 1)[1])
 
     def connect(self, admin=False):

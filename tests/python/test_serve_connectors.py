@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import require_module, requires
+from serve_process import start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -66,22 +67,10 @@ class Served:
         path.write_text(yaml_text)
         self.stdout_path = tmp_path / f"serve{Served.count}.out"
         self.stderr_path = tmp_path / f"serve{Served.count}.err"
-        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
-            self.proc = subprocess.Popen([str(RILL), "serve", str(path), "--metrics", ":memory:",
-                                          "--listen", "127.0.0.1:0", "--token", TOKEN],
-                                         stdout=out, stderr=err, text=True)
-        self.address = None
+        self.proc, self.address = start_serve(
+            [RILL, "serve", path, "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token",
+             TOKEN], self.stdout_path, self.stderr_path)
         self.out = None
-        deadline = time.time() + 30
-        while time.time() < deadline and self.address is None and self.proc.poll() is None:
-            for line in self.stdout_path.read_text().splitlines():
-                if "listening on " in line:
-                    self.address = line.split("listening on ", 1)[1].strip()
-            time.sleep(0.05)
-        if self.address is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            raise AssertionError(f"rill serve did not start: {self.stderr_path.read_text()[-3000:]}")
 
     def rows(self, sql):
         status, out = call(self.address, "POST", "/api/v1/query", {"sql": sql})
