@@ -26,13 +26,14 @@ Status PrepareServerConfig(PgServerConfig* config) {
 
 PgSession::PgSession(const PgServerConfig* config)
     : config_(config),
+      cancel_registry_(config->cancel_registry),
       // Until authentication completes, messages are small (kMaxPreAuthMessageBytes).
       decoder_(std::min(config->max_message_bytes, kMaxPreAuthMessageBytes)),
       control_(std::make_shared<PgQueryControl>()) {}
 
 PgSession::~PgSession() {
   if (pid_ != 0) {
-    config_->cancel_registry->Unregister(pid_);
+    cancel_registry_->Unregister(pid_);
   }
 }
 
@@ -127,7 +128,7 @@ Status PgSession::HandleStartup(const PgFrame& frame) {
       writer_.Byte('N');
       return Status::OK();
     case StartupPacket::Kind::kCancel:
-      config_->cancel_registry->Cancel(packet->cancel_pid, packet->cancel_secret);
+      cancel_registry_->Cancel(packet->cancel_pid, packet->cancel_secret);
       phase_ = Phase::kClosed;  // PostgreSQL answers nothing and closes
       return Status::OK();
     case StartupPacket::Kind::kStartup:
@@ -227,7 +228,7 @@ void PgSession::FinishStartup() {
     std::string value = it == settings_.end() ? "" : it->second;
     writer_.ParameterStatus(session_internal::DisplayName(name), value);
   }
-  auto key = config_->cancel_registry->Register(control_);
+  auto key = cancel_registry_->Register(control_);
   if (key.ok()) {
     pid_ = key->first;
     writer_.BackendKeyData(key->first, key->second);

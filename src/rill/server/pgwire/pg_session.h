@@ -180,6 +180,10 @@ class PgSession {
   char TransactionStatus() const;
 
   const PgServerConfig* config_;
+  /// Copied from the config: the destructor uses it, and a session may be
+  /// destroyed after its service (a connection whose read was still queued on
+  /// the server's io_context when the server stopped goes with the io_context).
+  PgCancelRegistry* cancel_registry_;
   PgFrameDecoder decoder_;
   PgWriter writer_;
   std::function<Status(std::string&)> flush_;
