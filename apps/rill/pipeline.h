@@ -23,7 +23,8 @@
 //                  rows_per_second, interval_ms, seed and columns: {column:
 //                  spec} (see generator.h).
 //   tasks:       - name, type (sql | join), interval_seconds, output,
-//                  primary_key; sql: `sql` (src/rill/pipeline/tasks.h has the
+//                  primary_key; sql: `sql`, incremental (auto | true |
+//                  false) (src/rill/pipeline/tasks.h has the
 //                  option tables of sql tasks, stream tasks, KPIs and alert
 //                  rules, shared with the DDL); join: left, right, keys,
 //                  right_keys, join_type, group_by, aggregations
@@ -134,6 +135,7 @@ struct SqlTaskSpec {
   std::vector<std::string> primary_key;
   /// The options as given, without name and sql (src/rill/pipeline/tasks.h).
   pipeline::Options given;
+  IncrementalMode incremental = IncrementalMode::kAuto;
 };
 
 struct JoinTaskSpec {

@@ -48,8 +48,14 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
     RILL_RETURN_NOT_OK(c.where.Wrap(st));
   }
   for (const SqlTaskSpec& t : pipeline.sql_tasks) {
-    pipeline::MaterializedViewDecl decl{t.name,         t.sql,        t.output,
-                                        t.interval_seconds, t.primary_key, t.given};
+    pipeline::MaterializedViewDecl decl;
+    decl.name = t.name;
+    decl.sql = t.sql;
+    decl.output = t.output;
+    decl.interval_seconds = t.interval_seconds;
+    decl.primary_key = t.primary_key;
+    decl.incremental = t.incremental;
+    decl.given = t.given;
     RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateMaterializedView(decl, origin)));
   }
   for (const StreamTaskSpec& t : pipeline.stream_tasks) {

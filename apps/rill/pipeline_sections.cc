@@ -282,8 +282,9 @@ Status Parser::ParseTask(const At& at, Pipeline* p) const {
     RILL_ASSIGN_OR_RAISE(type, Str(Child(at, "type")));
   }
   if (type == "sql") {
+    // `incremental` is a key of both (a join's boolean; a view's auto/true/false).
     for (const char* key : {"left", "right", "keys", "right_keys", "join_type", "group_by",
-                            "aggregations", "incremental", "retention"}) {
+                            "aggregations", "retention"}) {
       if (at.node[key].IsDefined()) {
         return Error(Child(at, key), "only a join task takes '", key, "'");
       }
@@ -293,7 +294,7 @@ Status Parser::ParseTask(const At& at, Pipeline* p) const {
                          pipeline::ReadMaterializedView(options, Ref(at).ToString()));
     p->sql_tasks.push_back(SqlTaskSpec{Ref(at), decl.name, decl.sql, decl.output,
                                        decl.interval_seconds, decl.primary_key,
-                                       std::move(decl.given)});
+                                       std::move(decl.given), decl.incremental});
     return Status::OK();
   }
   RILL_RETURN_NOT_OK(

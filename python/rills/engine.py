@@ -370,7 +370,9 @@ class RillEngine:
     def add_sql_task(self, task: ScheduledSQLTask) -> None:
         """Schedule a SQL task. Adding an equal task again does nothing.
 
-        ValueError if another task of that name exists.
+        ValueError if another task of that name exists, or for a task with
+        incremental=True whose query cannot be maintained incrementally (the
+        message names the part of the query that cannot, e.g. ORDER BY).
         """
         if not isinstance(task, ScheduledSQLTask):
             raise TypeError(f"add_sql_task() takes a ScheduledSQLTask, got {type(task).__name__}")
@@ -381,6 +383,7 @@ class RillEngine:
                 task.name, task.query, task.output_table, task.interval_seconds,
                 _arrow.key_list(task.primary_key),
                 use_prepared_statements=task.use_prepared_statements,
+                incremental=task._core_incremental(),
             )
             task._attach(self)
 
@@ -552,7 +555,10 @@ class RillEngine:
         rejected_batches, rejected_records, errors, memory_warnings,
         checkpoint_failures, shedding (True while memory_budget_policy="shed"
         holds input back), arrow_allocated_bytes, duckdb_memory_bytes, table_row_counts,
-        connectors, tasks, sinks ({name: sink stats}), timestamp, business_metrics. The same figures (and
+        connectors, tasks ({name: {runs, errors, last_duration_s, total_duration_s,
+        last_run_at, last_error, maintenance, state_bytes, changes_read, rows_upserted,
+        rows_deleted}}: a SQL task's maintenance is "incremental" or "recompute (<why>)",
+        "" before its first run), sinks ({name: sink stats}), timestamp, business_metrics. The same figures (and
         host CPU and memory) are in the live table rill_metrics, whose columns
         are described in src/rill/engine/README.md.
         """

@@ -23,10 +23,17 @@ Keys = Union[str, List[str]]
 class ScheduledSQLTask:
     """A SQL query the engine runs every `interval_seconds` over the live tables.
 
-    Its result replaces the state of `output_table` (created on the first run,
-    keyed by `primary_key` if given). The first run happens on the first tick
-    after the task is added. A failing query is logged and recorded as an
-    engine event; the task runs again when next due.
+    Its output table `output_table` holds the query's result (created on the
+    first run, keyed by `primary_key` if given). The first run happens on the
+    first tick after the task is added. A failing query is logged and recorded
+    as an engine event; the task runs again when next due.
+
+    `incremental` says how the result is kept up to date: "auto" (default)
+    maintains it from the tables' changes when the query allows it and
+    otherwise re-runs the whole query (the task's stats say which, and why,
+    in `maintenance`); True always maintains it incrementally, and adding a
+    task whose query cannot be is refused with ValueError naming the part of
+    the query that cannot; False re-runs the whole query every interval.
     """
 
     def __init__(
@@ -37,19 +44,25 @@ class ScheduledSQLTask:
         interval_seconds: float = 1.0,
         primary_key: Optional[Keys] = None,
         use_prepared_statements: bool = True,
+        incremental: Union[str, bool] = "auto",
     ):
-        """ValueError for an empty name, query or output table, or a negative interval.
+        """ValueError for an empty name, query or output table, a negative interval,
+        or an `incremental` other than "auto", True or False.
 
         `use_prepared_statements` (default True, as in the seed): the engine
         prepares the query once and re-executes the prepared statement on
         every run (re-preparing it when a table it reads is re-registered);
         False parses and plans it on every run. Results are the same.
+        `incremental`: see the class; whether the query can be maintained
+        incrementally is checked when the task is added to an engine (the
+        tables it reads must exist then).
         """
         for arg, value in (("name", name), ("query", query), ("output_table", output_table)):
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"ScheduledSQLTask {arg} must be a non-empty str, got {value!r}")
         if interval_seconds is None or float(interval_seconds) < 0:
             raise ValueError(f"interval_seconds must be >= 0, got {interval_seconds!r}")
+        self.incremental = incremental
         self.name = name
         self.query = query
         self.output_table = output_table
@@ -97,12 +110,35 @@ class ScheduledSQLTask:
         """The task as the engine holds it (see RillEngine.sql_tasks)."""
         task = cls(d["name"], d["query"], d["output_table"], d["interval_seconds"],
                    _arrow.key_public(list(d["primary_key"])),
-                   use_prepared_statements=d.get("use_prepared_statements", True))
+                   use_prepared_statements=d.get("use_prepared_statements", True),
+                   incremental=_INCREMENTAL_FROM_CORE[d.get("incremental", "auto")])
         return task
+
+    @property
+    def incremental(self) -> Union[str, bool]:
+        """How the result is kept up to date: "auto", True or False (see the class)."""
+        return self._incremental
+
+    @incremental.setter
+    def incremental(self, value: Union[str, bool]) -> None:
+        # `is`, not ==: 1 and 0 are not modes.
+        if not (value is True or value is False or (isinstance(value, str) and value == "auto")):
+            raise ValueError(
+                f'ScheduledSQLTask incremental must be "auto", True or False, got {value!r}'
+            )
+        self._incremental = value
+
+    def _core_incremental(self) -> str:
+        """The engine's name of the mode: "auto", "true" or "false"."""
+        if self._incremental is True:
+            return "true"
+        if self._incremental is False:
+            return "false"
+        return "auto"
 
     def _definition(self) -> tuple:
         return (self.name, self.query, self.output_table, float(self.interval_seconds),
-                _arrow.key_list(self.primary_key))
+                _arrow.key_list(self.primary_key), self._core_incremental())
 
     def __eq__(self, other: object) -> bool:
         """Tasks are equal when they define the same task (the engine returns copies)."""
@@ -116,8 +152,11 @@ class ScheduledSQLTask:
     def __repr__(self) -> str:
         return (
             f"<ScheduledSQLTask(name={self.name!r}, output_table={self.output_table!r}, "
-            f"interval_seconds={self.interval_seconds})>"
+            f"interval_seconds={self.interval_seconds}, incremental={self.incremental!r})>"
         )
+
+
+_INCREMENTAL_FROM_CORE: Dict[str, Union[str, bool]] = {"auto": "auto", "true": True, "false": False}
 
 
 class TableJoinTask:

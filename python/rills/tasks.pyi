@@ -10,7 +10,12 @@ from .retention import RetentionPolicy
 Keys = Union[str, List[str]]
 
 class ScheduledSQLTask:
-    """A SQL query run every interval_seconds; its result replaces output_table."""
+    """A SQL query whose result output_table holds, refreshed every interval_seconds.
+
+    incremental: "auto" (maintained from the tables' changes when the query
+    allows, else re-run), True (always maintained; add_sql_task raises
+    ValueError naming what cannot be) or False (re-run every interval).
+    """
 
     name: str
     query: str
@@ -18,6 +23,7 @@ class ScheduledSQLTask:
     interval_seconds: float
     primary_key: Optional[Keys]
     use_prepared_statements: bool
+    incremental: Union[str, bool]
     last_run_time: float
     def __init__(
         self,
@@ -27,8 +33,10 @@ class ScheduledSQLTask:
         interval_seconds: float = 1.0,
         primary_key: Optional[Keys] = None,
         use_prepared_statements: bool = True,
+        incremental: Union[str, bool] = "auto",
     ) -> None:
-        """ValueError for empty strings or a negative interval."""
+        """ValueError for empty strings, a negative interval, or an incremental
+        other than "auto", True or False."""
     def is_due(self, current_time: Optional[float] = None) -> bool:
         """True when interval_seconds passed since last_run_time (unix seconds)."""
 

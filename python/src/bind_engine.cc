@@ -293,6 +293,7 @@ nb::dict TaskToDict(const rill::Task& task) {
     d["kind"] = "sql";
     d["query"] = sql->query();
     d["use_prepared_statements"] = sql->use_prepared_statements();
+    d["incremental"] = std::string(rill::IncrementalModeName(sql->incremental()));
     return d;
   }
   const auto& o = static_cast<const rill::TableJoinTask&>(task).options();
@@ -332,6 +333,11 @@ nb::dict TaskStatsToDict(const rill::TaskStats& s) {
   d["total_duration_s"] = s.total_duration_s;
   d["last_run_at"] = s.last_run_at;
   d["last_error"] = s.last_error;
+  d["maintenance"] = s.maintenance;
+  d["state_bytes"] = s.state_bytes;
+  d["changes_read"] = s.changes_read;
+  d["rows_upserted"] = s.rows_upserted;
+  d["rows_deleted"] = s.rows_deleted;
   return d;
 }
 
@@ -474,15 +480,34 @@ void BindEngine(nb::module_& m) {
           "add_sql_task",
           [](PyEngine& e, const std::string& name, const std::string& query,
              const std::string& output_table, double interval_seconds,
-             const std::vector<std::string>& primary_key, bool use_prepared_statements) {
+             const std::vector<std::string>& primary_key, bool use_prepared_statements,
+             const std::string& incremental) {
+            const rill::IncrementalMode mode =
+                ValueOrRaise(rill::ParseIncrementalMode(incremental));
             auto task = std::make_shared<rill::ScheduledSqlTask>(
-                name, query, output_table, interval_seconds, primary_key, use_prepared_statements);
+                name, query, output_table, interval_seconds, primary_key,
+                use_prepared_statements, std::nullopt, mode);
             Engine& engine = e.engine();
-            WithoutGil([&] { return engine.AddSqlTask(task); });
+            WithoutGil([&]() -> arrow::Status {
+              if (mode == rill::IncrementalMode::kOn) {
+                // Refused now, naming the part of the plan that cannot be maintained.
+                arrow::Status st =
+                    rill::ScheduledSqlTask::CheckIncremental(engine.sql(), query);
+                if (!st.ok()) {
+                  return st.WithMessage(
+                      "ScheduledSQLTask '", name,
+                      "': incremental=True, but the query cannot be maintained "
+                      "incrementally: ",
+                      st.message(),
+                      " (incremental=\"auto\" or False re-runs it instead)");
+                }
+              }
+              return engine.AddSqlTask(task);
+            });
           },
           nb::arg("name"), nb::arg("query"), nb::arg("output_table"),
           nb::arg("interval_seconds"), nb::arg("primary_key"),
-          nb::arg("use_prepared_statements") = true)
+          nb::arg("use_prepared_statements") = true, nb::arg("incremental") = "auto")
       .def(
           "remove_sql_task",
           [](PyEngine& e, const std::string& name) {

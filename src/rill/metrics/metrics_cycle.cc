@@ -216,10 +216,12 @@ void MetricsStore::SampleEngineLocked(double now, std::map<std::string, double>*
     v[prefix + "runs"] = D(s.runs);
     v[prefix + "errors"] = D(s.errors);
     v[prefix + "last_duration_s"] = s.last_duration_s;
+    v[prefix + "state_bytes"] = D(s.state_bytes);
     task_runs += s.runs;
     task_errors += s.errors;
     batch->tasks.push_back({now, name, s.runs, s.errors, s.last_duration_s,
-                            s.runs > 0 ? s.total_duration_s / D(s.runs) : 0, s.last_error});
+                            s.runs > 0 ? s.total_duration_s / D(s.runs) : 0, s.last_error,
+                            s.maintenance, s.state_bytes});
   }
   v["task_runs"] = D(task_runs);
   v["task_errors"] = D(task_errors);

@@ -59,6 +59,8 @@ ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag BIGINT;
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS lag_bytes BIGINT;
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS snapshot_rows BIGINT;
 ALTER TABLE rill_connector_stats ADD COLUMN IF NOT EXISTS snapshot_rows_total BIGINT;
+ALTER TABLE rill_task_stats ADD COLUMN IF NOT EXISTS maintenance VARCHAR;
+ALTER TABLE rill_task_stats ADD COLUMN IF NOT EXISTS state_bytes BIGINT;
 )sql";
 
 // Tables pruned by telemetry age (all carry a `ts` column).
@@ -339,7 +341,8 @@ Status MetricsDb::Write(const WriteBatch& batch) {
         appender.AppendRow(duckdb::Value::DOUBLE(t.ts), duckdb::Value(t.task),
                            BigInt(t.runs), BigInt(t.errors),
                            duckdb::Value::DOUBLE(t.last_duration_s),
-                           duckdb::Value::DOUBLE(t.avg_duration_s), Text(t.last_error));
+                           duckdb::Value::DOUBLE(t.avg_duration_s), Text(t.last_error),
+                           Text(t.maintenance), BigInt(t.state_bytes));
       }
       appender.Close();
     }

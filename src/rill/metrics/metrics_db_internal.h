@@ -116,6 +116,8 @@ struct TaskStatRow {
   double last_duration_s = 0;
   double avg_duration_s = 0;
   std::string last_error;
+  std::string maintenance;  ///< "incremental", "recompute (<why>)" or "" (TaskStats)
+  int64_t state_bytes = 0;
 };
 
 struct BusinessMetricRow {

@@ -12,6 +12,41 @@
 
 namespace rill::pipeline::catalog_internal {
 
+namespace {
+
+// incremental = true: refuse (0A000) a query the engine cannot maintain
+// incrementally, naming the part of the plan that cannot, before anything is
+// added. `bound`: the query was bound already (SQL); a pipeline file's query
+// that does not bind yet (it reads a table a later declaration makes) is left
+// to the task's first run.
+Status CheckIncremental(Engine* engine, const MaterializedViewDecl& decl, bool bound) {
+  if (decl.incremental != IncrementalMode::kOn) return Status::OK();
+  if (!bound &&
+      !engine->Query("SELECT * FROM (" + decl.sql + "\n) AS rill_check LIMIT 0").ok()) {
+    return Status::OK();
+  }
+  Status st = ScheduledSqlTask::CheckIncremental(engine->sql(), decl.sql);
+  if (st.ok()) return st;
+  if (!st.IsInvalid()) return Refused(st, decl.name);
+  return DeclError(kSqlStateNotSupported,
+                   "\"" + decl.name +
+                       "\": incremental = true, but the query cannot be maintained "
+                       "incrementally: " +
+                       st.message() +
+                       " (incremental = auto or false re-runs it instead)");
+}
+
+// `given` with the value of `incremental` as the engine names it ("true" for
+// YAML's yes or SQL's 'on'), so dumps and SHOW read one spelling.
+Options CanonicalIncremental(Options given, IncrementalMode mode) {
+  for (auto& [name, value] : given) {
+    if (name == "incremental") value = OptionValue::Scalar(IncrementalModeName(mode));
+  }
+  return given;
+}
+
+}  // namespace
+
 // Creation ---------------------------------------------------------------------
 
 Status CatalogImpl::CreateTable(const TableDecl& decl, const std::string& origin) {
@@ -127,6 +162,7 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   }
   RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
                        QueryTablesLocked(decl.sql, Strict(origin)));
+  RILL_RETURN_NOT_OK(CheckIncremental(engine_, decl, Strict(origin)));
   auto task = MakeMaterializedView(decl);
   if (!task.ok()) return Refused(task.status(), decl.name);
   if (Status st = engine_->AddSqlTask(*task); !st.ok()) return Refused(st, decl.name);
@@ -152,7 +188,8 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   e.statement.object = DdlObject::kMaterializedView;
   e.statement.name = decl.name;
   e.statement.query = decl.sql;
-  e.statement.with = Without(decl.given, {"name", "sql", "type"});
+  e.statement.with = CanonicalIncremental(Without(decl.given, {"name", "sql", "type"}),
+                                          decl.incremental);
   RecordLocked(std::move(e));
   return Status::OK();
 }

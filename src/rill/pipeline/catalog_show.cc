@@ -24,8 +24,9 @@ struct ObjectStatus {
   std::string sql;
   std::string status = "running";
   std::string error;
-  /// {"name": value, ...} (numbers).
+  /// {"name": value, ...} (numbers), then the text ones (a view's maintenance).
   std::vector<std::pair<std::string, double>> counters;
+  std::vector<std::pair<std::string, std::string>> text_counters;
   std::vector<std::string> reads;
   std::vector<std::string> writes;
 };
@@ -36,6 +37,12 @@ std::string CountersJson(const ObjectStatus& o) {
     if (out.size() > 1) out += ",";
     AppendJsonString(&out, name);
     out += ":" + FormatNumber(value);
+  }
+  for (const auto& [name, value] : o.text_counters) {
+    if (out.size() > 1) out += ",";
+    AppendJsonString(&out, name);
+    out += ":";
+    AppendJsonString(&out, value);
   }
   return out + "}";
 }
@@ -115,6 +122,15 @@ std::vector<ObjectStatus> Collect(Engine* engine, MetricsStore* metrics,
           o.counters.emplace_back("errors", static_cast<double>(t.errors));
           o.counters.emplace_back("last_run_at", t.last_run_at);
           o.counters.emplace_back("last_duration_ms", t.last_duration_s * 1000);
+          if (e.kind == DdlObject::kMaterializedView) {
+            // How the view is kept up to date (engine/task.h TaskStats).
+            o.counters.emplace_back("state_bytes", static_cast<double>(t.state_bytes));
+            o.counters.emplace_back("changes_read", static_cast<double>(t.changes_read));
+            o.counters.emplace_back("rows_upserted",
+                                    static_cast<double>(t.rows_upserted));
+            o.counters.emplace_back("rows_deleted", static_cast<double>(t.rows_deleted));
+            o.text_counters.emplace_back("maintenance", t.maintenance);
+          }
           if (!t.last_error.empty()) {
             o.status = "error";
             o.error = t.last_error;

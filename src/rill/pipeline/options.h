@@ -14,7 +14,8 @@
 // Errors carry a PostgreSQL SQLSTATE (DeclError / SqlStateOf) so the DDL can
 // answer psql with the right code: 42601 for an unknown or missing option,
 // 22023 for a value of the wrong type, 42704 for a dependency that does not
-// exist, 42710 for a name that exists.
+// exist, 42710 for a name that exists, 0A000 for a feature the object
+// cannot have.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ inline constexpr char kSqlStateUndefined[] = "42704";  ///< depends on an object
 inline constexpr char kSqlStateDuplicate[] = "42710";  ///< the name is taken
 inline constexpr char kSqlStateDependent[] = "2BP01";  ///< DROP of an object others depend on
 inline constexpr char kSqlStatePrivilege[] = "42501";  ///< DDL without the admin credential
+/// A declared feature the object cannot have (incremental = true on a query
+/// that cannot be maintained incrementally).
+inline constexpr char kSqlStateNotSupported[] = "0A000";
 
 /// An Invalid status whose detail carries `sqlstate`.
 Status DeclError(const char* sqlstate, std::string message);

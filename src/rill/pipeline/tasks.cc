@@ -119,7 +119,7 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
       SqlOption<Spec>("the query over the live tables (required; SQL: `AS query`)",
                       [](Spec* s) -> std::string& { return s->sql; }));
   t.defs.push_back({"output", OptionType::kString,
-                    "the table the result replaces on each run (default: the name)",
+                    "the table that holds the result (default: the name)",
                     [](const Converted& v, Spec* s) {
                       RILL_RETURN_NOT_OK(NotEmpty("output", v.s));
                       s->output = v.s;
@@ -137,6 +137,18 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
                       s->primary_key = v.names;
                       return Status::OK();
                     }});
+  // A string, not a boolean: it has a third value (YAML's true / false arrive
+  // as their text and parse here alike).
+  t.defs.push_back(
+      {"incremental", OptionType::kString,
+       "auto (default): maintained from the tables' changes when the query allows, "
+       "else re-run (SHOW's `maintenance` counter says which and why) | true: always "
+       "maintained; a query that cannot be is refused (SQLSTATE 0A000) | false: the "
+       "query is re-run every interval",
+       [](const Converted& v, Spec* s) {
+         RILL_ASSIGN_OR_RAISE(s->incremental, ParseIncrementalMode(v.s));
+         return Status::OK();
+       }});
   return t;
 }
 
@@ -429,8 +441,9 @@ Result<std::shared_ptr<ScheduledSqlTask>> MakeMaterializedView(
                            "': interval_seconds must be > 0, got ",
                            decl.interval_seconds);
   }
-  return std::make_shared<ScheduledSqlTask>(decl.name, decl.sql, decl.output,
-                                            decl.interval_seconds, decl.primary_key);
+  return std::make_shared<ScheduledSqlTask>(
+      decl.name, decl.sql, decl.output, decl.interval_seconds, decl.primary_key,
+      /*use_prepared_statements=*/true, /*retention=*/std::nullopt, decl.incremental);
 }
 
 Result<std::shared_ptr<StreamSqlTask>> MakeStreamView(const StreamViewDecl& decl,

@@ -12,7 +12,9 @@
 // them either way and refuse them given twice. Every other option has the same
 // name, type and checks in both (options.h: ReadOptions):
 //   materialized view: output (default: the name), interval_seconds (> 0,
-//                      default 1), primary_key ("a, b" or a list)
+//                      default 1), primary_key ("a, b" or a list),
+//                      incremental (auto | true | false, default auto; YAML
+//                      booleans too: engine/task.h IncrementalMode)
 //   stream view:       source (required), output (default: the name),
 //                      retention {max_rows, max_age_seconds, time_column} or
 //                      flat max_rows / max_age_seconds (one of them required:
@@ -54,12 +56,16 @@ class Engine;
 
 namespace rill::pipeline {
 
-/// A declared materialized view: a ScheduledSqlTask whose result replaces its
-/// output table every `interval_seconds`.
+/// A declared materialized view: a ScheduledSqlTask that keeps its output
+/// table equal to the query's result, refreshed every `interval_seconds`.
 struct MaterializedViewDecl {
   std::string name, sql, output;  ///< output: default the name
   double interval_seconds = 1.0;
   std::vector<std::string> primary_key;
+  /// auto: maintained from the tables' changes when the query allows, else
+  /// re-run; true: maintained incrementally (the catalog refuses a query that
+  /// cannot be, 0A000); false: re-run every interval.
+  IncrementalMode incremental = IncrementalMode::kAuto;
   /// The options as given (dump, SHOW VIEWS), without `name` and `sql`, which
   /// are the fields above.
   Options given;
@@ -112,9 +118,11 @@ Result<AlertRuleDecl> ReadAlertRule(const Options& options, const std::string& w
 /// SourceOptionsMarkdown(), for the docs and `rill pipeline options`.
 std::string TaskOptionsMarkdown();
 
-/// Make the task `decl` declares; add it with Engine::AddSqlTask. Invalid for
-/// a declaration that ReadMaterializedView would refuse (empty name, SQL or
-/// output; a non-positive interval).
+/// Make the task `decl` declares (with its `incremental` mode); add it with
+/// Engine::AddSqlTask. Invalid for a declaration that ReadMaterializedView
+/// would refuse (empty name, SQL or output; a non-positive interval). Whether
+/// the query can be maintained incrementally is not checked here (it needs
+/// the tables): see ScheduledSqlTask::CheckIncremental.
 Result<std::shared_ptr<ScheduledSqlTask>> MakeMaterializedView(
     const MaterializedViewDecl& decl);
 

@@ -243,6 +243,11 @@ HttpReply TaskStatsReply(ServerContext& ctx) {
     t["avg_duration_s"] = s.runs > 0 ? s.total_duration_s / static_cast<double>(s.runs) : 0.0;
     t["last_run_at"] = s.last_run_at;
     t["last_error"] = s.last_error;
+    t["maintenance"] = s.maintenance;
+    t["state_bytes"] = s.state_bytes;
+    t["changes_read"] = s.changes_read;
+    t["rows_upserted"] = s.rows_upserted;
+    t["rows_deleted"] = s.rows_deleted;
     out.push_back(std::move(t));
   }
   return JsonReply(json::serialize(json::object{{"tasks", std::move(out)}}));

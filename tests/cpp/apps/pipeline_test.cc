@@ -322,6 +322,22 @@ TEST(ParsePipeline, TasksReadTheSharedOptionTables) {
   ExpectError(
       std::string(kTable) + "tasks:\n  - name: v\n    sql: SELECT 1\n    left: t\n",
       {"p.yaml:8: tasks[0].left: only a join task takes 'left'"});
+  // `incremental`: a sql task's auto / true / false (YAML booleans), a join's boolean.
+  auto incremental =
+      ParsePipeline(std::string(kTable) +
+                        "tasks:\n  - {name: v, sql: SELECT 1, incremental: false}\n"
+                        "  - {name: w, sql: SELECT 2, incremental: auto}\n"
+                        "  - {name: x, sql: SELECT 3}\n",
+                    "i.yaml");
+  ASSERT_TRUE(incremental.ok()) << incremental.status().ToString();
+  ASSERT_EQ(incremental->sql_tasks.size(), 3u);
+  EXPECT_EQ(incremental->sql_tasks[0].incremental, IncrementalMode::kOff);
+  EXPECT_EQ(incremental->sql_tasks[1].incremental, IncrementalMode::kAuto);
+  EXPECT_EQ(incremental->sql_tasks[2].incremental, IncrementalMode::kAuto);
+  ExpectError(std::string(kTable) +
+                  "tasks:\n  - name: v\n    sql: SELECT 1\n    incremental: maybe\n",
+              {"p.yaml:8: tasks[0].incremental: incremental must be auto, true or false, "
+               "got 'maybe'"});
   ExpectError(
       "stream_tasks:\n  - name: s\n    sql: SELECT 1\n    max_rows: 5\n",
       {"p.yaml:2: stream_tasks[0]: missing required option 'source' of a stream view"});

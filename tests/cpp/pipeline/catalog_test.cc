@@ -4,6 +4,7 @@
 #include "rill/pipeline/catalog.h"
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -161,6 +162,52 @@ TEST_F(CatalogTest, DropOfAnObjectOthersReadNeedsCascade) {
   EXPECT_TRUE(engine_->Connectors().empty());
   EXPECT_TRUE(metrics_->LatestKpis().empty());
   EXPECT_EQ(catalog().DumpSql(), "");
+}
+
+TEST_F(CatalogTest, IncrementalTrueRefusesAQueryThatCannotBeMaintained) {
+  Ok(kOrders);
+  const std::string refused =
+      "CREATE MATERIALIZED VIEW v WITH (incremental = true) AS SELECT * FROM orders "
+      "ORDER BY order_id";
+  Refused(refused, "0A000");  // feature_not_supported; nothing created
+  auto r = catalog().Execute(refused);
+  ASSERT_FALSE(r.ok());
+  for (const char* part :
+       {"\"v\": incremental = true", "ORDER BY", "incremental = auto"}) {
+    EXPECT_NE(r.status().message().find(part), std::string::npos)
+        << "missing '" << part << "' in: " << r.status().message();
+  }
+  EXPECT_FALSE(engine_->GetTable("v").ok());
+  EXPECT_EQ(engine_->TaskStatistics().count("v"), 0u);
+
+  // false (here as 'off') and auto take the same query: it is re-run.
+  Ok("CREATE MATERIALIZED VIEW sorted WITH (incremental = 'off') AS SELECT * FROM orders "
+     "ORDER BY order_id");
+  Ok("CREATE MATERIALIZED VIEW per_region WITH (incremental = true) AS SELECT region, "
+     "count(*) AS n FROM orders GROUP BY region");
+  // One spelling of the option in the dump and SHOW's options.
+  const std::string dump = catalog().DumpSql();
+  EXPECT_NE(dump.find("CREATE MATERIALIZED VIEW sorted WITH (incremental = 'false') AS"),
+            std::string::npos)
+      << dump;
+  EXPECT_NE(catalog().DumpYaml().find("\"incremental\": \"true\""), std::string::npos)
+      << catalog().DumpYaml();
+  DdlResult views = Ok("SHOW MATERIALIZED VIEWS");
+  ASSERT_EQ(views.rows->num_rows(), 2);
+  std::map<std::string, std::pair<std::string, std::string>> shown;  // options, counters
+  for (int64_t i = 0; i < views.rows->num_rows(); ++i) {
+    shown[views.rows->column(0)->GetScalar(i).ValueOrDie()->ToString()] = {
+        views.rows->column(2)->GetScalar(i).ValueOrDie()->ToString(),
+        views.rows->column(4)->GetScalar(i).ValueOrDie()->ToString()};
+  }
+  EXPECT_EQ(shown["sorted"].first, "incremental = 'false'");
+  EXPECT_NE(shown["sorted"].second.find("\"maintenance\":\"recompute"), std::string::npos)
+      << shown["sorted"].second;
+  EXPECT_EQ(shown["per_region"].first, "incremental = 'true'");
+  EXPECT_NE(shown["per_region"].second.find("\"maintenance\":\"incremental\""),
+            std::string::npos)
+      << shown["per_region"].second;
+  EXPECT_NE(shown["per_region"].second.find("\"state_bytes\":"), std::string::npos);
 }
 
 TEST_F(CatalogTest, ShowListsNameKindOptionsStatusAndCounters) {

@@ -86,6 +86,48 @@ TEST(PipelineTasks, MaterializedViewRefusalsCarryTheirSqlState) {
       kSqlStateSyntax, {"option 'name' is given twice"});
 }
 
+TEST(PipelineTasks, MaterializedViewTakesIncrementalAutoTrueOrFalse) {
+  auto plain = ReadMaterializedView({}, "here", "v", "SELECT 1");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->incremental, IncrementalMode::kAuto);  // the default
+  const std::pair<const char*, IncrementalMode> cases[] = {
+      {"auto", IncrementalMode::kAuto}, {"true", IncrementalMode::kOn},
+      {"false", IncrementalMode::kOff}, {"TRUE", IncrementalMode::kOn},
+      // YAML's other booleans arrive as their text.
+      {"yes", IncrementalMode::kOn},    {"off", IncrementalMode::kOff}};
+  for (const auto& [text, mode] : cases) {
+    auto decl =
+        ReadMaterializedView(Opts({{"incremental", text}}), "here", "v", "SELECT 1");
+    ASSERT_TRUE(decl.ok()) << text << ": " << decl.status().ToString();
+    EXPECT_EQ(decl->incremental, mode) << text;
+    EXPECT_EQ(Keys(decl->given), std::vector<std::string>{"incremental"});
+    auto task = MakeMaterializedView(*decl);
+    ASSERT_TRUE(task.ok()) << task.status().ToString();
+    EXPECT_EQ((*task)->incremental(), mode) << text;
+  }
+  // The YAML way (name and sql among the options) takes it alike.
+  auto yaml = ReadMaterializedView(
+      Opts({{"name", "t"}, {"sql", "SELECT 1"}, {"incremental", "false"}}), "p.yaml:3");
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_EQ(yaml->incremental, IncrementalMode::kOff);
+
+  ExpectRefused(
+      ReadMaterializedView(Opts({{"incremental", "sometimes"}}), "here", "v", "SELECT 1")
+          .status(),
+      kSqlStateBadValue,
+      {"option 'incremental'", "incremental must be auto, true or false", "'sometimes'"});
+  const Options twice = Opts({{"incremental", "true"}, {"incremental", "false"}});
+  ExpectRefused(ReadMaterializedView(twice, "here", "v", "SELECT 1").status(),
+                kSqlStateSyntax, {"option 'incremental' is given twice"});
+  // A stream view appends what its query makes of the new rows: no such option.
+  ExpectRefused(ReadStreamView(Opts({{"source", "orders"},
+                                     {"max_rows", "10"},
+                                     {"incremental", "true"}}),
+                               "here", "s", "SELECT 1")
+                    .status(),
+                kSqlStateSyntax, {"unknown option 'incremental' of a stream view"});
+}
+
 TEST(PipelineTasks, StreamViewTakesFlatOrNestedRetention) {
   auto flat = ReadStreamView(Opts({{"source", "orders"}, {"max_rows", "100000"}}),
                              "CREATE STREAM VIEW big_orders", "big_orders",
@@ -277,6 +319,7 @@ TEST(PipelineTasks, MarkdownListsEveryKindsOptions) {
         "#### `CREATE STREAM VIEW`", "#### `CREATE KPI`", "#### `CREATE ALERT RULE`",
         "| `source` (required) | string |", "| `primary_key` | names |",
         "| `retention` | mapping |", "| `threshold` (required) | number |",
+        "| `incremental` | string | auto (default)", "\\| true:", "0A000",
         "line (default) \\| bar \\| scatter"}) {
     EXPECT_NE(md.find(part), std::string::npos) << "missing '" << part << "' in:\n" << md;
   }
