@@ -241,6 +241,7 @@ void Engine::RunAndCountTask(Task& task, double now) {
     task.stats.last_duration_s = duration;
     task.stats.total_duration_s += duration;
     task.stats.last_run_at = now;
+    task.FillStats(&task.stats);
     if (!st.ok()) {
       task.stats.errors++;
       task.stats.last_error = st.message();
@@ -259,13 +260,16 @@ Status Engine::RunTask(Task& task, double now) {
   auto table = FindTable(task.output_table());
   if (!table) {
     TableOptions options;
-    options.primary_key = task.primary_key();
+    options.primary_key = output.key.empty() ? task.primary_key() : output.key;
     options.retention = task.retention();
     if (task.retention() && task.primary_key().empty() && !output.replace) {
       options.mode = TableMode::kAppend;
     }
-    RILL_ASSIGN_OR_RAISE(table,
-                         GetOrCreateTable(task.output_table(), output.table->schema(), options));
+    auto schema = output.table->schema();
+    if (int op = schema->GetFieldIndex(kWriteOpColumn); op >= 0) {
+      RILL_ASSIGN_OR_RAISE(schema, schema->RemoveField(op));
+    }
+    RILL_ASSIGN_OR_RAISE(table, GetOrCreateTable(task.output_table(), schema, options));
   }
   return output.replace ? table->ReplaceState(output.table, now).status()
                         : table->Write(output.table, now).status();

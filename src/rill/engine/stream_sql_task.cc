@@ -78,7 +78,8 @@ StreamSqlTask::StreamSqlTask(std::string name, std::string query, Engine* engine
                              RetentionPolicy retention, double interval_seconds)
     : ScheduledSqlTask(std::move(name), std::move(query), std::move(output_table),
                        interval_seconds, /*primary_key=*/{},
-                       /*use_prepared_statements=*/false, std::move(retention)),
+                       /*use_prepared_statements=*/false, std::move(retention),
+                       IncrementalMode::kOff),
       engine_(engine), source_(std::move(source)) {}
 
 Result<TaskOutput> StreamSqlTask::Run(SqlEngine& sql, double /*now*/) {

@@ -53,17 +53,7 @@ struct ColumnRef {
 
 // ScheduledSqlTask ---------------------------------------------------------------
 
-ScheduledSqlTask::ScheduledSqlTask(std::string name, std::string query,
-                                   std::string output_table, double interval_seconds,
-                                   std::vector<std::string> primary_key,
-                                   bool use_prepared_statements,
-                                   std::optional<RetentionPolicy> retention)
-    : Task(std::move(name), std::move(output_table), interval_seconds, std::move(primary_key),
-           std::move(retention)),
-      query_(std::move(query)),
-      use_prepared_statements_(use_prepared_statements) {}
-
-Result<TaskOutput> ScheduledSqlTask::Run(SqlEngine& sql, double now) {
+Result<TaskOutput> ScheduledSqlTask::Recompute(SqlEngine& sql) {
   auto result = use_prepared_statements_ ? sql.QueryPrepared(query_) : sql.Query(query_);
   if (!result.ok()) {
     return PrefixError(result.status(), name());
@@ -72,6 +62,23 @@ Result<TaskOutput> ScheduledSqlTask::Run(SqlEngine& sql, double now) {
 }
 
 // Names ------------------------------------------------------------------------
+
+Result<IncrementalMode> ParseIncrementalMode(std::string_view text) {
+  const std::string t = Normalize(text);
+  if (t == "auto") return IncrementalMode::kAuto;
+  if (t == "true" || t == "on" || t == "yes" || t == "1") return IncrementalMode::kOn;
+  if (t == "false" || t == "off" || t == "no" || t == "0") return IncrementalMode::kOff;
+  return Status::Invalid("incremental must be auto, true or false, got '", text, "'");
+}
+
+const char* IncrementalModeName(IncrementalMode mode) {
+  switch (mode) {
+    case IncrementalMode::kAuto: return "auto";
+    case IncrementalMode::kOn: return "true";
+    case IncrementalMode::kOff: return "false";
+  }
+  return "auto";
+}
 
 Result<JoinType> ParseJoinType(std::string_view text) {
   const std::string t = Normalize(text);

@@ -45,9 +45,24 @@ class LiveTable;
 /// What a task produced in one run.
 struct TaskOutput {
   std::shared_ptr<arrow::Table> table;
-  /// true: replace the output table's state; false: write (upsert/append) the rows.
+  /// true: replace the output table's state; false: write (upsert/append) the rows
+  /// (a table with row_ops.h's kWriteOpColumn applies upserts and deletes by key).
   bool replace = true;
+  /// The key of the output table when this run creates it (empty: the task's
+  /// primary_key): an incremental view's group or join key.
+  std::vector<std::string> key;
 };
+
+/// How a ScheduledSqlTask keeps its result up to date (its `incremental` option).
+enum class IncrementalMode {
+  kAuto,  ///< maintain from the sources' change feeds when the query allows, else re-run it
+  kOn,    ///< maintain incrementally; a query that cannot be is refused (naming why)
+  kOff,   ///< re-run the whole query every interval
+};
+/// Parse "auto", "true"/"on"/"yes"/"1", "false"/"off"/"no"/"0" (case-insensitive).
+Result<IncrementalMode> ParseIncrementalMode(std::string_view text);
+/// "auto", "true" or "false".
+const char* IncrementalModeName(IncrementalMode mode);
 
 /// Counters of a task (monotonic, except the last_* values). Copied out by
 /// Engine::TaskStatistics.
@@ -58,6 +73,17 @@ struct TaskStats {
   double total_duration_s = 0;
   double last_run_at = 0;
   std::string last_error;
+  /// ScheduledSqlTask: "incremental", or "recompute (<why>)" when the query is
+  /// re-run (incremental=false, or auto with a query outside the maintainable
+  /// shapes); empty before the first run and for other tasks.
+  std::string maintenance;
+  /// Bytes of state an incremental task keeps (groups, min/max multisets).
+  int64_t state_bytes = 0;
+  /// Incremental runs: change rows read from the sources, and output rows
+  /// upserted / deleted (monotonic).
+  int64_t changes_read = 0;
+  int64_t rows_upserted = 0;
+  int64_t rows_deleted = 0;
 };
 
 /// Base of scheduled tasks. Threads: see the top of this file (Due, MarkRun,
@@ -83,6 +109,10 @@ class Task {
   /// Compute the task's output at time `now` (the tick's time); the engine
   /// writes it. A failure is returned, never thrown. Tick thread only.
   virtual Result<TaskOutput> Run(SqlEngine& sql, double now) = 0;
+
+  /// Copy what the task itself tracks (maintenance, state size) into
+  /// `stats`. Tick thread, under the engine's registry lock, after each run.
+  virtual void FillStats(TaskStats* /*stats*/) const {}
 
   /// Written by the tick thread under the engine's registry lock; read it
   /// through Engine::TaskStatistics.
@@ -115,15 +145,35 @@ class ScheduledSqlTask : public Task {
   ScheduledSqlTask(std::string name, std::string query, std::string output_table,
                    double interval_seconds = 1.0, std::vector<std::string> primary_key = {},
                    bool use_prepared_statements = true,
-                   std::optional<RetentionPolicy> retention = std::nullopt);
+                   std::optional<RetentionPolicy> retention = std::nullopt,
+                   IncrementalMode incremental = IncrementalMode::kAuto);
+  ~ScheduledSqlTask() override;
   const std::string& query() const { return query_; }
   bool use_prepared_statements() const { return use_prepared_statements_; }
+  IncrementalMode incremental() const { return incremental_; }
   std::string Describe() const override { return query_; }
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
 
+  /// Analyse the query against the tables registered in `sql` now: OK when
+  /// it can be maintained incrementally, else Invalid naming the part of
+  /// the plan that cannot (what incremental=true refuses with). Any thread.
+  static Status CheckIncremental(SqlEngine& sql, const std::string& query);
+
+ protected:
+  /// Run the whole query; its result replaces the output.
+  Result<TaskOutput> Recompute(SqlEngine& sql);
+  void FillStats(TaskStats* stats) const override;
+
  private:
+
   std::string query_;
   bool use_prepared_statements_;
+  IncrementalMode incremental_;
+  /// The maintained view (ivm_task.cc), made on the first run; tick thread only.
+  struct Incremental;
+  std::unique_ptr<Incremental> ivm_;
+  bool ivm_decided_ = false;  // tick thread only
+  std::string maintenance_;   // tick thread only; TaskStats::maintenance
 };
 
 enum class JoinType { kInner, kLeftOuter, kRightOuter, kFullOuter };

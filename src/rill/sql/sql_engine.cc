@@ -29,6 +29,7 @@
 #include <arrow/c/bridge.h>
 
 #include "rill/sql/arrow_scan_internal.h"
+#include "rill/sql/sql_engine_access_internal.h"
 #include "rill/sql/duckdb_result.h"
 #include "rill/sql/query_interrupt.h"
 #include "rill/table/live_table.h"
@@ -566,6 +567,25 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
     impl_->Release(std::move(pc));
   }
   return result;
+}
+
+std::shared_ptr<LiveTable> SqlEngine::RegisteredTable(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->tables.find(name);
+  return it == impl_->tables.end() ? nullptr : it->second;
+}
+
+Status SqlEngineAccess::WithConnection(SqlEngine& sql,
+                                       const std::function<Status(duckdb::Connection&)>& fn) {
+  RILL_ASSIGN_OR_RAISE(auto pc, sql.impl_->Acquire());
+  Status status;
+  try {
+    status = fn(*pc->conn);
+  } catch (const std::exception& e) {
+    status = Status::Invalid(ErrorMessage(e));
+  }
+  sql.impl_->Release(std::move(pc));
+  return status;
 }
 
 Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {

@@ -147,6 +147,8 @@ class SqlEngine {
 
   /// Return the names of the registered tables, sorted.
   std::vector<std::string> TableNames() const;
+  /// The registered table `name`, or null.
+  std::shared_ptr<LiveTable> RegisteredTable(const std::string& name) const;
 
   /// Bytes DuckDB's buffer manager holds.
   int64_t MemoryUsage() const;
@@ -167,6 +169,7 @@ class SqlEngine {
   int64_t MemoryLimit() const;
 
  private:
+  friend struct SqlEngineAccess;  // sql/ internals (ivm_plan.cc): a pooled connection
   struct Impl;
   explicit SqlEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
