@@ -80,6 +80,11 @@ Checkpointer::Checkpointer(Engine* engine, CheckpointOptions options, uint64_t n
     : engine_(engine), options_(std::move(options)), next_id_(next_id) {
   // From now on sources are committed only to what a complete checkpoint holds.
   engine_->SetCommitsFollowCheckpoints(true);
+  // Incremental views' state, so that a restore does not rebuild them.
+  sections_["task_states"] = Section{[engine] { return engine->SaveTaskStates(); },
+                                     [engine](std::string_view text) {
+                                       return engine->RestoreTaskStates(text);
+                                     }};
 }
 
 Checkpointer::~Checkpointer() {

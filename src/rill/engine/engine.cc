@@ -8,6 +8,7 @@
 
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
+#include <arrow/util/base64.h>
 #include <fmt/format.h>
 
 #include "rill/common/arrow_init.h"
@@ -376,6 +377,50 @@ std::map<std::string, TaskStats> Engine::TaskStatistics() const {
   std::map<std::string, TaskStats> out;
   for (const auto& [name, t] : tasks_) out[name] = t->stats;
   return out;
+}
+
+Result<std::string> Engine::SaveTaskStates() {
+  std::vector<std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, t] : tasks_) tasks.push_back(t);
+  }
+  // One line per task with state: base64(name) base64(state).
+  std::string text;
+  for (const auto& task : tasks) {
+    RILL_ASSIGN_OR_RAISE(std::string state, task->SaveState());
+    if (state.empty()) continue;
+    text += arrow::util::base64_encode(task->name()) + " " + arrow::util::base64_encode(state) +
+            "\n";
+  }
+  return text;
+}
+
+Status Engine::RestoreTaskStates(std::string_view text) {
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) {
+      return Status::Invalid("task_states: a line without a space");
+    }
+    RILL_ASSIGN_OR_RAISE(const std::string name, arrow::util::base64_decode(line.substr(0, space)));
+    std::shared_ptr<Task> task;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(name);
+      if (it != tasks_.end()) task = it->second;
+    }
+    if (task == nullptr) continue;
+    RILL_ASSIGN_OR_RAISE(const std::string state, arrow::util::base64_decode(line.substr(space + 1)));
+    Status st = task->RestoreState(*sql_, state);
+    if (!st.ok()) {
+      // The task rebuilds its state from the tables instead (its first run).
+      Logger("engine")->warn("task '{}' could not restore its state: {}", name, st.ToString());
+    }
+  }
+  return Status::OK();
 }
 
 // Observers -----------------------------------------------------------------

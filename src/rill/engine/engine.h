@@ -250,6 +250,12 @@ class Engine {
   Status RemoveWindowTask(const std::string& name);
   /// A copy of each task's counters, by task name.
   std::map<std::string, TaskStats> TaskStatistics() const;
+  /// The tasks' own states (Task::SaveState) as one text, for the
+  /// checkpoint section "task_states". Tick boundary.
+  Result<std::string> SaveTaskStates();
+  /// Give each task present its state from SaveTaskStates' text (tasks not
+  /// present are skipped). Tick boundary of a restore.
+  Status RestoreTaskStates(std::string_view text);
   /// Run the task `name` now, whether due or not, as a tick would (stats,
   /// events, output written); serialized with ticks. KeyError if unknown,
   /// Invalid from inside a tick. Any thread (DuckDBBridge.run_due_tasks).

@@ -15,6 +15,7 @@
 // the whole query instead.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -201,6 +202,65 @@ std::shared_ptr<arrow::Table> Combined(const std::shared_ptr<arrow::Table>& t) {
   return combined.ok() ? *combined : t;
 }
 
+
+// The bytes of a checkpointed state (SaveState / LoadState).
+class StateWriter {
+ public:
+  template <typename T>
+  void Put(const T& v) { out_.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  void PutString(const std::string& s) {
+    Put<uint64_t>(s.size());
+    out_.append(s);
+  }
+  void PutCell(const Cell& c) {
+    Put<uint8_t>(static_cast<uint8_t>(c.index()));
+    if (const auto* i = std::get_if<int64_t>(&c)) Put(*i);
+    if (const auto* d = std::get_if<double>(&c)) Put(*d);
+    if (const auto* t = std::get_if<std::string>(&c)) PutString(*t);
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class StateReader {
+ public:
+  explicit StateReader(std::string_view in) : in_(in) {}
+  template <typename T>
+  Status Get(T* v) {
+    if (in_.size() < sizeof(T)) return Status::Invalid("incremental view state: truncated");
+    std::memcpy(v, in_.data(), sizeof(T));
+    in_.remove_prefix(sizeof(T));
+    return Status::OK();
+  }
+  Status GetString(std::string* s) {
+    uint64_t n = 0;
+    RILL_RETURN_NOT_OK(Get(&n));
+    if (in_.size() < n) return Status::Invalid("incremental view state: truncated");
+    s->assign(in_.data(), n);
+    in_.remove_prefix(n);
+    return Status::OK();
+  }
+  Status GetCell(Cell* c) {
+    uint8_t tag = 0;
+    RILL_RETURN_NOT_OK(Get(&tag));
+    switch (tag) {
+      case 0: *c = std::monostate{}; return Status::OK();
+      case 1: { int64_t v = 0; RILL_RETURN_NOT_OK(Get(&v)); *c = v; return Status::OK(); }
+      case 2: { double v = 0; RILL_RETURN_NOT_OK(Get(&v)); *c = v; return Status::OK(); }
+      case 3: { std::string v; RILL_RETURN_NOT_OK(GetString(&v)); *c = std::move(v); return Status::OK(); }
+      default: return Status::Invalid("incremental view state: bad value tag");
+    }
+  }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+constexpr uint64_t kStateMagic = 0x3156494c4c4952ULL;  // "RILLIV1"
+
 }  // namespace
 
 struct ScheduledSqlTask::Incremental {
@@ -210,6 +270,9 @@ struct ScheduledSqlTask::Incremental {
   std::vector<uint64_t> cursors;
   std::vector<std::shared_ptr<LiveTable>> scratch;  // registered in `sql`
   std::vector<std::vector<std::string>> keys;       // each source's key (empty: unkeyed)
+  std::vector<std::shared_ptr<LiveTable>> tables;    // the sources the feeds read
+  std::string output_name;
+  std::weak_ptr<LiveTable> output_seen;  // the output table the state matches
   std::shared_ptr<LiveTable> groups_scratch;
   bool initialized = false;
 
@@ -220,7 +283,7 @@ struct ScheduledSqlTask::Incremental {
   std::vector<int64_t> free_slots;
   std::vector<int64_t> changed;
   int64_t state_bytes = 0;
-  int64_t changes_read = 0, rows_upserted = 0, rows_deleted = 0;
+  int64_t changes_read = 0, rows_upserted = 0, rows_deleted = 0, rebuilds = 0;
 
   ~Incremental() {
     for (const auto& t : scratch) (void)sql->UnregisterTable(t->name());
@@ -232,6 +295,7 @@ struct ScheduledSqlTask::Incremental {
                                                    const std::string& output) {
     auto ivm = std::make_unique<Incremental>();
     ivm->sql = &sql;
+    ivm->output_name = output;
     RILL_ASSIGN_OR_RAISE(ivm->plan, PlanIncremental(sql, query, "__rill_ivm_" + task));
     if (auto out = sql.RegisteredTable(output); out != nullptr) {
       if (!out->keyed() && !ivm->plan.output_key.empty()) {
@@ -259,6 +323,7 @@ struct ScheduledSqlTask::Incremental {
       RILL_RETURN_NOT_OK(sql.RegisterTable(scratch));
       ivm->scratch.push_back(std::move(scratch));
       ivm->feeds.push_back(table->OpenChangeFeed());
+      ivm->tables.push_back(table);
       ivm->keys.push_back(table->keyed() ? table->primary_key() : std::vector<std::string>{});
       ivm->cursors.push_back(0);
     }
@@ -722,7 +787,112 @@ struct ScheduledSqlTask::Incremental {
 
   // ---- one run --------------------------------------------------------------
 
+  Result<std::string> SaveState(const std::string& query) {
+    if (!initialized) return std::string();
+    StateWriter w;
+    w.Put(kStateMagic);
+    w.PutString(query);
+    w.Put<uint8_t>(plan.aggregate ? 1 : 0);
+    if (plan.aggregate) {
+      uint64_t live = 0;
+      for (const auto& [key, slot] : slots) live += groups[slot].rows > 0 || plan.num_groups == 0;
+      w.Put(live);
+      for (const auto& [key, slot] : slots) {
+        const Group& g = groups[slot];
+        if (!(g.rows > 0 || plan.num_groups == 0)) continue;
+        for (const auto& c : g.key) w.PutCell(c);
+        w.Put(g.rows);
+        for (const auto& a : g.aggs) {
+          w.Put(a.count);
+          w.Put(a.int_sum);
+          w.Put(a.float_sum);
+          w.Put<uint64_t>(a.values.size());
+          for (const auto& [v, n] : a.values) {
+            w.PutCell(v);
+            w.Put(n);
+          }
+          w.Put<uint64_t>(a.distinct.size());
+          for (const auto& [v, n] : a.distinct) {
+            w.PutString(v);
+            w.Put(n);
+          }
+        }
+      }
+    }
+    return std::move(w.out());
+  }
+
+  // The state of SaveState, over tables that hold what the checkpoint held:
+  // the feeds (opened by Make, just now) start at their current versions.
+  Status LoadState(const std::string& query, std::string_view bytes) {
+    StateReader r(bytes);
+    uint64_t magic = 0;
+    RILL_RETURN_NOT_OK(r.Get(&magic));
+    std::string saved_query;
+    RILL_RETURN_NOT_OK(r.GetString(&saved_query));
+    if (magic != kStateMagic || saved_query != query) {
+      return Status::Invalid("the saved state is of another query");
+    }
+    uint8_t aggregate = 0;
+    RILL_RETURN_NOT_OK(r.Get(&aggregate));
+    if ((aggregate != 0) != plan.aggregate) return Status::Invalid("the saved state is of another plan");
+    ClearState();
+    if (plan.aggregate) {
+      // The stage's column types (the groups relation is built from them).
+      RILL_ASSIGN_OR_RAISE(auto empty, sql->Query(plan.full_sql + " LIMIT 0"));
+      stage_schema = empty->schema();
+      uint64_t live = 0;
+      RILL_RETURN_NOT_OK(r.Get(&live));
+      for (uint64_t k = 0; k < live; ++k) {
+        Group g;
+        std::string key;
+        for (int i = 0; i < plan.num_groups; ++i) {
+          Cell c;
+          RILL_RETURN_NOT_OK(r.GetCell(&c));
+          EncodeCell(c, &key);
+          g.key.push_back(std::move(c));
+        }
+        RILL_RETURN_NOT_OK(r.Get(&g.rows));
+        for (const auto& agg : plan.aggregates) {
+          AggState a;
+          a.values = std::map<Cell, int64_t, CellLess>(CellLess{
+              agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128});
+          RILL_RETURN_NOT_OK(r.Get(&a.count));
+          RILL_RETURN_NOT_OK(r.Get(&a.int_sum));
+          RILL_RETURN_NOT_OK(r.Get(&a.float_sum));
+          uint64_t n = 0;
+          RILL_RETURN_NOT_OK(r.Get(&n));
+          for (uint64_t e = 0; e < n; ++e) {
+            Cell v;
+            int64_t count = 0;
+            RILL_RETURN_NOT_OK(r.GetCell(&v));
+            RILL_RETURN_NOT_OK(r.Get(&count));
+            a.values.emplace(std::move(v), count);
+          }
+          RILL_RETURN_NOT_OK(r.Get(&n));
+          for (uint64_t e = 0; e < n; ++e) {
+            std::string v;
+            int64_t count = 0;
+            RILL_RETURN_NOT_OK(r.GetString(&v));
+            RILL_RETURN_NOT_OK(r.Get(&count));
+            a.distinct.emplace(std::move(v), count);
+          }
+          g.aggs.push_back(std::move(a));
+        }
+        slots.emplace(std::move(key), static_cast<int64_t>(groups.size()));
+        groups.push_back(std::move(g));
+      }
+    }
+    if (!r.done()) return Status::Invalid("incremental view state: trailing bytes");
+    for (size_t i = 0; i < feeds.size(); ++i) cursors[i] = feeds[i]->current_version();
+    if (auto out = sql->RegisteredTable(output_name)) output_seen = out;
+    initialized = true;
+    MeasureState();
+    return Status::OK();
+  }
+
   Result<TaskOutput> Rebuild() {
+    ++rebuilds;
     for (size_t i = 0; i < feeds.size(); ++i) cursors[i] = feeds[i]->current_version();
     RILL_ASSIGN_OR_RAISE(auto stage, sql->Query(plan.full_sql));
     initialized = true;
@@ -738,8 +908,29 @@ struct ScheduledSqlTask::Incremental {
     return out;
   }
 
+  // A source dropped and made again, or an output table replaced or dropped:
+  // the feeds (or the output) no longer match the state.
+  Status CheckTables(bool* rebuild) {
+    for (size_t i = 0; i < tables.size(); ++i) {
+      auto current = sql->RegisteredTable(plan.sources[i].table);
+      if (current == nullptr) return Status::KeyError("no live table '", plan.sources[i].table, "'");
+      if (current != tables[i]) {
+        tables[i] = current;
+        feeds[i] = current->OpenChangeFeed();
+        *rebuild = true;
+      }
+    }
+    auto out = sql->RegisteredTable(output_name);
+    auto seen = output_seen.lock();
+    if (out == nullptr || (seen != nullptr && seen != out)) *rebuild = true;
+    if (out != nullptr) output_seen = out;
+    return Status::OK();
+  }
+
   Result<TaskOutput> Run() {
-    if (!initialized) return Rebuild();
+    bool rebuild = !initialized;
+    RILL_RETURN_NOT_OK(CheckTables(&rebuild));
+    if (rebuild) return Rebuild();
     ChangeReadOptions options;
     options.include_old_values = true;
     options.emit_retention_deletes = true;
@@ -839,6 +1030,22 @@ Result<TaskOutput> ScheduledSqlTask::Run(SqlEngine& sql, double now) {
   return Recompute(sql);
 }
 
+Result<std::string> ScheduledSqlTask::SaveState() {
+  if (ivm_ == nullptr) return std::string();
+  return ivm_->SaveState(query_);
+}
+
+Status ScheduledSqlTask::RestoreState(SqlEngine& sql, std::string_view state) {
+  if (incremental_ == IncrementalMode::kOff || state.empty()) return Status::OK();
+  ivm_.reset();
+  RILL_ASSIGN_OR_RAISE(auto ivm, Incremental::Make(sql, name(), query_, output_table()));
+  RILL_RETURN_NOT_OK(ivm->LoadState(query_, state));
+  ivm_ = std::move(ivm);
+  ivm_decided_ = true;
+  maintenance_ = "incremental";
+  return Status::OK();
+}
+
 void ScheduledSqlTask::FillStats(TaskStats* stats) const {
   if (maintenance_.empty()) return;
   stats->maintenance = maintenance_;
@@ -847,6 +1054,7 @@ void ScheduledSqlTask::FillStats(TaskStats* stats) const {
     stats->changes_read = ivm_->changes_read;
     stats->rows_upserted = ivm_->rows_upserted;
     stats->rows_deleted = ivm_->rows_deleted;
+    stats->rebuilds = ivm_->rebuilds;
   }
 }
 

@@ -84,6 +84,10 @@ struct TaskStats {
   int64_t changes_read = 0;
   int64_t rows_upserted = 0;
   int64_t rows_deleted = 0;
+  /// Incremental runs that rebuilt the state from the whole query (the first
+  /// run, a source replaced, a reader behind its change log; not a restore
+  /// from a checkpoint that holds the state).
+  int64_t rebuilds = 0;
 };
 
 /// Base of scheduled tasks. Threads: see the top of this file (Due, MarkRun,
@@ -109,6 +113,16 @@ class Task {
   /// Compute the task's output at time `now` (the tick's time); the engine
   /// writes it. A failure is returned, never thrown. Tick thread only.
   virtual Result<TaskOutput> Run(SqlEngine& sql, double now) = 0;
+
+  /// What a checkpoint keeps of the task's own state so that a restore need
+  /// not rebuild it (an incremental view's groups); empty when nothing. Tick
+  /// boundary (no run in progress).
+  virtual Result<std::string> SaveState() { return std::string(); }
+  /// Take back what SaveState returned, at a restore's tick boundary: the
+  /// tables hold the checkpoint's rows (the output table included).
+  virtual Status RestoreState(SqlEngine& /*sql*/, std::string_view /*state*/) {
+    return Status::OK();
+  }
 
   /// Copy what the task itself tracks (maintenance, state size) into
   /// `stats`. Tick thread, under the engine's registry lock, after each run.
@@ -153,6 +167,8 @@ class ScheduledSqlTask : public Task {
   IncrementalMode incremental() const { return incremental_; }
   std::string Describe() const override { return query_; }
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
+  Result<std::string> SaveState() override;
+  Status RestoreState(SqlEngine& sql, std::string_view state) override;
 
   /// Analyse the query against the tables registered in `sql` now: OK when
   /// it can be maintained incrementally, else Invalid naming the part of

@@ -12,6 +12,7 @@
 #include <arrow/type.h>
 
 #include <duckdb.hpp>
+#include <duckdb/main/client_context.hpp>
 #include <duckdb/parser/expression/list.hpp>
 #include <duckdb/parser/parsed_expression_iterator.hpp>
 #include <duckdb/parser/parser.hpp>
@@ -398,7 +399,18 @@ Result<IvmPlan> PlanIncremental(SqlEngine& sql, const std::string& query,
     auto prepared = conn.Prepare(query);
     if (prepared->HasError()) return Status::Invalid(prepared->GetError());
     names = prepared->GetNames();
-    auto plan = conn.ExtractPlan(query);
+    // The plan as bound, before the optimizer folds now() and the like into constants.
+    auto& config = conn.context->config;
+    const bool optimizer = config.enable_optimizer;
+    config.enable_optimizer = false;
+    duckdb::unique_ptr<duckdb::LogicalOperator> plan;
+    try {
+      plan = conn.ExtractPlan(query);
+    } catch (...) {
+      config.enable_optimizer = optimizer;
+      throw;
+    }
+    config.enable_optimizer = optimizer;
     std::string volatile_expr;
     std::function<void(duckdb::LogicalOperator&)> visit = [&](duckdb::LogicalOperator& op) {
       duckdb::LogicalOperatorVisitor::EnumerateExpressions(
