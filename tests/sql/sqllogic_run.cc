@@ -104,6 +104,7 @@ class Runner {
     if (d == "clock") return SetClock(r);
     if (d == "join") return AddJoin(r);
     if (d == "task") return AddTask(r);
+    if (d == "maintenance") return Maintenance(r);
     return Status::Invalid("unknown directive '", r.directive_line, "'");
   }
 
@@ -325,21 +326,69 @@ class Runner {
     return Expect(st, error);
   }
 
-  /// task <name> into <table> [every <seconds>] [key <a,b>], the SQL as body.
+  /// task <name> into <table> [every <seconds>] [key <a,b>]
+  /// [incremental auto|true|false] [error <text>], the SQL as body. With
+  /// incremental true the query is checked now (ScheduledSqlTask::
+  /// CheckIncremental, over the tables registered so far), as the task's first
+  /// run would; with `error`, the check or Engine::AddSqlTask must refuse the
+  /// task with a message containing <text>, and the task is not added.
   Status AddTask(const Record& r) {
-    const auto& w = r.words;
-    if (w.size() < 4 || w[2] != "into") {
-      return Status::Invalid("task <name> into <table> [every <seconds>] [key <columns>]");
+    std::string line = r.directive_line;
+    auto error = TakeExpectedError(&line);
+    std::vector<std::string> w;
+    std::istringstream in(line);
+    for (std::string word; in >> word;) w.push_back(word);
+    if (w.size() < 4 || w[2] != "into" || w.size() % 2 != 0) {
+      return Status::Invalid(
+          "task <name> into <table> [every <seconds>] [key <columns>] "
+          "[incremental auto|true|false] [error <text>]");
     }
     double every = 1.0;
     std::vector<std::string> key;
+    IncrementalMode incremental = IncrementalMode::kAuto;
     for (size_t i = 4; i + 1 < w.size(); i += 2) {
-      if (w[i] == "every") every = std::stod(w[i + 1]);
-      else if (w[i] == "key") key = SplitList(w[i + 1]);
-      else return Status::Invalid("unknown task setting '", w[i], "'");
+      if (w[i] == "every") {
+        every = std::stod(w[i + 1]);
+      } else if (w[i] == "key") {
+        key = SplitList(w[i + 1]);
+      } else if (w[i] == "incremental") {
+        RILL_ASSIGN_OR_RAISE(incremental, ParseIncrementalMode(w[i + 1]));
+      } else {
+        return Status::Invalid("unknown task setting '", w[i], "'");
+      }
     }
-    return engine_->AddSqlTask(std::make_shared<ScheduledSqlTask>(w[1], Join(r.body, "\n"),
-                                                                   w[3], every, key));
+    const std::string sql = Join(r.body, "\n");
+    Status st;
+    if (incremental == IncrementalMode::kOn) {
+      st = ScheduledSqlTask::CheckIncremental(engine_->sql(), sql);
+    }
+    if (st.ok()) {
+      st = engine_->AddSqlTask(std::make_shared<ScheduledSqlTask>(
+          w[1], sql, w[3], every, key, /*use_prepared_statements=*/true,
+          /*retention=*/std::nullopt, incremental));
+    }
+    return Expect(st, error);
+  }
+
+  /// maintenance <task>, then one line: how the task keeps its output
+  /// (TaskStats::maintenance) starts with that line.
+  Status Maintenance(const Record& r) {
+    if (r.words.size() != 2 || r.body.size() != 1 || r.has_expected) {
+      return Status::Invalid("maintenance <task>, then one line of expected text");
+    }
+    const auto stats = engine_->TaskStatistics();
+    auto it = stats.find(r.words[1]);
+    if (it == stats.end()) return Status::KeyError("no task '", r.words[1], "'");
+    const TaskStats& s = it->second;
+    const std::string& want = r.body[0];
+    if (s.maintenance.rfind(want, 0) == 0) return Status::OK();
+    std::string message = "task '" + r.words[1] + "': maintenance is '" + s.maintenance +
+                          "', expected it to start with '" + want + "'";
+    if (s.errors > 0) {
+      message += " (" + std::to_string(s.errors) + " failed run(s), the last: " +
+                 s.last_error + ")";
+    }
+    return Status::Invalid(message);
   }
 
   std::string path_;
