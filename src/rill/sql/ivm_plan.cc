@@ -362,6 +362,10 @@ Result<IvmPlan> PlanIncremental(SqlEngine& sql, const std::string& query,
     return NotMaintainable("a statement other than one SELECT");
   }
   auto& select = parser.statements[0]->Cast<duckdb::SelectStatement>();
+  if (select.node->type == duckdb::QueryNodeType::CTE_NODE ||
+      select.node->type == duckdb::QueryNodeType::RECURSIVE_CTE_NODE) {
+    return NotMaintainable("WITH (a common table expression)");
+  }
   if (select.node->type != duckdb::QueryNodeType::SELECT_NODE) {
     return NotMaintainable(std::string(duckdb::EnumUtil::ToChars(select.node->type)) ==
                                    "SET_OPERATION_NODE"
@@ -392,6 +396,26 @@ Result<IvmPlan> PlanIncremental(SqlEngine& sql, const std::string& query,
   Analysis a;
   RILL_RETURN_NOT_OK(CollectSources(sql, *node.from_table, &a, 0));
   const int n = static_cast<int>(a.sources.size());
+
+  // Subqueries and window functions, named before the binder rewrites them.
+  {
+    std::string found;
+    std::function<void(const ParsedExpression&)> scan = [&](const ParsedExpression& e) {
+      if (!found.empty()) return;
+      if (e.GetExpressionClass() == ExpressionClass::SUBQUERY) {
+        found = "the subquery " + e.ToString();
+      } else if (e.GetExpressionClass() == ExpressionClass::WINDOW) {
+        found = "the window function " + e.ToString();
+      } else {
+        duckdb::ParsedExpressionIterator::EnumerateChildren(e, scan);
+      }
+    };
+    for (const auto& e : node.select_list) scan(*e);
+    if (node.where_clause) scan(*node.where_clause);
+    if (node.having) scan(*node.having);
+    for (const auto& g : node.groups.group_expressions) scan(*g);
+    if (!found.empty()) return NotMaintainable(found);
+  }
 
   // The binder: result names and types; determinism of every expression.
   std::vector<std::string> names;
