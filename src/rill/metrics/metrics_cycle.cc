@@ -13,6 +13,7 @@
 #include "rill/connector/connector.h"
 #include "rill/sink/sink_set.h"
 #include "rill/engine/engine.h"
+#include "rill/engine/task.h"
 #include "rill/metrics/metrics_store_internal.h"
 #include "rill/sql/sql_engine.h"
 
@@ -255,6 +256,56 @@ Result<std::shared_ptr<arrow::Table>> MetricsStore::RunKpiQuery(const std::strin
   return result;
 }
 
+// A KPI reads its incremental view only if the view's task ran this recently.
+constexpr double kKpiViewMaxAgeSeconds = 1.0;
+
+Result<std::shared_ptr<arrow::Table>> MetricsStore::RunKpi(KpiEntry& entry, double now) {
+  std::string view, maintenance;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    view = entry.view;
+    maintenance = entry.maintenance;
+  }
+  if (engine_ != nullptr && maintenance.empty()) {
+    // Decide once the query binds: kept up to date by an engine task, or re-run.
+    Status st = ScheduledSqlTask::CheckIncremental(engine_->sql(), entry.query.sql);
+    if (st.ok()) {
+      const std::string name = "__rill_kpi_" + entry.query.name;
+      (void)engine_->RemoveSqlTask(name);  // a leftover of an earlier store
+      Status added = engine_->AddSqlTask(std::make_shared<ScheduledSqlTask>(
+          name, entry.query.sql, name, entry.query.interval_seconds, std::vector<std::string>{},
+          /*use_prepared_statements=*/false, std::nullopt, IncrementalMode::kOn));
+      if (added.ok()) {
+        view = name;
+        maintenance = "incremental";
+      } else {
+        maintenance = "recompute (" + added.message() + ")";
+      }
+    } else if (st.message().find("is not maintainable") != std::string::npos) {
+      maintenance = "recompute (" + st.message() + ")";
+      Logger("metrics")->info("KPI '{}' re-runs its query every {} s: {}", entry.query.name,
+                              entry.query.interval_seconds, st.message());
+    }
+    std::lock_guard<std::mutex> lock(state_mu_);
+    entry.view = view;
+    entry.maintenance = maintenance;
+  }
+  if (!view.empty()) {
+    auto stats = engine_->TaskStatistics();
+    auto it = stats.find(view);
+    // The view is as of the task's last run: read it while the engine ticks
+    // (the task ran within the last second), else re-run the query (an engine
+    // that is not stepped would leave the view behind its tables).
+    if (it != stats.end() && it->second.maintenance == "incremental" && it->second.errors == 0 &&
+        it->second.runs > 0 && now - it->second.last_run_at <= kKpiViewMaxAgeSeconds &&
+        engine_->GetTable(view).ok()) {
+      return engine_->sql().Query("SELECT * EXCLUDE (z_insert_ts, z_update_ts) FROM " +
+                                  QuoteIdentifier(view));
+    }
+  }
+  return RunKpiQuery(entry.query.sql);
+}
+
 void MetricsStore::RunDueKpis(double now, WriteBatch* batch, CycleCounts* counts) {
   // Due queries run outside the state lock: they may take a while.
   std::vector<std::shared_ptr<KpiEntry>> due;
@@ -269,7 +320,7 @@ void MetricsStore::RunDueKpis(double now, WriteBatch* batch, CycleCounts* counts
   }
   std::vector<EngineEvent> failures;
   for (const auto& entry : due) {
-    Result<std::shared_ptr<arrow::Table>> result = RunKpiQuery(entry->query.sql);
+    Result<std::shared_ptr<arrow::Table>> result = RunKpi(*entry, now);
     std::optional<double> value;
     Status status = result.status();
     if (status.ok()) {

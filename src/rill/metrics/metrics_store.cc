@@ -142,17 +142,24 @@ MetricsStore::~MetricsStore() {
   }
   if (running_.load()) {
     Stop();
-    return;
+  } else {
+    // Never started (or stopped since): keep alerts recorded meanwhile.
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lock(inbox_->mu);
+      pending = !inbox_->events.empty();
+    }
+    if (pending) {
+      WriteQueued(Cycle(/*covers=*/0, /*final=*/true));
+    }
   }
-  // Never started (or stopped since): keep alerts recorded meanwhile.
-  bool pending;
+  // The KPIs' incremental views go with the store (after its last cycle).
+  std::vector<std::string> views;
   {
-    std::lock_guard<std::mutex> lock(inbox_->mu);
-    pending = !inbox_->events.empty();
+    std::lock_guard<std::mutex> lock(state_mu_);
+    for (const auto& [name, e] : kpis_) views.push_back(e->view);
   }
-  if (pending) {
-    WriteQueued(Cycle(/*covers=*/0, /*final=*/true));
-  }
+  for (const auto& view : views) DropKpiView(view);
 }
 
 // Lifecycle ----------------------------------------------------------------
@@ -448,9 +455,15 @@ Status MetricsStore::AddKpiQuery(KpiQuery query) {
   auto entry = std::make_shared<KpiEntry>();
   entry->query = std::move(query);
   entry->created_at = clock_();
-  std::lock_guard<std::mutex> lock(state_mu_);
-  kpis_[entry->query.name] = entry;
-  config_changed_ = true;
+  std::string replaced_view;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    auto& slot = kpis_[entry->query.name];
+    if (slot != nullptr) replaced_view = slot->view;
+    slot = entry;
+    config_changed_ = true;
+  }
+  DropKpiView(replaced_view);
   return Status::OK();
 }
 
@@ -468,12 +481,25 @@ Status MetricsStore::AddKpiQuery(std::string name, std::string sql, double inter
 }
 
 Status MetricsStore::RemoveKpiQuery(const std::string& name) {
-  std::lock_guard<std::mutex> lock(state_mu_);
-  if (kpis_.erase(name) == 0) {
-    return Status::KeyError("no KPI query named '", name, "'");
+  std::string view;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    auto it = kpis_.find(name);
+    if (it == kpis_.end()) {
+      return Status::KeyError("no KPI query named '", name, "'");
+    }
+    view = it->second->view;
+    kpis_.erase(it);
+    config_changed_ = true;
   }
-  config_changed_ = true;
+  DropKpiView(view);
   return Status::OK();
+}
+
+void MetricsStore::DropKpiView(const std::string& view) {
+  if (view.empty() || engine_ == nullptr) return;
+  (void)engine_->RemoveSqlTask(view);
+  (void)engine_->DropTable(view);
 }
 
 std::vector<KpiSnapshot> MetricsStore::LatestKpis() const {
@@ -481,7 +507,7 @@ std::vector<KpiSnapshot> MetricsStore::LatestKpis() const {
   std::lock_guard<std::mutex> lock(state_mu_);
   for (const auto& [name, e] : kpis_) {
     out.push_back({e->query, e->last_run_at, e->value, e->result, e->last_error, e->runs,
-                   e->errors});
+                   e->errors, e->maintenance});
   }
   return out;
 }

@@ -161,6 +161,11 @@ struct KpiSnapshot {
   std::string last_error;
   int64_t runs = 0;
   int64_t errors = 0;
+  /// "incremental" when the query's result is kept up to date from the
+  /// tables' changes (an engine task "__rill_kpi_<name>" writes it to the
+  /// table of that name, which the KPI reads), "recompute (<why>)" when the
+  /// query is re-run; empty until decided.
+  std::string maintenance;
 };
 
 /// An alert rule with its state.
@@ -302,6 +307,11 @@ class MetricsStore {
                           metrics_internal::WriteBatch* batch);
   /// Run one KPI query with the timeout (collector thread, no lock held).
   Result<std::shared_ptr<arrow::Table>> RunKpiQuery(const std::string& sql);
+  /// Run a KPI: from its incremental view when it has one that is current,
+  /// else its query (deciding which on first use). Collector thread.
+  Result<std::shared_ptr<arrow::Table>> RunKpi(KpiEntry& entry, double now);
+  /// Remove a KPI's view task and table (no-op for "").
+  void DropKpiView(const std::string& view);
   /// Run the KPI queries that are due (outside state_mu_) into `batch`.
   void RunDueKpis(double now, metrics_internal::WriteBatch* batch, CycleCounts* counts);
   /// Evaluate every rule against `values` (KPI values added); return the fired alerts.

@@ -64,6 +64,12 @@ struct MetricsStore::KpiEntry {
   std::string last_error;
   int64_t runs = 0;
   int64_t errors = 0;
+  /// Incremental maintenance (issue 27): the engine task that keeps the
+  /// query's result in `view` (both "__rill_kpi_<name>"), once the query
+  /// is known to be maintainable; `maintenance` says which path the KPI
+  /// takes ("incremental", "recompute (<why>)", empty until decided).
+  std::string view;
+  std::string maintenance;
 };
 
 // A rule and its state; guarded by state_mu_.

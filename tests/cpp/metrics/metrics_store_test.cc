@@ -336,6 +336,52 @@ TEST(MetricsStore, RunsKpiQueriesWhenDueAndKeepsHistoryAndLatestValue) {
   EXPECT_EQ(Count(*store, "SELECT count(*) FROM rill_kpi_queries"), 1);
 }
 
+TEST(MetricsStore, KeepsMaintainableKpisIncrementallyAndSaysWhichAreReRun) {
+  FakeClock clock;
+  auto engine = MakeEngine(clock);
+  auto orders = engine->RegisterTable("orders", OrdersSchema(), {.primary_key = {"order_id"}});
+  ASSERT_TRUE(orders.ok());
+  ASSERT_TRUE((*orders)->Write(Orders({1, 2, 3}, {"Gold", "Silver", "Gold"},
+                                      {100.5, 45, 250})).ok());
+  auto store = MakeStore(engine.get(), InMemory());
+  ASSERT_TRUE(store->AddKpiQuery("revenue", "SELECT sum(amount) AS total FROM orders", 1.0,
+                                 "line", "ts", "total").ok());
+  ASSERT_TRUE(store->AddKpiQuery("sorted", "SELECT user_tier FROM orders ORDER BY user_tier",
+                                 1.0, "line").ok());
+  ASSERT_TRUE(store->Flush().ok());  // decides: a view task for revenue
+  auto kpi = [&](const std::string& name) {
+    for (const auto& k : store->LatestKpis()) {
+      if (k.query.name == name) return k;
+    }
+    return KpiSnapshot{};
+  };
+  EXPECT_EQ(kpi("revenue").maintenance, "incremental");
+  EXPECT_EQ(kpi("sorted").maintenance.rfind("recompute (ORDER BY", 0), 0u)
+      << kpi("sorted").maintenance;
+  EXPECT_EQ(kpi("revenue").value, 395.5);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE((*orders)->Write(Orders({10 + round}, {"Gold"}, {10})).ok());
+    ASSERT_TRUE((*orders)->Delete(Orders({1 + round}, {"Gold"}, {0})).ok());
+    clock.Advance(1);
+    ASSERT_TRUE(engine->Step().ok());  // the view task runs
+    ASSERT_TRUE(store->Flush().ok());
+    auto expected = engine->Query("SELECT sum(amount) FROM orders").ValueOrDie();
+    EXPECT_EQ(kpi("revenue").value,
+              std::static_pointer_cast<arrow::DoubleScalar>(
+                  expected->column(0)->GetScalar(0).ValueOrDie())->value);
+  }
+  auto stats = engine->TaskStatistics();
+  ASSERT_EQ(stats.count("__rill_kpi_revenue"), 1u);
+  EXPECT_EQ(stats["__rill_kpi_revenue"].maintenance, "incremental");
+  EXPECT_EQ(stats["__rill_kpi_revenue"].rebuilds, 1);
+  EXPECT_GT(stats["__rill_kpi_revenue"].changes_read, 0);
+  EXPECT_EQ(kpi("revenue").value, 30.0);  // orders 10, 11, 12 at 10 each
+  // Removing the KPI removes its view.
+  ASSERT_TRUE(store->RemoveKpiQuery("revenue").ok());
+  EXPECT_EQ(engine->TaskStatistics().count("__rill_kpi_revenue"), 0u);
+  EXPECT_FALSE(engine->GetTable("__rill_kpi_revenue").ok());
+}
+
 TEST(MetricsStore, RecordsAFailingKpiQueryAsAnEngineAlert) {
   FakeClock clock;
   auto engine = MakeEngine(clock);
