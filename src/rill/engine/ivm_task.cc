@@ -114,6 +114,42 @@ void EncodeCell(const Cell& cell, std::string* key) {
   }
 }
 
+// EncodeCell(ReadCell(a, i), key) without making the Cell (no allocation).
+void EncodeValue(const arrow::Array& a, int64_t i, std::string* key) {
+  if (a.IsNull(i)) {
+    key->push_back(0);
+    return;
+  }
+  auto put_int = [key](int64_t v) {
+    key->push_back(1);
+    key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+  };
+  auto put_bytes = [key](std::string_view v) {
+    key->push_back(3);
+    const uint32_t n = static_cast<uint32_t>(v.size());
+    key->append(reinterpret_cast<const char*>(&n), sizeof(n));
+    key->append(v);
+  };
+  switch (a.type_id()) {
+    case arrow::Type::INT32:
+    case arrow::Type::DATE32:
+    case arrow::Type::TIME32:
+      return put_int(a.data()->GetValues<int32_t>(1)[i]);
+    case arrow::Type::INT64:
+    case arrow::Type::DATE64:
+    case arrow::Type::TIMESTAMP:
+    case arrow::Type::TIME64:
+    case arrow::Type::DURATION:
+      return put_int(a.data()->GetValues<int64_t>(1)[i]);
+    case arrow::Type::STRING:
+      return put_bytes(static_cast<const arrow::StringArray&>(a).GetView(i));
+    case arrow::Type::LARGE_STRING:
+      return put_bytes(static_cast<const arrow::LargeStringArray&>(a).GetView(i));
+    default:
+      EncodeCell(ReadCell(a, i), key);
+  }
+}
+
 __int128 DecimalValue(const std::string& bytes) {
   arrow::Decimal128 d(reinterpret_cast<const uint8_t*>(bytes.data()));
   return (static_cast<__int128>(d.high_bits()) << 64) | d.low_bits();
@@ -372,7 +408,7 @@ struct ScheduledSqlTask::Incremental {
     std::string key;
     for (int64_t r = 0; r < table->num_rows(); ++r) {
       key.clear();
-      for (int c : key_columns) EncodeCell(ReadCell(*table->column(c)->chunk(0), r), &key);
+      for (int c : key_columns) EncodeValue(*table->column(c)->chunk(0), r, &key);
       auto [it, inserted] = ends.emplace(key, std::make_pair(r, r));
       if (inserted) order.push_back(key);
       it->second.second = r;
@@ -393,13 +429,15 @@ struct ScheduledSqlTask::Incremental {
 
   int64_t SlotFor(const arrow::Table& stage, int64_t row, std::string* scratch_key) {
     scratch_key->clear();
-    std::vector<Cell> cells;
     for (int g = 0; g < plan.num_groups; ++g) {
-      cells.push_back(ReadCell(*stage.column(g)->chunk(0), row));
-      EncodeCell(cells.back(), scratch_key);
+      EncodeValue(*stage.column(g)->chunk(0), row, scratch_key);
     }
     auto it = slots.find(*scratch_key);
     if (it != slots.end()) return it->second;
+    std::vector<Cell> cells;
+    for (int g = 0; g < plan.num_groups; ++g) {
+      cells.push_back(ReadCell(*stage.column(g)->chunk(0), row));
+    }
     int64_t slot;
     if (!free_slots.empty()) {
       slot = free_slots.back();
@@ -456,6 +494,15 @@ struct ScheduledSqlTask::Incremental {
         switch (agg.kind) {
           case IvmAggregateKind::kSum:
           case IvmAggregateKind::kAvg: {
+            if (arg.type_id() == arrow::Type::INT64) {
+              s.int_sum += static_cast<__int128>(arg.data()->GetValues<int64_t>(1)[r]) * mult;
+              break;
+            }
+            if (arg.type_id() == arrow::Type::DOUBLE) {
+              s.float_sum +=
+                  static_cast<long double>(arg.data()->GetValues<double>(1)[r]) * mult;
+              break;
+            }
             const Cell v = ReadCell(arg, r);
             if (const auto* i = std::get_if<int64_t>(&v)) {
               s.int_sum += static_cast<__int128>(*i) * mult;
@@ -744,7 +791,7 @@ struct ScheduledSqlTask::Incremental {
     std::string key;
     for (int64_t r = 0; r < stage->num_rows(); ++r) {
       key.clear();
-      for (int c = 0; c < rows->num_columns(); ++c) EncodeCell(ReadCell(*rows->column(c)->chunk(0), r), &key);
+      for (int c = 0; c < rows->num_columns(); ++c) EncodeValue(*rows->column(c)->chunk(0), r, &key);
       auto [it, inserted] = net.emplace(key, std::make_pair(int64_t{0}, r));
       if (inserted) order.push_back(key);
       it->second.first += m.Value(r);
@@ -755,7 +802,7 @@ struct ScheduledSqlTask::Incremental {
       const auto& [mult, index] = net[row];
       if (mult == 0) continue;
       key.clear();
-      for (int c : plan.key_columns) EncodeCell(ReadCell(*rows->column(c)->chunk(0), index), &key);
+      for (int c : plan.key_columns) EncodeValue(*rows->column(c)->chunk(0), index, &key);
       auto [it, inserted] = by_key.emplace(key, std::make_pair(index, mult > 0));
       if (inserted) {
         keys_in_order.push_back(key);
