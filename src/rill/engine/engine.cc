@@ -619,7 +619,8 @@ EngineMetrics Engine::GetMetrics() const {
 }
 
 int64_t Engine::AllocatedBytes() const {
-  return ArrowAllocatedBytes() + sql_->MemoryUsage();
+  // Incremental views' state (groups, multisets) is heap memory outside Arrow's pool.
+  return ArrowAllocatedBytes() + sql_->MemoryUsage() + task_state_bytes_.load();
 }
 
 bool Engine::CheckMemoryBudget() { return CheckMemoryBudgetAt(clock_(), /*notify_always=*/true); }

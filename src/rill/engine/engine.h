@@ -94,7 +94,8 @@ struct EngineOptions {
   int64_t trigger_interval_ms = 1000;
   /// 0 disables the memory budget. Measured as AllocatedBytes() (the Arrow
   /// pools, which hold the tables and the connectors' buffered batches, plus
-  /// DuckDB's buffer manager), checked at the end of every tick.
+  /// DuckDB's buffer manager, plus incremental views' state), checked at the
+  /// end of every tick.
   int64_t memory_budget_bytes = 0;
   /// What happens over the budget (kShed needs memory_budget_bytes > 0).
   MemoryBudgetPolicy memory_budget_policy = MemoryBudgetPolicy::kWarn;
@@ -322,7 +323,8 @@ class Engine {
   /// True while memory_budget_policy "shed" holds input back (ticks do not
   /// drain the connectors). Any thread.
   bool shedding() const { return shedding_.load(); }
-  /// Bytes allocated by Arrow's memory pools plus DuckDB's buffer manager.
+  /// Bytes allocated by Arrow's memory pools plus DuckDB's buffer manager plus
+  /// the tasks' own state (TaskStats::state_bytes: incremental views).
   int64_t AllocatedBytes() const;
   /// Compact every table.
   Status CompactAll(bool full = false);
@@ -453,6 +455,8 @@ class Engine {
   LiveTable::SubscriptionId next_declared_subscription_ = uint64_t{1} << 48;
   std::map<std::string, std::shared_ptr<Connector>> connectors_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // SQL and join tasks
+  /// The tasks' TaskStats::state_bytes summed (counted in AllocatedBytes).
+  std::atomic<int64_t> task_state_bytes_{0};
   std::map<std::string, std::string> task_kinds_;       // name -> "sql" | "join"
   std::map<std::string, BusinessMetric> business_metrics_;
   std::map<uint64_t, EventListener> listeners_;

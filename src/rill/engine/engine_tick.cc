@@ -242,6 +242,9 @@ void Engine::RunAndCountTask(Task& task, double now) {
     task.stats.total_duration_s += duration;
     task.stats.last_run_at = now;
     task.FillStats(&task.stats);
+    int64_t state_bytes = 0;
+    for (const auto& [name, t] : tasks_) state_bytes += t->stats.state_bytes;
+    task_state_bytes_.store(state_bytes);
     if (!st.ok()) {
       task.stats.errors++;
       task.stats.last_error = st.message();

@@ -147,5 +147,30 @@ TEST(IvmTask, ASourceDroppedAndMadeAgainRebuildsTheView) {
   EXPECT_EQ(engine->TaskStatistics()["by_region_task"].rebuilds, 2);
 }
 
+TEST(IvmTask, ItsStateCountsAgainstTheMemoryBudget) {
+  auto engine = Engine::Make().ValueOrDie();
+  TableOptions keyed;
+  keyed.primary_key = {"id"};
+  auto orders = engine->RegisterTable("orders", OrdersSchema(), keyed).ValueOrDie();
+  // One group per row, each with min/max multisets and distinct counts: the
+  // state is far larger than the table's Arrow buffers.
+  ASSERT_TRUE(engine
+                  ->AddSqlTask(View("SELECT id AS region, count(*) AS n, sum(amount) AS total, "
+                                    "min(amount) AS lo, max(amount) AS hi, "
+                                    "count(DISTINCT region) AS d FROM orders GROUP BY id"))
+                  .ok());
+  std::string ids = "[", regions = "[", amounts = "[";
+  for (int i = 0; i < 20000; ++i) {
+    ids += (i ? "," : "") + std::to_string(i);
+    regions += std::string(i ? "," : "") + "\"r" + std::to_string(i % 7) + "\"";
+    amounts += (i ? "," : "") + std::to_string(i % 100);
+  }
+  ASSERT_TRUE(orders->Write(Orders(ids + "]", regions + "]", amounts + "]")).ok());
+  ASSERT_TRUE(engine->Step().ok());
+  const int64_t state = engine->TaskStatistics()["by_region_task"].state_bytes;
+  EXPECT_GT(state, 20000 * 100);
+  EXPECT_GE(engine->AllocatedBytes(), state);
+}
+
 }  // namespace
 }  // namespace rill
