@@ -2,6 +2,7 @@
 #include "rill/table/change_log_internal.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include <arrow/array.h>
@@ -133,6 +134,17 @@ void ChangeEntry::Seal() {
                                                                 part.batch->num_rows())
                                 : part.batch->num_rows();
     written_rows += part.live_rows;
+  }
+  // Update removals that became deletes (LogRemovedLocked) leave their groups.
+  std::sort(moved.begin(), moved.end(), std::greater<>());
+  for (const auto& [group, pos] : moved) {
+    auto& rows = removed[group].rows;
+    rows.erase(rows.begin() + pos);
+  }
+  moved.clear();
+  for (auto& part : written) {
+    part.origins.clear();
+    part.origins.shrink_to_fit();
   }
   for (auto& n : removed_rows) n = 0;
   for (auto& group : removed) {

@@ -51,6 +51,11 @@ struct WrittenPart {
   /// Bit set = the row replaced a key that existed before this version
   /// (update); null: every row is an insert.
   std::shared_ptr<arrow::Buffer> updated;
+  /// For each updated row: where this version logged the old row it replaced
+  /// (index into ChangeEntry::removed, position in its rows), so that a delete
+  /// of the new row in the same version turns that removal into the key's
+  /// delete. Empty when no row is an update; cleared when sealed.
+  std::vector<std::pair<int32_t, int32_t>> origins;
   int64_t live_rows = 0;  ///< set when the entry is sealed
 };
 
@@ -74,6 +79,11 @@ struct ChangeEntry {
   bool reset = false;
   std::vector<WrittenPart> written;
   std::vector<RemovedGroup> removed;
+  /// Writer only, until sealed: where the last LogRemovedLocked put its row
+  /// ({-1, -1}: nowhere), and update removals that became deletes (their rows
+  /// are taken out of their groups when sealed).
+  std::pair<int32_t, int32_t> last_removed{-1, -1};
+  std::vector<std::pair<int32_t, int32_t>> moved;
   int64_t written_rows = 0;  ///< set when sealed
   int64_t removed_rows[kNumRemovals] = {0, 0, 0};
 

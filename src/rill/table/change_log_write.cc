@@ -55,12 +55,14 @@ void LiveTable::BeginLogLocked() {
   }
 }
 
-void LiveTable::LogWrittenLocked(uint32_t slot, std::shared_ptr<arrow::Buffer> updated) {
+void LiveTable::LogWrittenLocked(uint32_t slot, std::shared_ptr<arrow::Buffer> updated,
+                                 std::vector<std::pair<int32_t, int32_t>> origins) {
   Chunk& c = slots_[slot];
   c.log_version = version_ + 1;
   c.log_part = static_cast<int32_t>(pending_->written.size());
   c.log_row_offset = 0;
-  pending_->written.push_back(WrittenPart{c.batch, c.alive, std::move(updated), 0});
+  pending_->written.push_back(
+      WrittenPart{c.batch, c.alive, std::move(updated), std::move(origins), 0});
 }
 
 bool LiveTable::LogRemovedLocked(uint64_t location, Removal reason) {
@@ -75,9 +77,30 @@ bool LiveTable::LogRemovedLocked(uint64_t location, Removal reason) {
     const bool was_update =
         part.updated && arrow::bit_util::GetBit(part.updated->data(), row);
     ClearBits(&part.alive, part.batch->num_rows(), row, row + 1);
+    const std::pair<int32_t, int32_t> origin =
+        was_update && row < static_cast<int64_t>(part.origins.size())
+            ? part.origins[row]
+            : std::pair<int32_t, int32_t>{-1, -1};
     // An update replaced by another row of this version: that row inherits
-    // the update. Otherwise the key, if it existed before, is now gone.
-    if (!was_update || reason == Removal::kUpdate) return was_update;
+    // the update (and where its old row was logged).
+    if (!was_update || reason == Removal::kUpdate) {
+      pending_->last_removed = origin;
+      return was_update;
+    }
+    if (origin.first >= 0) {
+      // Removed (deleted or expired) after an update in this version: the
+      // key's old row, logged as replaced by an update, is the one removed
+      // (its values are the ones readers last saw); the new row was never shown.
+      const RemovedGroup& from = pending_->removed[origin.first];
+      RemovedGroup del;
+      del.batch = from.batch;
+      del.reason = reason;  // a delete, or an expiry (retention)
+      del.rows.push_back(from.rows[origin.second]);
+      pending_->moved.push_back(origin);
+      pending_->removed.push_back(std::move(del));
+      pending_->last_removed = {-1, -1};
+      return true;
+    }
     batch = &part.batch;
   }
   const int r = static_cast<int>(reason);
@@ -92,7 +115,9 @@ bool LiveTable::LogRemovedLocked(uint64_t location, Removal reason) {
     group.reason = reason;
     pending_->removed.push_back(std::move(group));
   }
-  pending_->removed[c.log_group[r]].rows.push_back(static_cast<uint32_t>(row));
+  auto& rows = pending_->removed[c.log_group[r]].rows;
+  rows.push_back(static_cast<uint32_t>(row));
+  pending_->last_removed = {c.log_group[r], static_cast<int32_t>(rows.size() - 1)};
   return true;
 }
 

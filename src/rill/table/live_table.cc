@@ -288,6 +288,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   std::shared_ptr<arrow::Buffer> insert_ts;
   std::shared_ptr<arrow::Buffer> alive;
   std::shared_ptr<arrow::Buffer> updated;  // change log only: rows that are updates
+  std::vector<std::pair<int32_t, int32_t>> origins;  // change log only: see WrittenPart
   const bool logging = pending_ && !pending_->reset;
   int64_t live = n;
   if (index_) {
@@ -322,6 +323,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
         --live;
         if (updated && arrow::bit_util::GetBit(updated->data(), RowOf(prev))) {
           arrow::bit_util::SetBit(updated->mutable_data(), i);  // inherits the update
+          origins[i] = origins[RowOf(prev)];
         }
         continue;
       }
@@ -329,8 +331,10 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
       if (logging && LogRemovedLocked(prev, table_internal::Removal::kUpdate)) {
         if (!updated) {
           RILL_ASSIGN_OR_RAISE(updated, arrow::AllocateEmptyBitmap(n, TableMemoryPool()));
+          origins.assign(static_cast<size_t>(n), {-1, -1});
         }
         arrow::bit_util::SetBit(updated->mutable_data(), i);
+        origins[i] = pending_->last_removed;
       }
       KillRowLocked(prev);
       ++stats->updated;
@@ -340,7 +344,7 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   }
   RILL_ASSIGN_OR_RAISE(auto full, WithSystemColumnsLocked(batch, std::move(insert_ts), now));
   SetChunkLocked(slot, std::move(full), std::move(alive), live);
-  if (logging) LogWrittenLocked(slot, std::move(updated));
+  if (logging) LogWrittenLocked(slot, std::move(updated), std::move(origins));
   order_.push_back(slot);
   live_rows_ += live;
   return Status::OK();

@@ -292,7 +292,8 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   void BeginLogLocked();
   /// Record the chunk just written to `slot` (its `updated` bits: which rows
   /// replaced an existing key).
-  void LogWrittenLocked(uint32_t slot, std::shared_ptr<arrow::Buffer> updated);
+  void LogWrittenLocked(uint32_t slot, std::shared_ptr<arrow::Buffer> updated,
+                        std::vector<std::pair<int32_t, int32_t>> origins = {});
   /// Record that the row at `location` leaves the table for `reason`; call it
   /// before KillRowLocked. A row written by the version being built is taken
   /// out of that version's writes instead (and reported as removed only if it

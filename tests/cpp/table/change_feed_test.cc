@@ -1,5 +1,6 @@
 // The change feed of LiveTable (change_feed.h): each op, the read options,
 // the log's bounds and snapshots, ReplaceState and compaction.
+#include "rill/common/row_ops.h"
 #include "rill/table/change_feed.h"
 
 #include <arrow/api.h>
@@ -144,12 +145,33 @@ TEST_F(ChangeFeedTest, ReportsAKeyUpdatedAndExpiredInOneVersionAsDeleted) {
   auto table = LiveTable::Make("k", KV(), options).ValueOrDie();
   auto feed = table->OpenChangeFeed();
   RILL_ASSERT_OK(table->Write(Batch("[1]", R"(["a"])")));
-  // 1 is updated, then retention keeps only the newest row (2): 1 is gone.
+  // 1 is updated, then retention keeps only the newest row (2): 1 is gone,
+  // with the values readers last saw (the update was never shown).
   RILL_ASSERT_OK(table->Write(Batch("[1, 2]", R"(["A", "b"])")));
   ChangeReadOptions deletes;
   deletes.emit_retention_deletes = true;
   RILL_ASSERT_OK_AND_ASSIGN(auto changes, feed->Read(1, deletes));
-  EXPECT_EQ(Changes(changes), (Strings{"delete@2:1=A", "insert@2:2=b"}));
+  EXPECT_EQ(Changes(changes), (Strings{"delete@2:1=a", "insert@2:2=b"}));
+  deletes.include_old_values = true;  // no update_before of an update never shown
+  RILL_ASSERT_OK_AND_ASSIGN(auto with_old, feed->Read(1, deletes));
+  EXPECT_EQ(Changes(with_old), (Strings{"delete@2:1=a", "insert@2:2=b"}));
+}
+
+TEST_F(ChangeFeedTest, ReportsAKeyUpdatedAndDeletedInOneVersionAsDeletedWithItsShownValues) {
+  auto table = Keyed();
+  auto feed = table->OpenChangeFeed();
+  RILL_ASSERT_OK(table->Write(Batch("[1, 2]", R"(["a", "b"])")));
+  // One version: 1 and 2 updated, then 1 deleted (an op batch: upserts then a delete).
+  auto ops = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("v", arrow::utf8()),
+                       arrow::field(kWriteOpColumn, arrow::int8())});
+  RILL_ASSERT_OK(table->Write(BatchOf(ops, {"[1, 2, 1]", R"(["A", "B", null])", "[0, 0, 1]"})));
+  ChangeReadOptions old_values;
+  old_values.include_old_values = true;
+  RILL_ASSERT_OK_AND_ASSIGN(auto changes, feed->Read(1, old_values));
+  EXPECT_EQ(Changes(changes),
+            (Strings{"update_before@2:2=b", "delete@2:1=a", "update@2:2=B"}));
+  RILL_ASSERT_OK_AND_ASSIGN(auto plain, feed->Read(1, {}));
+  EXPECT_EQ(Changes(plain), (Strings{"delete@2:1=a", "update@2:2=B"}));
 }
 
 TEST_F(ChangeFeedTest, ReportsNoChangesForCompaction) {
