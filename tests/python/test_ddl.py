@@ -359,11 +359,15 @@ SHOW SINKS;
     assert "revenue_out" in r.stdout
 
     first = make_orders(1, 120)
-    # A last row in minute 5 closes the windows of minutes 0..3.
-    first.append({"order_id": 10_000, "region": "eu", "price": 5.0, "ts": "2026-01-01T00:05:00"})
     kafka_broker.produce(topic_in, [json.dumps(o) for o in first],
                          keys=[str(o["order_id"]) for o in first])
-
+    s.wait("SELECT region, revenue, n FROM revenue_by_region", revenue_by_region(first))
+    # Then a last row in minute 5 closes the windows of minutes 0..3. Sent only
+    # once the others are in: the topic has two partitions, and a row of minute 5
+    # read before rows of the other partition would close their windows early.
+    closing = {"order_id": 10_000, "region": "eu", "price": 5.0, "ts": "2026-01-01T00:05:00"}
+    kafka_broker.produce(topic_in, [json.dumps(closing)], keys=[str(closing["order_id"])])
+    first.append(closing)
     s.wait("SELECT region, revenue, n FROM revenue_by_region", revenue_by_region(first))
     big = sorted((o["order_id"],) for o in first if o["price"] > 100)
     s.wait("SELECT order_id FROM big_orders", big)
