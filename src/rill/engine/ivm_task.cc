@@ -222,7 +222,12 @@ struct AggState {
   int64_t count = 0;       // rows (count(*)) or non-null arguments
   __int128 int_sum = 0;    // sum / avg over integers and decimals
   long double float_sum = 0;
-  std::map<Cell, int64_t, CellLess> values;  // min / max: value -> rows
+  // min / max: value -> rows (a hash map: O(1) per change), and the extreme,
+  // found again by a scan of the values only when the extreme itself leaves.
+  std::unordered_map<Cell, int64_t> values;
+  bool decimal = false;  // the values are Decimal128 bytes (ordered by value)
+  mutable Cell extreme;
+  mutable bool extreme_valid = false;
   std::unordered_map<std::string, int64_t> distinct;  // count(DISTINCT): value -> rows
 };
 
@@ -305,7 +310,6 @@ struct ScheduledSqlTask::Incremental {
   std::vector<std::shared_ptr<ChangeFeed>> feeds;
   std::vector<uint64_t> cursors;
   std::vector<std::shared_ptr<LiveTable>> scratch;  // registered in `sql`
-  std::vector<std::vector<std::string>> keys;       // each source's key (empty: unkeyed)
   std::vector<std::shared_ptr<LiveTable>> tables;    // the sources the feeds read
   std::string output_name;
   std::weak_ptr<LiveTable> output_seen;  // the output table the state matches
@@ -360,7 +364,6 @@ struct ScheduledSqlTask::Incremental {
       ivm->scratch.push_back(std::move(scratch));
       ivm->feeds.push_back(table->OpenChangeFeed());
       ivm->tables.push_back(table);
-      ivm->keys.push_back(table->keyed() ? table->primary_key() : std::vector<std::string>{});
       ivm->cursors.push_back(0);
     }
     return ivm;
@@ -392,37 +395,9 @@ struct ScheduledSqlTask::Incremental {
       }
       batches.push_back(arrow::RecordBatch::Make(schema, batch->num_rows(), columns));
     }
-    RILL_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(schema, batches));
-    if (keys[i].empty() || table->num_rows() == 0) return table;
-    // A keyed source: per key, its first row if it retracts (the values from
-    // before these changes) and its last row if it adds (the values after).
-    // The rows in between cancel; reading only the ends also corrects the log
-    // of a row updated and then deleted in one version, which retracts the
-    // old values and then "deletes" the new ones it never showed.
-    table = Combined(table);
-    std::vector<int> key_columns;
-    for (const auto& k : keys[i]) key_columns.push_back(schema->GetFieldIndex(k));
-    const auto& m = static_cast<const arrow::Int64Array&>(*table->GetColumnByName("__m")->chunk(0));
-    std::unordered_map<std::string, std::pair<int64_t, int64_t>> ends;
-    std::vector<std::string> order;
-    std::string key;
-    for (int64_t r = 0; r < table->num_rows(); ++r) {
-      key.clear();
-      for (int c : key_columns) EncodeValue(*table->column(c)->chunk(0), r, &key);
-      auto [it, inserted] = ends.emplace(key, std::make_pair(r, r));
-      if (inserted) order.push_back(key);
-      it->second.second = r;
-    }
-    arrow::Int64Builder take;
-    for (const auto& k : order) {
-      const auto [first, last] = ends[k];
-      if (m.Value(first) < 0) RILL_RETURN_NOT_OK(take.Append(first));
-      if (m.Value(last) > 0) RILL_RETURN_NOT_OK(take.Append(last));
-    }
-    std::shared_ptr<arrow::Array> indices;
-    RILL_RETURN_NOT_OK(take.Finish(&indices));
-    RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(table, indices));
-    return taken.table();
+    // Rows in version order: a key's retraction of its old row comes before
+    // its new row, so their multiplicities cancel in the stage as in the state.
+    return arrow::Table::FromRecordBatches(schema, batches);
   }
 
   // ---- aggregate state ------------------------------------------------------
@@ -451,8 +426,8 @@ struct ScheduledSqlTask::Incremental {
     g.key = std::move(cells);
     for (const auto& agg : plan.aggregates) {
       AggState s;
-      s.values = std::map<Cell, int64_t, CellLess>(CellLess{
-          agg.arg >= 0 && stage.schema()->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128});
+      s.decimal =
+          agg.arg >= 0 && stage.schema()->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
       g.aggs.push_back(std::move(s));
     }
     slots.emplace(*scratch_key, slot);
@@ -516,7 +491,18 @@ struct ScheduledSqlTask::Incremental {
           case IvmAggregateKind::kMin:
           case IvmAggregateKind::kMax: {
             auto [it, inserted] = s.values.emplace(ReadCell(arg, r), 0);
+            const bool was_present = it->second > 0;
             it->second += mult;
+            if (it->second > 0 && !was_present && s.extreme_valid) {
+              const CellLess less{s.decimal};
+              if (agg.kind == IvmAggregateKind::kMin ? less(it->first, s.extreme)
+                                                     : less(s.extreme, it->first)) {
+                s.extreme = it->first;
+              }
+            } else if (it->second <= 0 && was_present && s.extreme_valid &&
+                       it->first == s.extreme) {
+              s.extreme_valid = false;  // found again when emitted
+            }
             if (it->second == 0) s.values.erase(it);
             break;
           }
@@ -583,9 +569,21 @@ struct ScheduledSqlTask::Incremental {
         return static_cast<arrow::DoubleBuilder*>(b)->Append(static_cast<double>(sum / s.count));
       }
       case IvmAggregateKind::kMin:
-        return s.values.empty() ? b->AppendNull() : AppendCell(b, s.values.begin()->first);
-      case IvmAggregateKind::kMax:
-        return s.values.empty() ? b->AppendNull() : AppendCell(b, s.values.rbegin()->first);
+      case IvmAggregateKind::kMax: {
+        if (!s.extreme_valid) {
+          const CellLess less{s.decimal};
+          const bool min = agg.kind == IvmAggregateKind::kMin;
+          bool any = false;
+          for (const auto& [v, n] : s.values) {
+            if (n <= 0) continue;
+            if (!any || (min ? less(v, s.extreme) : less(s.extreme, v))) s.extreme = v;
+            any = true;
+          }
+          if (!any) return b->AppendNull();
+          s.extreme_valid = true;
+        }
+        return AppendCell(b, s.extreme);
+      }
     }
     return Status::OK();
   }
@@ -648,7 +646,7 @@ struct ScheduledSqlTask::Incremental {
     for (const auto& g : groups) {
       bytes += static_cast<int64_t>(sizeof(Group) + g.key.size() * sizeof(Cell));
       for (const auto& s : g.aggs) {
-        bytes += static_cast<int64_t>(sizeof(AggState) + s.values.size() * 72 + s.distinct.size() * 64);
+        bytes += static_cast<int64_t>(sizeof(AggState) + s.values.size() * 64 + s.distinct.size() * 64);
       }
     }
     state_bytes = bytes;
@@ -676,8 +674,8 @@ struct ScheduledSqlTask::Incremental {
       groups.emplace_back();
       for (const auto& agg : plan.aggregates) {
         AggState s;
-        s.values = std::map<Cell, int64_t, CellLess>(CellLess{
-            agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128});
+        s.decimal =
+            agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
         groups[slot].aggs.push_back(std::move(s));
       }
       slots.emplace(key, slot);
@@ -902,8 +900,8 @@ struct ScheduledSqlTask::Incremental {
         RILL_RETURN_NOT_OK(r.Get(&g.rows));
         for (const auto& agg : plan.aggregates) {
           AggState a;
-          a.values = std::map<Cell, int64_t, CellLess>(CellLess{
-              agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128});
+          a.decimal =
+              agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
           RILL_RETURN_NOT_OK(r.Get(&a.count));
           RILL_RETURN_NOT_OK(r.Get(&a.int_sum));
           RILL_RETURN_NOT_OK(r.Get(&a.float_sum));
