@@ -613,16 +613,20 @@ struct ScheduledSqlTask::Incremental {
       std::unique_ptr<arrow::ArrayBuilder> b;
       RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), f->type(), &b));
       RILL_RETURN_NOT_OK(b->Reserve(static_cast<int64_t>(slots_out.size())));
+      // What the column holds, read from its name once (not per row).
       const std::string& name = f->name();
+      const bool gid = name == "__gid";
+      const bool group = !gid && name.rfind("__g", 0) == 0;
+      const bool aggregate = name.rfind("__a", 0) == 0;
+      const size_t index = group || aggregate ? std::stoul(name.substr(3)) : 0;
       for (int64_t slot : slots_out) {
         const Group& g = groups[slot];
-        if (name == "__gid") {
+        if (gid) {
           RILL_RETURN_NOT_OK(static_cast<arrow::Int64Builder*>(b.get())->Append(slot));
-        } else if (name.rfind("__g", 0) == 0) {
-          RILL_RETURN_NOT_OK(AppendCell(b.get(), g.key[std::stoi(name.substr(3))]));
-        } else if (name.rfind("__a", 0) == 0) {
-          const size_t j = std::stoul(name.substr(3));
-          RILL_RETURN_NOT_OK(AppendAggregate(b.get(), plan.aggregates[j], g.aggs[j]));
+        } else if (group) {
+          RILL_RETURN_NOT_OK(AppendCell(b.get(), g.key[index]));
+        } else if (aggregate) {
+          RILL_RETURN_NOT_OK(AppendAggregate(b.get(), plan.aggregates[index], g.aggs[index]));
         } else {
           RILL_RETURN_NOT_OK(static_cast<arrow::DoubleBuilder*>(b.get())->Append(0));
         }
