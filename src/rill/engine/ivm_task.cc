@@ -236,7 +236,17 @@ struct Group {
   int64_t rows = 0;
   std::vector<AggState> aggs;
   bool changed = false;
+  int64_t bytes = 0;  // its share of state_bytes, as last measured
 };
+
+// Estimated heap bytes of one group (with its entry in the group index).
+int64_t GroupBytes(const Group& g) {
+  int64_t bytes = 64 + static_cast<int64_t>(sizeof(Group) + g.key.size() * sizeof(Cell));
+  for (const auto& s : g.aggs) {
+    bytes += static_cast<int64_t>(sizeof(AggState) + (s.values.size() + s.distinct.size()) * 64);
+  }
+  return bytes;
+}
 
 std::shared_ptr<arrow::Table> Combined(const std::shared_ptr<arrow::Table>& t) {
   auto combined = t->CombineChunks();
@@ -347,13 +357,6 @@ struct ScheduledSqlTask::Incremental {
     for (const auto& source : ivm->plan.sources) {
       auto table = sql.RegisteredTable(source.table);
       if (table == nullptr) return Status::KeyError("no table '", source.table, "'");
-      for (const auto& f : table->user_schema()->fields()) {
-        if (!Supported(*f->type())) {
-          // Changes of such columns still flow; only group keys and
-          // aggregate arguments need Cells (checked per run).
-          continue;
-        }
-      }
       std::vector<std::shared_ptr<arrow::Field>> fields = table->user_schema()->fields();
       fields.push_back(arrow::field("__m", arrow::int64(), false));
       TableOptions options;
@@ -424,12 +427,7 @@ struct ScheduledSqlTask::Incremental {
     Group& g = groups[slot];
     g = Group{};
     g.key = std::move(cells);
-    for (const auto& agg : plan.aggregates) {
-      AggState s;
-      s.decimal =
-          agg.arg >= 0 && stage.schema()->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
-      g.aggs.push_back(std::move(s));
-    }
+    g.aggs = NewAggStates(*stage.schema());
     slots.emplace(*scratch_key, slot);
     return slot;
   }
@@ -645,15 +643,24 @@ struct ScheduledSqlTask::Incremental {
     changed.clear();
   }
 
-  void MeasureState() {
-    int64_t bytes = static_cast<int64_t>(slots.size()) * 64;
-    for (const auto& g : groups) {
-      bytes += static_cast<int64_t>(sizeof(Group) + g.key.size() * sizeof(Cell));
-      for (const auto& s : g.aggs) {
-        bytes += static_cast<int64_t>(sizeof(AggState) + s.values.size() * 64 + s.distinct.size() * 64);
-      }
+  // The aggregates' empty states for a new group of a stage with `schema`.
+  std::vector<AggState> NewAggStates(const arrow::Schema& schema) const {
+    std::vector<AggState> states(plan.aggregates.size());
+    for (size_t j = 0; j < states.size(); ++j) {
+      const int arg = plan.aggregates[j].arg;
+      states[j].decimal = arg >= 0 && schema.field(arg)->type()->id() == arrow::Type::DECIMAL128;
     }
-    state_bytes = bytes;
+    return states;
+  }
+
+  // state_bytes over every group (after a rebuild or a restore; runs keep it
+  // up to date for the groups they change, in EmitGroups).
+  void MeasureState() {
+    state_bytes = 0;
+    for (auto& g : groups) {
+      g.bytes = g.aggs.empty() && g.key.empty() && g.rows == 0 ? 0 : GroupBytes(g);
+      state_bytes += g.bytes;
+    }
   }
 
   // Output rows of the changed groups: upserts, and deletes of the keys of
@@ -671,18 +678,10 @@ struct ScheduledSqlTask::Incremental {
     }
     if (plan.num_groups == 0 && live.empty()) {
       // A global aggregate over nothing: one group of no rows.
-      std::string key;
-      auto empty = arrow::Table::MakeEmpty(stage_schema).ValueOrDie();
-      (void)empty;
-      int64_t slot = static_cast<int64_t>(groups.size());
+      const int64_t slot = static_cast<int64_t>(groups.size());
       groups.emplace_back();
-      for (const auto& agg : plan.aggregates) {
-        AggState s;
-        s.decimal =
-            agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
-        groups[slot].aggs.push_back(std::move(s));
-      }
-      slots.emplace(key, slot);
+      groups[slot].aggs = NewAggStates(*stage_schema);
+      slots.emplace(std::string(), slot);
       live.push_back(slot);
     }
     RILL_ASSIGN_OR_RAISE(auto table, GroupsTable(live));
@@ -713,7 +712,7 @@ struct ScheduledSqlTask::Incremental {
       rows_upserted += rows->num_rows();
       rows_deleted += static_cast<int64_t>(gone.size());
     }
-    // Forget the groups that emptied.
+    // Forget the groups that emptied; measure the others again.
     for (int64_t slot : changed) {
       Group& g = groups[slot];
       g.changed = false;
@@ -721,8 +720,13 @@ struct ScheduledSqlTask::Incremental {
         std::string key;
         for (const auto& c : g.key) EncodeCell(c, &key);
         slots.erase(key);
+        state_bytes -= g.bytes;
         g = Group{};
         free_slots.push_back(slot);
+      } else {
+        const int64_t bytes = GroupBytes(g);
+        state_bytes += bytes - g.bytes;
+        g.bytes = bytes;
       }
     }
     changed.clear();
@@ -902,10 +906,8 @@ struct ScheduledSqlTask::Incremental {
           g.key.push_back(std::move(c));
         }
         RILL_RETURN_NOT_OK(r.Get(&g.rows));
-        for (const auto& agg : plan.aggregates) {
-          AggState a;
-          a.decimal =
-              agg.arg >= 0 && stage_schema->field(agg.arg)->type()->id() == arrow::Type::DECIMAL128;
+        g.aggs = NewAggStates(*stage_schema);
+        for (AggState& a : g.aggs) {
           RILL_RETURN_NOT_OK(r.Get(&a.count));
           RILL_RETURN_NOT_OK(r.Get(&a.int_sum));
           RILL_RETURN_NOT_OK(r.Get(&a.float_sum));
@@ -926,7 +928,6 @@ struct ScheduledSqlTask::Incremental {
             RILL_RETURN_NOT_OK(r.Get(&count));
             a.distinct.emplace(std::move(v), count);
           }
-          g.aggs.push_back(std::move(a));
         }
         slots.emplace(std::move(key), static_cast<int64_t>(groups.size()));
         groups.push_back(std::move(g));
@@ -1014,9 +1015,7 @@ struct ScheduledSqlTask::Incremental {
     if (!plan.aggregate) return EmitRows(stage, /*replace_all=*/false);
     RILL_RETURN_NOT_OK(Fold(stage));
     if (changed.empty()) return TaskOutput{nullptr, false, {}};
-    auto out = EmitGroups(/*replace_all=*/false);
-    MeasureState();
-    return out;
+    return EmitGroups(/*replace_all=*/false);
   }
 };
 

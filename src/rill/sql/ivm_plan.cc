@@ -599,48 +599,32 @@ Result<IvmPlan> PlanIncremental(SqlEngine& sql, const std::string& query,
       return Status::Invalid("HAVING ", node.having->ToString(),
                              " reads a column that is neither grouped nor aggregated");
     }
-    plan.groups_scratch = prefix + "_groups";
-    plan.final_sql = "SELECT " + Join(out, ", ") + ", __gid FROM " +
-                     QuoteIdentifier(plan.groups_scratch) +
-                     (having ? " WHERE " + having->ToString() : std::string());
-    // The aggregates' bound types: the group stage casts its values to them.
-    std::vector<std::string> agg_sql;
-    for (const auto& t : aggs.texts) agg_sql.push_back(t);
-    std::string probe = "SELECT " + Join(agg_sql, ", ") + " FROM " + node.from_table->ToString() +
-                        (node.where_clause ? " WHERE " + node.where_clause->ToString() : "") +
-                        (groups.empty() ? "" : " GROUP BY " + Join(groups, ", ")) + " LIMIT 0";
-    std::vector<std::string> types;
-    if (!agg_sql.empty()) {
+    // The aggregates' bound types: the group stage casts its values to them
+    // (a sum of integers is kept as DECIMAL(38,0), DuckDB's HUGEINT).
+    std::vector<std::string> casts;
+    if (!aggs.texts.empty()) {
+      const std::string probe =
+          "SELECT " + Join(aggs.texts, ", ") + " FROM " + node.from_table->ToString() +
+          (node.where_clause ? " WHERE " + node.where_clause->ToString() : "") +
+          (groups.empty() ? "" : " GROUP BY " + Join(groups, ", ")) + " LIMIT 0";
       RILL_RETURN_NOT_OK(SqlEngineAccess::WithConnection(sql, [&](duckdb::Connection& conn) {
         auto prepared = conn.Prepare(probe);
         if (prepared->HasError()) return Status::Invalid(prepared->GetError());
-        for (const auto& t : prepared->GetTypes()) types.push_back(t.ToString());
+        const auto& types = prepared->GetTypes();
+        for (size_t j = 0; j < types.size(); ++j) {
+          const std::string a = "__a" + std::to_string(j);
+          casts.push_back("CAST(" + a + " AS " + types[j].ToString() + ") AS " + a);
+        }
         return Status::OK();
       }));
     }
-    // __a<j> → CAST(__a<j> AS <its type>) (sum of integers is kept as
-    // DECIMAL(38,0), DuckDB's HUGEINT).
-    for (size_t j = 0; j < types.size(); ++j) {
-      const std::string from = "__a" + std::to_string(j);
-      std::string cast = "CAST(" + from + " AS " + types[j] + ")";
-      std::string& sql_text = plan.final_sql;
-      // Replace whole identifiers only.
-      std::string out_text;
-      for (size_t p = 0; p < sql_text.size();) {
-        if (sql_text.compare(p, from.size(), from) == 0 &&
-            (p == 0 || !(std::isalnum(static_cast<unsigned char>(sql_text[p - 1])) ||
-                         sql_text[p - 1] == '_')) &&
-            (p + from.size() >= sql_text.size() ||
-             !(std::isalnum(static_cast<unsigned char>(sql_text[p + from.size()])) ||
-               sql_text[p + from.size()] == '_'))) {
-          out_text += cast;
-          p += from.size();
-        } else {
-          out_text += sql_text[p++];
-        }
-      }
-      sql_text = out_text;
-    }
+    plan.groups_scratch = prefix + "_groups";
+    const std::string groups_relation =
+        casts.empty() ? QuoteIdentifier(plan.groups_scratch)
+                      : "(SELECT * REPLACE (" + Join(casts, ", ") + ") FROM " +
+                            QuoteIdentifier(plan.groups_scratch) + ") AS __groups";
+    plan.final_sql = "SELECT " + Join(out, ", ") + ", __gid FROM " + groups_relation +
+                     (having ? " WHERE " + having->ToString() : std::string());
   } else {
     // Rows keyed by every source's key, each a column of the result.
     for (int i = 0; i < n; ++i) {
