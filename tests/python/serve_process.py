@@ -2,8 +2,11 @@
 nobody reads would fill with librdkafka's log lines and block the process),
 and the address read from its "listening on ADDR" line."""
 
+import json
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 
 def start_serve(args, stdout_path, stderr_path, timeout=30):
@@ -23,3 +26,17 @@ def start_serve(args, stdout_path, stderr_path, timeout=30):
         proc.wait(timeout=10)
         raise AssertionError(f"rill serve did not start: {stderr_path.read_text()[-3000:]}")
     return proc, address
+
+
+def http_request(address, path, token, data=None):
+    """POST `data` (bytes, text/plain) or GET `path` on the server at `address`
+    with the bearer `token`; return (status, the JSON reply)."""
+    req = urllib.request.Request(f"http://{address}{path}", data=data,
+                                 method="POST" if data is not None else "GET",
+                                 headers={"Authorization": f"Bearer {token}",
+                                          "Content-Type": "text/plain"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")

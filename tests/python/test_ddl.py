@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import require, require_module, requires
-from serve_process import start_serve
+from serve_process import http_request, start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -62,14 +62,7 @@ class Serve:
             return conn.execute(sql).fetchall()
 
     def http_sql(self, token, sql):
-        req = urllib.request.Request(f"http://{self.address}/api/v1/sql", data=sql.encode(),
-                                     method="POST", headers={"Authorization": f"Bearer {token}",
-                                                             "Content-Type": "text/plain"})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return http_request(self.address, "/api/v1/sql", token, sql.encode())
 
     def psql_file(self, path, user="admin", password=ADMIN):
         if shutil.which("psql") is None:

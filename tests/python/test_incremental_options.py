@@ -11,15 +11,13 @@ import os
 import pathlib
 import signal
 import subprocess
-import urllib.error
-import urllib.request
 
 import pyarrow as pa
 import pytest
 
 import rills
 from conftest import requires
-from serve_process import start_serve
+from serve_process import http_request, start_serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -161,15 +159,7 @@ tasks:
 
 
 def http(address, path, data=None, token=ADMIN):
-    req = urllib.request.Request(f"http://{address}{path}", data=data,
-                                 method="POST" if data is not None else "GET",
-                                 headers={"Authorization": f"Bearer {token}",
-                                          "Content-Type": "text/plain"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+    return http_request(address, path, token, data)
 
 
 @requires(not RILL.exists(), f"{RILL} not built")
