@@ -148,6 +148,16 @@ Status Pipeline::Finish() {
   return Status::OK();
 }
 
+Result<double> Pipeline::Run(const std::vector<EventBatch>& events) {
+  const double t0 = bench::NowSeconds();
+  for (const auto& e : events) {
+    RILL_RETURN_NOT_OK(Push(e));
+    RILL_RETURN_NOT_OK(Tick());
+  }
+  RILL_RETURN_NOT_OK(Finish());
+  return bench::NowSeconds() - t0;
+}
+
 Result<Pipeline> MakePipeline(int q, const PipelineOptions& options) {
   Pipeline p;
   p.query = q;

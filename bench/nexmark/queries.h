@@ -74,6 +74,8 @@ struct Pipeline {
   /// End of stream: advance the clock far enough for every window to close
   /// (idle timeout) and tick until every task has seen it.
   Status Finish();
+  /// Push and tick each batch of `events`, then Finish; return the seconds it took.
+  Result<double> Run(const std::vector<EventBatch>& events);
 };
 
 /// Make the pipeline of query `q` (one of kQueries).
