@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import numbers
+import re
 import time
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -10,12 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow, _core
+from .errors import InvalidInputError
 from .retention import RetentionPolicy
 
 if TYPE_CHECKING:
     from .engine import RillEngine
 
-__all__ = ["ScheduledSQLTask", "TableJoinTask", "DuckDBBridge"]
+__all__ = ["ScheduledSQLTask", "TableJoinTask", "DuckDBBridge", "DuckDBConnection", "DuckDBResult"]
 
 Keys = Union[str, List[str]]
 
@@ -337,7 +342,8 @@ class DuckDBBridge:
     Every table is a view that scans the table's current version without
     copying it; register() adds a pyarrow table as a table of the engine.
     Available as `engine.duckdb`. DuckDB lives in the engine's C++ core:
-    an external DuckDB connection cannot be used (ValueError).
+    an external DuckDB connection cannot be used (ValueError); `con` is a
+    connection-like object over the engine's own DuckDB instead.
     """
 
     def __init__(self, engine: "RillEngine", connection: Any = None,
@@ -351,6 +357,18 @@ class DuckDBBridge:
             )
         self.engine = engine
         self.use_prepared_statements = bool(use_prepared_statements)
+        self._con: Optional[DuckDBConnection] = None
+
+    @property
+    def con(self) -> "DuckDBConnection":
+        """The seed's `engine.duckdb.con`: DuckDB's connection API over the engine's DuckDB.
+
+        Runs what query_sql runs (read statements over the live tables), plus
+        `PRAGMA threads=N` / `SET threads = N`; see DuckDBConnection.
+        """
+        if self._con is None:
+            self._con = DuckDBConnection(self.engine)
+        return self._con
 
     @property
     def _prepared_cache(self) -> Dict[str, str]:
@@ -402,3 +420,278 @@ class DuckDBBridge:
 
     def __repr__(self) -> str:
         return f"<DuckDBBridge(tables={self.engine.table_names()!r})>"
+
+
+class DuckDBConnection:
+    """DuckDB's connection API over an engine's own DuckDB (`engine.duckdb.con`).
+
+    For code written against the seed, whose bridge held a DuckDB connection:
+    execute() runs what RillEngine.query_sql runs (SELECT, EXPLAIN, DESCRIBE,
+    SHOW, read-only PRAGMAs over the live tables) and refuses everything else
+    with the same exceptions (ValueError for writes such as INSERT, CREATE or
+    COPY; rills.SQLError and its subclasses when DuckDB refuses the query).
+    `PRAGMA threads=N`, `SET threads = N` and `SET threads TO N` set the
+    threads of the engine's DuckDB for every later query (through the core's
+    set_sql_threads; a build without it raises NotImplementedError). Any
+    thread may call it, as query_sql.
+    """
+
+    def __init__(self, engine: "RillEngine"):
+        self._engine = engine
+
+    def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> "DuckDBResult":
+        """Run `sql` and return its result.
+
+        `params` (a list or tuple) binds the statement's `?` or `$1`, `$2`, ...
+        placeholders, as DuckDB does; the values are written into the SQL as
+        literals of DuckDB's types for them (None, bool, int, float, Decimal,
+        str, bytes, datetime, date, time, timedelta; TypeError for others).
+        rills.InvalidInputError when the count does not match the placeholders.
+        """
+        if not isinstance(sql, str):
+            raise TypeError(f"sql must be a str, got {type(sql).__name__}")
+        if params is not None:
+            sql = _bind_params(sql, params)
+        threads = _threads_setting(sql)
+        if threads is not None:
+            self._set_threads(threads)
+            return DuckDBResult(pa.table({}))
+        return DuckDBResult(self._engine.query_sql(sql))
+
+    def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> "DuckDBResult":
+        """The same as execute() (DuckDB's con.sql(), which the seed's bridge used)."""
+        return self.execute(query, params)
+
+    def _set_threads(self, threads: int) -> None:
+        # The engine's DuckDB has its configuration locked (SET fails on it), so
+        # the core sets the threads through its own call.
+        set_sql_threads = getattr(self._engine._core, "set_sql_threads", None)
+        if set_sql_threads is None:
+            raise NotImplementedError(
+                "setting the threads of the engine's DuckDB needs rills._core.Engine."
+                "set_sql_threads, which this build of rills lacks"
+            )
+        set_sql_threads(threads)
+
+    def __repr__(self) -> str:
+        return "<DuckDBConnection(engine's DuckDB)>"
+
+
+class DuckDBResult:
+    """The result of DuckDBConnection.execute(), read with DuckDB's fetch methods.
+
+    Every fetch returns rows not fetched yet and consumes them, as DuckDB's
+    do: fetchone() then fetchall() gives the rest, and arrow() after fetchall()
+    an empty table. One thread at a time (the position is not locked).
+    """
+
+    def __init__(self, table: pa.Table):
+        self._table = table
+        self._pos = 0
+
+    @property
+    def columns(self) -> List[str]:
+        """The result's column names."""
+        return list(self._table.column_names)
+
+    def _take(self, n: Optional[int] = None) -> pa.Table:
+        rest = self._table.num_rows - self._pos
+        n = rest if n is None else max(0, min(int(n), rest))
+        out = self._table.slice(self._pos, n)
+        self._pos += n
+        return out
+
+    def fetchone(self) -> Optional[Tuple[Any, ...]]:
+        """Return the next row as a tuple, or None after the last."""
+        rows = _rows(self._take(1))
+        return rows[0] if rows else None
+
+    def fetchmany(self, size: int = 1) -> List[Tuple[Any, ...]]:
+        """Return up to `size` next rows as tuples."""
+        return _rows(self._take(size))
+
+    def fetchall(self) -> List[Tuple[Any, ...]]:
+        """Return the remaining rows as tuples."""
+        return _rows(self._take())
+
+    def arrow(self) -> pa.Table:
+        """Return the remaining rows as a pyarrow Table (as DuckDB before 1.4 did)."""
+        return self._take()
+
+    def fetch_arrow_table(self) -> pa.Table:
+        """Return the remaining rows as a pyarrow Table."""
+        return self._take()
+
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        """Return the remaining rows as a pyarrow RecordBatchReader (DuckDB 1.4's arrow())."""
+        table = self._take()
+        return pa.RecordBatchReader.from_batches(
+            table.schema, table.to_batches(max_chunksize=max(1, int(rows_per_batch))))
+
+    def df(self) -> Any:
+        """Return the remaining rows as a pandas DataFrame (needs pandas)."""
+        return self._take().to_pandas()
+
+    fetchdf = df
+
+    def __repr__(self) -> str:
+        return f"<DuckDBResult(rows={self._table.num_rows}, columns={self.columns!r})>"
+
+
+def _rows(table: pa.Table) -> List[Tuple[Any, ...]]:
+    return list(zip(*(column.to_pylist() for column in table.columns)))
+
+
+# `PRAGMA threads=N`, `PRAGMA threads(N)`, `SET [GLOBAL] threads = N`, `SET threads TO N`
+# (worker_threads is DuckDB's alias), N quoted or not.
+_THREADS = re.compile(
+    r"\s*(?:PRAGMA\s+threads\s*(?:=|\()|SET\s+(?:GLOBAL\s+)?(?:worker_)?threads\s*(?:=|\sTO\s))"
+    r"\s*(?P<q>'?)(?P<n>[^\s;')]*)(?P=q)\s*\)?\s*;?\s*\Z",
+    re.IGNORECASE,
+)
+
+
+def _threads_setting(sql: str) -> Optional[int]:
+    """The N of a statement that sets DuckDB's threads, or None for any other statement."""
+    match = _THREADS.match(sql)
+    if match is None:
+        return None
+    if not match["n"].isdigit() or int(match["n"]) < 1:
+        raise InvalidInputError(
+            f"threads must be a whole number >= 1, got {match['n']!r} [query: {sql}]")
+    return int(match["n"])
+
+
+# Placeholders and what hides them: quoted strings and identifiers, comments,
+# dollar-quoted strings, and words (E'...' strings start with one).
+_DOLLAR = re.compile(r"\$(?:(?P<num>\d+)|(?P<tag>[A-Za-z_]\w*)?\$|(?P<name>[A-Za-z_]\w*))")
+_WORD = re.compile(r"[A-Za-z_][\w$]*")
+
+
+def _bind_params(sql: str, params: Sequence[Any]) -> str:
+    """`sql` with its ? / $N placeholders replaced by `params` as SQL literals."""
+    if isinstance(params, (str, bytes)) or not isinstance(params, (list, tuple)):
+        raise TypeError(f"params must be a list or tuple, got {type(params).__name__}")
+    literals = [_sql_literal(value) for value in params]
+    out: List[str] = []
+    positional = numbered = 0
+    i = 0
+    while i < len(sql):
+        end, placeholder = _scan(sql, i)
+        if placeholder is None:
+            out.append(sql[i:end])
+        else:
+            if placeholder == "?":
+                positional += 1
+                placeholder = positional
+            elif placeholder >= 1:
+                numbered = max(numbered, placeholder)
+            else:
+                raise InvalidInputError(f"parameter $0: they count from $1 [query: {sql}]")
+            if positional and numbered:
+                raise InvalidInputError(f"mixed ? and $N parameters [query: {sql}]")
+            out.append(literals[placeholder - 1] if placeholder <= len(literals) else "NULL")
+        i = end
+    expected = positional or numbered
+    if expected != len(literals):
+        raise InvalidInputError(
+            f"the statement has {expected} parameter(s), {len(literals)} given [query: {sql}]")
+    return "".join(out)
+
+
+def _scan(sql: str, i: int) -> Tuple[int, Union[None, str, int]]:
+    """Where the token at `i` ends, and its placeholder: None (not one), "?" or N ($N)."""
+    c = sql[i]
+    if c == "?":
+        return i + 1, "?"
+    if c in "'\"":
+        return _quoted_end(sql, i + 1, c, backslash=False), None
+    if sql.startswith("--", i):
+        end = sql.find("\n", i)
+        return (len(sql) if end < 0 else end + 1), None
+    if sql.startswith("/*", i):
+        end = sql.find("*/", i + 2)
+        return (len(sql) if end < 0 else end + 2), None
+    if c == "$":
+        match = _DOLLAR.match(sql, i)
+        if match is None:
+            return i + 1, None
+        if match["num"] is not None:
+            return match.end(), int(match["num"])
+        if match["name"] is not None:
+            raise InvalidInputError(
+                f"named parameter ${match['name']}: only ? and $N can be bound [query: {sql}]")
+        end = sql.find(match.group(0), match.end())  # $tag$ ... $tag$
+        return (len(sql) if end < 0 else end + len(match.group(0))), None
+    word = _WORD.match(sql, i)
+    if word is not None:
+        if word.group(0) in ("E", "e") and sql.startswith("'", word.end()):
+            return _quoted_end(sql, word.end() + 1, "'", backslash=True), None
+        return word.end(), None
+    return i + 1, None
+
+
+def _quoted_end(sql: str, i: int, quote: str, backslash: bool) -> int:
+    # A doubled quote is one quote character; E'...' strings also escape with \.
+    while i < len(sql):
+        if backslash and sql[i] == "\\":
+            i += 2
+        elif sql[i] == quote:
+            if not sql.startswith(quote, i + 1):
+                return i + 1
+            i += 2
+        else:
+            i += 1
+    return len(sql)
+
+
+def _sql_literal(value: Any) -> str:
+    """`value` as a DuckDB literal of the type DuckDB's Python client binds it as."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, numbers.Integral):
+        # DuckDB's literal types (INTEGER, BIGINT, HUGEINT), except that its
+        # client binds 2**63 .. 2**64-1 as UBIGINT.
+        value = int(value)
+        if 2**63 <= value < 2**64:
+            return f"CAST({value} AS UBIGINT)"
+        return f"({value})" if value < 0 else str(value)  # (-1): `x-?` must not become x--1
+    if isinstance(value, numbers.Real):
+        return f"CAST('{float(value)!r}' AS DOUBLE)"
+    if isinstance(value, decimal.Decimal):
+        return _decimal_literal(value)
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "CAST('" + "".join(f"\\x{b:02X}" for b in bytes(value)) + "' AS BLOB)"
+    if isinstance(value, datetime.datetime):
+        kind = "TIMESTAMP" if value.tzinfo is None else "TIMESTAMPTZ"
+        return f"CAST({_quote(value.isoformat())} AS {kind})"
+    if isinstance(value, datetime.date):
+        return f"CAST({_quote(value.isoformat())} AS DATE)"
+    if isinstance(value, datetime.time):
+        kind = "TIME" if value.tzinfo is None else "TIMETZ"
+        return f"CAST({_quote(value.isoformat())} AS {kind})"
+    if isinstance(value, datetime.timedelta):
+        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        return f"CAST('{micros} microseconds' AS INTERVAL)"
+    raise TypeError(f"cannot bind a {type(value).__name__} as a SQL parameter")
+
+
+def _decimal_literal(value: decimal.Decimal) -> str:
+    if not value.is_finite():
+        raise ValueError(f"cannot bind the Decimal {value} (DECIMAL has no {value})")
+    _, digits, exponent = value.as_tuple()
+    scale = max(0, -int(exponent))
+    # DuckDB's client counts the leading zero of 0.001 (DECIMAL(4,3)) but not of 0.5.
+    leading_zero = 1 if len(digits) < scale else 0
+    precision = max(len(digits) + max(0, int(exponent)), scale + leading_zero, 1)
+    if precision > 38:
+        raise ValueError(f"cannot bind the Decimal {value}: more than 38 digits")
+    return f"CAST('{value:f}' AS DECIMAL({precision},{scale}))"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

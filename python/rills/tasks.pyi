@@ -81,6 +81,9 @@ class DuckDBBridge:
     use_prepared_statements: bool
     def __init__(self, engine: RillEngine, connection: None = None,
                  use_prepared_statements: bool = True) -> None: ...
+    @property
+    def con(self) -> DuckDBConnection:
+        """DuckDB's connection API over the engine's own DuckDB (the seed's engine.duckdb.con)."""
     def query(self, sql: str) -> pa.Table:
         """Run SQL over the live tables (rills.SQLError on failure)."""
     def register(self, name: str, table: Any) -> None:
@@ -89,3 +92,33 @@ class DuckDBBridge:
         """Run the engine's SQL tasks that are due at current_time (unix seconds)."""
     def register_tables(self) -> None:
         """No-op: live tables are always visible."""
+
+class DuckDBConnection:
+    """DuckDB's connection API over an engine's DuckDB (engine.duckdb.con).
+
+    Runs what query_sql runs and refuses the rest with its exceptions;
+    `PRAGMA threads=N` / `SET threads = N` set the engine's DuckDB threads.
+    """
+
+    def __init__(self, engine: RillEngine) -> None: ...
+    def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> DuckDBResult:
+        """Run `sql`, its ? / $N placeholders bound to `params` (rills.InvalidInputError
+        for a count mismatch, TypeError for a value of another type than None, bool,
+        int, float, Decimal, str, bytes, datetime, date, time, timedelta)."""
+    def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> DuckDBResult:
+        """The same as execute()."""
+
+class DuckDBResult:
+    """A result read with DuckDB's fetch methods; each returns the rows not fetched yet."""
+
+    @property
+    def columns(self) -> List[str]: ...
+    def fetchone(self) -> Optional[Tuple[Any, ...]]: ...
+    def fetchmany(self, size: int = 1) -> List[Tuple[Any, ...]]: ...
+    def fetchall(self) -> List[Tuple[Any, ...]]: ...
+    def arrow(self) -> pa.Table: ...
+    def fetch_arrow_table(self) -> pa.Table: ...
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader: ...
+    def df(self) -> Any:
+        """A pandas DataFrame (needs pandas)."""
+    def fetchdf(self) -> Any: ...
