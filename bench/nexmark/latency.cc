@@ -123,7 +123,7 @@ class LatencyRun {
     Check(engine_->Subscribe("q0_out", [this](const auto& v) { OnVersion(*v); }).status(),
           "subscribe");
     // Tick ends (steady ms), for the gaps between ticks (overload).
-    engine_->SetTickEndHook([this](double) {
+    engine_->AddTickEndHook([this](double) {
       const double t = SteadyMs();
       std::lock_guard<std::mutex> lock(tick_mu_);
       if (last_tick_end_ms_ > 0) max_tick_gap_ms_ = std::max(max_tick_gap_ms_, t - last_tick_end_ms_);

@@ -136,6 +136,11 @@ class Connector {
   /// after each Poll whose rows it accounted for, when no Checkpointer is
   /// attached. Never blocks on I/O. Default: nothing to commit.
   virtual void CommitApplied() {}
+  /// The engine has applied the rows and rejects of the last Poll (every tick
+  /// that polled, with or without a Checkpointer; after CommitApplied, so that what it allows
+  /// is set when a revoke that waited for this commits it). A
+  /// Kafka connector giving partitions back waits for it. Tick thread.
+  virtual void Applied() {}
   /// Commit, at the source, `position` (a SavePosition document) of a checkpoint
   /// that is now complete on disk. Called by the Checkpointer's writer thread or
   /// by Checkpointer::Save's caller, concurrently with Poll. Default: nothing.

@@ -26,6 +26,13 @@
 // row); otherwise a reject naming the options. Every tombstone is counted in
 // ConnectorStats::tombstones.
 //
+// Group members (rebalances): a revoke hands the partitions back cleanly and a
+// returning partition resumes only where nobody read on (kafka_consumer_internal.h
+// has the rules); KafkaGroupStats counts them. Several connectors can share one
+// consumer (KafkaSharedConsumer, options.consumer): the Kafka sources of one
+// application are then one group member, and partition p of every topic they
+// read lands on the same member (the range assignor co-partitions topics).
+//
 // Partition EOF is not an error. Broker errors (an outage) are counted,
 // reported once per outage through Poll (the engine records them as alerts)
 // and retried by librdkafka; the connector never stops on them.
@@ -66,6 +73,26 @@ enum class KafkaKeyFormat {
 
 /// Parse "json" or "string".
 Result<KafkaKeyFormat> ParseKafkaKeyFormat(std::string_view text);
+
+class KafkaSharedConsumer;
+
+/// What a consumer went through in its group. Counters are monotonic.
+struct KafkaGroupStats {
+  int64_t assigns = 0;           ///< assign events (each rebalance has one)
+  int64_t revokes = 0;           ///< revoke events
+  int64_t partitions_revoked = 0;
+  /// Handed-back partitions that came back with the committed offset still
+  /// where this member left it (resumed at its own position).
+  int64_t partitions_resumed = 0;
+  /// Handed-back partitions that came back after another member read on (or
+  /// whose committed offset could not be read): resumed at the committed offset.
+  int64_t partitions_moved_away = 0;
+  /// Buffered rows discarded at revokes (read again by whoever owns the
+  /// partition next).
+  int64_t discarded_records = 0;
+  double last_rebalance_at = 0;       ///< wall time (s) of the last assign
+  double last_rebalance_seconds = 0;  ///< revoke to assign of the last rebalance
+};
 
 /// Options of a KafkaConnector.
 struct KafkaOptions {
@@ -111,6 +138,10 @@ struct KafkaOptions {
   AvroSourceOptions avro;
   BufferLimits limits;
   std::string name;
+  /// Read through this consumer, shared with other connectors (its group and
+  /// configuration apply; `config` is then used only for the Avro source);
+  /// null: a consumer of the connector's own.
+  std::shared_ptr<KafkaSharedConsumer> consumer;
 };
 
 /// Reads Kafka topics on its own thread.
@@ -142,6 +173,8 @@ class KafkaConnector : public Connector {
   /// The rejects of the messages the last Poll passed (with topic, partition
   /// and offset in `position`, the bytes in `raw`).
   std::vector<RejectedRecord> TakeRejects() override;
+  /// The rows of the last Poll are applied (a revoke waits for this).
+  void Applied() override;
   /// Commit the positions as of the last Poll (asynchronous; synchronous after
   /// Stop).
   void CommitApplied() override;
@@ -170,11 +203,69 @@ class KafkaConnector : public Connector {
   std::map<TopicPartition, int64_t> commit_target() const;
   /// High watermark minus position per assigned partition (last known).
   std::map<TopicPartition, int64_t> lags() const;
+  /// The partitions of this connector's topics its consumer owns now.
+  std::vector<TopicPartition> assigned() const;
+  KafkaGroupStats group_stats() const;
 
   struct Impl;
 
  private:
   KafkaConnector(std::string target_table, KafkaOptions options);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Options of a KafkaSharedConsumer.
+struct KafkaSharedConsumerOptions {
+  /// librdkafka configuration: bootstrap.servers, group.id (required),
+  /// group.instance.id (static membership), security.*, ...
+  /// partition.assignment.strategy defaults to "range" (topics are
+  /// co-partitioned: partition p of each topic goes to the same member),
+  /// enable.auto.commit is forced off and enable.partition.eof on.
+  std::map<std::string, std::string> config;
+  int64_t poll_timeout_ms = 100;
+  int64_t max_batch_messages = 10000;  ///< messages taken per poll round
+};
+
+/// One Kafka consumer (one group member) that several KafkaConnectors read
+/// through: it subscribes to the union of their topics, routes each message to
+/// the connector of its topic and each rebalance to every connector, on one
+/// reader thread. Connectors attach on Start and detach on Stop; the consumer
+/// leaves the group when the last owner lets it go (destructor).
+///
+/// The range assignor (the default here; librdkafka 2.0.2's cooperative-sticky
+/// close path can crash or hang during a rebalance) gives partition p of every
+/// topic with the same partition count to one member, so a join or an
+/// aggregate over topics keyed alike sees all of a key's rows on one instance.
+///
+/// Threads: any; stats() and assignment() from any thread.
+class KafkaSharedConsumer {
+ public:
+  /// Make the consumer (no subscription until a connector starts). Invalid
+  /// without group.id or for configuration librdkafka refuses.
+  static Result<std::shared_ptr<KafkaSharedConsumer>> Make(KafkaSharedConsumerOptions options);
+  ~KafkaSharedConsumer();
+
+  const std::string& group_id() const;
+  /// group.instance.id, "" without static membership.
+  std::string instance_id() const;
+  /// The partitions this member owns now (all topics).
+  std::vector<KafkaConnector::TopicPartition> assignment() const;
+  KafkaGroupStats stats() const;
+  /// The member id the group coordinator gave this member ("" before joining).
+  std::string member_id() const;
+
+  /// For KafkaConnector: read for `member` too (subscribe to its topics) /
+  /// stop reading for it; Detach returns when the reader is not inside one of
+  /// the member's calls and never will be again.
+  Status Attach(KafkaConnector::Impl* member);
+  void Detach(KafkaConnector::Impl* member);
+
+  struct Impl;
+  /// The consumer's state, for the connectors reading through it.
+  Impl* impl() const { return impl_.get(); }
+
+ private:
+  explicit KafkaSharedConsumer(KafkaSharedConsumerOptions options);
   std::unique_ptr<Impl> impl_;
 };
 

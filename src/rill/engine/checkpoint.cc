@@ -101,7 +101,7 @@ Status Checkpointer::Start() {
     last_capture_ = engine_->Now();
   }
   writer_ = std::thread([this] { WriterLoop(); });
-  engine_->SetTickEndHook([this](double now) { OnTickEnd(now); });
+  tick_hook_ = engine_->AddTickEndHook([this](double now) { OnTickEnd(now); });
   return Status::OK();
 }
 
@@ -110,10 +110,9 @@ void Checkpointer::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) return;
   }
-  // After this returns no tick calls OnTickEnd: SetTickEndHook takes the lock
-  // the tick copies the hook under, and a tick already running it finishes
-  // below before the writer is joined.
-  engine_->SetTickEndHook(nullptr);
+  // After this returns no tick calls OnTickEnd: RemoveTickEndHook waits for a
+  // tick already running it.
+  engine_->RemoveTickEndHook(tick_hook_);
   (void)engine_->AtTickBoundary([] { return Status::OK(); });
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -208,6 +208,7 @@ class Checkpointer {
   std::map<std::string, Section> sections_;                 // guarded by mu_
   std::mutex write_mu_;  // one checkpoint written at a time (writer thread or Save)
   std::thread writer_;
+  int64_t tick_hook_ = 0;  // the engine's id of OnTickEnd (Start to Stop)
 };
 
 }  // namespace rill

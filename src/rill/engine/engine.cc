@@ -291,6 +291,7 @@ Status Engine::RemoveConnector(const std::string& name) {
     }
   }
   if (batches.ok() && !commits_follow_checkpoints_.load()) connector->CommitApplied();
+  if (batches.ok()) connector->Applied();
   return Status::OK();
 }
 

@@ -335,8 +335,12 @@ class Engine {
   /// tick (a callback on the tick thread). Any other thread.
   Status AtTickBoundary(const std::function<Status()>& fn);
   /// Call `hook(now)` on the tick thread at the end of every tick, still at the
-  /// tick boundary; null removes it. One hook (the Checkpointer's). Any thread.
-  void SetTickEndHook(std::function<void(double now)> hook);
+  /// tick boundary (the Checkpointer's captures, the cluster's commits), in the
+  /// order added. Return its id for RemoveTickEndHook. Any thread.
+  int64_t AddTickEndHook(std::function<void(double now)> hook);
+  /// Remove a hook. When this returns no tick calls it any more (a tick
+  /// running it has finished, unless called from the hook itself). Any thread.
+  void RemoveTickEndHook(int64_t id);
   /// While on (a Checkpointer is attached), ticks do not commit source positions
   /// (Connector::CommitApplied); the Checkpointer commits what each completed
   /// checkpoint holds (Connector::CommitCheckpointed). Any thread.
@@ -494,7 +498,12 @@ class Engine {
   std::mutex log_mu_;
   std::unique_ptr<RepeatLimiter<EventRepeatKey, EngineEvent>> log_limiter_;
 
-  std::function<void(double)> tick_end_hook_;  // guarded by mu_
+  // The tick-end hooks by id; the tick copies them under mu_ and runs them
+  // holding hooks_mu_, which RemoveTickEndHook takes after mu_ to wait for a
+  // running hook.
+  std::map<int64_t, std::function<void(double)>> tick_end_hooks_;  // guarded by mu_
+  int64_t next_tick_end_hook_ = 1;                                  // guarded by mu_
+  std::recursive_mutex hooks_mu_;
   std::map<std::string, std::shared_ptr<CheckpointParticipant>> participants_;  // guarded by mu_
   std::optional<RestoredCheckpoint> last_restore_;  // guarded by mu_
   /// Guards extensions_; held while an extension is made (which may take mu_).

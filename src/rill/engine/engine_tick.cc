@@ -72,12 +72,15 @@ Result<double> Engine::RunTick() {
   PublishMetrics(now, latency, records);
   CheckMemoryBudgetAt(now, /*notify_always=*/false);
   FlushRepeatedLogs(now);
-  std::function<void(double)> hook;
+  std::vector<std::function<void(double)>> hooks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    hook = tick_end_hook_;
+    std::lock_guard<std::recursive_mutex> running(hooks_mu_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, hook] : tick_end_hooks_) hooks.push_back(hook);
+    }
+    for (const auto& hook : hooks) hook(now);
   }
-  if (hook) hook(now);
   return latency;
 }
 
@@ -89,9 +92,21 @@ Status Engine::AtTickBoundary(const std::function<Status()>& fn) {
   return fn();
 }
 
-void Engine::SetTickEndHook(std::function<void(double now)> hook) {
+int64_t Engine::AddTickEndHook(std::function<void(double now)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
-  tick_end_hook_ = std::move(hook);
+  const int64_t id = next_tick_end_hook_++;
+  tick_end_hooks_[id] = std::move(hook);
+  return id;
+}
+
+void Engine::RemoveTickEndHook(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tick_end_hooks_.erase(id);
+  }
+  // Wait for a tick that copied it and may be running it (recursive: a hook
+  // may remove itself).
+  std::lock_guard<std::recursive_mutex> running(hooks_mu_);
 }
 
 void Engine::RejectBatch(const std::string& table, const std::string& source,
@@ -141,6 +156,7 @@ void Engine::IngestConnectors(double now, int64_t* records) {
     WritePolled(*connector, *polled, now, records);
     // Every row and reject of that Poll is now in its table or in rill_rejects.
     if (!commits_follow_checkpoints_.load()) connector->CommitApplied();
+    connector->Applied();
   }
   backlog_.store(backlog);
 }

@@ -126,7 +126,7 @@ TEST(EngineDestruction, ByTheTickEndHookOnTheLoopThreadHappensAfterTheTickEnds) 
   EngineSlot slot(std::move(engine));
   std::promise<pid_t> dropped;
   std::atomic<int> calls{0};
-  slot.get()->SetTickEndHook([&](double) {
+  slot.get()->AddTickEndHook([&](double) {
     if (++calls > 1) return;
     slot.Drop();
     dropped.set_value(ThisThreadTid());
@@ -167,7 +167,7 @@ TEST(EngineDestruction, FromAnotherThreadWhileRunningJoinsTheLoop) {
   std::shared_ptr<Engine> engine = MakeEngine(/*trigger_interval_ms=*/1);
   ASSERT_NE(engine, nullptr);
   std::atomic<pid_t> loop_tid{0};
-  engine->SetTickEndHook([&](double) { loop_tid = ThisThreadTid(); });
+  engine->AddTickEndHook([&](double) { loop_tid = ThisThreadTid(); });
   RILL_ASSERT_OK(engine->Start());
   ASSERT_TRUE(WaitFor([&] { return loop_tid.load() != 0; }));
   std::thread([doomed = std::move(engine)]() mutable { doomed.reset(); }).join();
@@ -181,7 +181,7 @@ TEST(EngineStop, FromASubscriberOnTheLoopThreadEndsTheLoopAfterThatTick) {
   AddIdsTable(*engine, 3);
   std::atomic<int> hooks{0};
   std::atomic<int> hooks_before_stop{-1};
-  engine->SetTickEndHook([&](double) { ++hooks; });
+  engine->AddTickEndHook([&](double) { ++hooks; });
   RILL_ASSERT_OK(engine->Subscribe("ids", [&](const auto&) {
     if (hooks_before_stop.load() >= 0) return;
     hooks_before_stop = hooks.load();

@@ -1,0 +1,514 @@
+// KafkaConnector::Impl: the reader, positions, commits and partition ownership
+// (kafka_consumer_internal.h).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <arrow/record_batch.h>
+
+#include "rill/connector/kafka_avro_internal.h"
+#include "rill/connector/json_stream_connector.h"
+#include "rill/connector/kafka_consumer_internal.h"
+
+namespace rill {
+
+using kafka_internal::DecodedMessages;
+using kafka_internal::ListPtr;
+using kafka_internal::MessagePtr;
+using kafka_internal::Offsets;
+
+namespace {
+
+constexpr int64_t kMaxPendingRejects = 10000;
+constexpr double kLagRefreshS = 0.5;
+/// How long a revoke waits for the engine to apply the rows it polled.
+constexpr auto kAppliedWait = std::chrono::seconds(5);
+/// How long an assign waits for the group's committed offsets.
+constexpr int kCommittedTimeoutMs = 5000;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+namespace kafka_internal {
+
+ListPtr ToList(const Offsets& offsets) {
+  ListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const auto& [tp, offset] : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = offset;
+  }
+  return list;
+}
+
+bool Cooperative(rd_kafka_t* rk) {
+  return std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+}
+
+void Assign(rd_kafka_t* rk, rd_kafka_topic_partition_list_t* parts) {
+  if (Cooperative(rk)) {
+    if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) rd_kafka_error_destroy(e);
+  } else {
+    rd_kafka_assign(rk, parts);
+  }
+}
+
+void Unassign(rd_kafka_t* rk, rd_kafka_topic_partition_list_t* parts) {
+  if (Cooperative(rk)) {
+    if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) {
+      rd_kafka_error_destroy(e);
+    }
+  } else {
+    rd_kafka_assign(rk, nullptr);
+  }
+}
+
+void CloseAndDestroy(rd_kafka_t* rk, int seconds) {
+  // Leave the group, but never hang: rd_kafka_consumer_close() waits for the
+  // group coordinator forever when the broker is down or gone. Close through a
+  // queue for at most `seconds`, then destroy without a consumer close.
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  if (rd_kafka_error_t* error = rd_kafka_consumer_close_queue(rk, queue)) {
+    rd_kafka_error_destroy(error);
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!rd_kafka_consumer_closed(rk) && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 100);
+      if (event == nullptr) continue;
+      if (rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE) {
+        // Closing revokes everything: give the partitions up.
+        Unassign(rk, rd_kafka_event_topic_partition_list(event));
+      }
+      rd_kafka_event_destroy(event);
+    }
+  }
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+}  // namespace kafka_internal
+
+using Impl = KafkaConnector::Impl;
+
+bool Impl::Reads(const char* topic) const {
+  return std::find(options.topics.begin(), options.topics.end(), topic) != options.topics.end();
+}
+
+void Impl::ReportError(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu);
+  ++counters.errors;
+  if (!in_outage) {  // once per outage; cleared by the next good message
+    in_outage = true;
+    pending_error = what;
+  }
+}
+
+void Impl::OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  static_cast<Impl*>(opaque)->ReportError(
+      std::string("Kafka error: ") + rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err)) +
+      ": " + reason + " (retrying)");
+}
+
+void Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                       rd_kafka_topic_partition_list_t* parts, void* opaque) {
+  auto* impl = static_cast<Impl*>(opaque);
+  if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    impl->OnRevoke(parts);
+    kafka_internal::Unassign(rk, parts);
+    return;
+  }
+  impl->OnAssign(parts);
+  kafka_internal::Assign(rk, parts);
+}
+
+void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
+  std::set<TopicPartition> revoked;
+  for (int i = 0; i < parts->cnt; ++i) {
+    if (Reads(parts->elems[i].topic)) {
+      revoked.emplace(parts->elems[i].topic, parts->elems[i].partition);
+    }
+  }
+  if (revoked.empty()) return;
+  // 1. Nothing buffered is handed out any more: rows of revoked partitions
+  //    belong to the next owner; partitions kept are read again from their
+  //    polled offsets.
+  Offsets seek_back;
+  {
+    std::lock_guard<std::mutex> deliver(deliver_mu);
+    std::vector<std::shared_ptr<arrow::RecordBatch>> dropped = buffer.Drain();
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& b : dropped) group.discarded_records += b->num_rows();
+    for (const auto& [tp, first] : buffered_from) {
+      if (revoked.count(tp)) continue;
+      auto at = polled.find(tp);
+      seek_back[tp] = at != polled.end() ? at->second : first;
+    }
+    buffered_from.clear();
+    for (auto it = positions.begin(); it != positions.end();) {
+      auto at = polled.find(it->first);
+      if (at != polled.end()) {
+        it->second = at->second;
+        ++it;
+      } else {
+        it = positions.erase(it);
+      }
+    }
+    rejects.clear();
+    ++group.revokes;
+    group.partitions_revoked += static_cast<int64_t>(revoked.size());
+    group.last_rebalance_at = NowSeconds();
+  }
+  room_cv.notify_all();
+  // 2. The rows of the last Poll are in their tables before the hand-back.
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
+  }
+  // 3. Commit what the engine allowed for the revoked partitions, now, and
+  //    forget them: nothing later commits them again.
+  Offsets handing;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& tp : revoked) {
+      auto target = commit_target.find(tp);
+      const int64_t committed = target != commit_target.end() ? target->second : -1;
+      auto pos = polled.find(tp);
+      if (committed >= 0) handing[tp] = committed;
+      handed_back[tp] = {committed, pos != polled.end() ? pos->second : committed};
+      positions.erase(tp);
+      polled.erase(tp);
+      commit_target.erase(tp);
+      commit_sent.erase(tp);
+      lags.erase(tp);
+      check_start.erase(tp);
+      resume_at.erase(tp);
+      assigned.erase(tp);
+    }
+  }
+  if (!handing.empty()) {
+    rd_kafka_resp_err_t err = rd_kafka_commit(rk, kafka_internal::ToList(handing).get(), 0);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      ReportError(std::string("Kafka: committing revoked partitions failed: ") +
+                  rd_kafka_err2str(err));
+    }
+  }
+  if (!seek_back.empty()) {
+    Status st = Seek(kafka_internal::ToList(seek_back).get());
+    if (!st.ok()) ReportError(st.ToString());
+  }
+}
+
+void Impl::OnAssign(rd_kafka_topic_partition_list_t* parts) {
+  SetStartOffsets(parts);
+  std::lock_guard<std::mutex> lock(mu);
+  for (int i = 0; i < parts->cnt; ++i) {
+    if (Reads(parts->elems[i].topic)) {
+      assigned.emplace(parts->elems[i].topic, parts->elems[i].partition);
+    }
+  }
+  ++group.assigns;
+  const double now = NowSeconds();
+  if (group.last_rebalance_at > 0) group.last_rebalance_seconds = now - group.last_rebalance_at;
+  group.last_rebalance_at = now;
+}
+
+void Impl::SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {
+  // Handed-back partitions: is the group's committed offset still ours?
+  ListPtr returning(rd_kafka_topic_partition_list_new(0));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < parts->cnt; ++i) {
+      const auto& p = parts->elems[i];
+      if (!Reads(p.topic) || positions.count({p.topic, p.partition})) continue;
+      if (handed_back.count({p.topic, p.partition})) {
+        rd_kafka_topic_partition_list_add(returning.get(), p.topic, p.partition);
+      }
+    }
+  }
+  if (returning->cnt > 0 &&
+      rd_kafka_committed(rk, returning.get(), kCommittedTimeoutMs) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < returning->cnt; ++i) returning->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+  }
+  ListPtr timed(rd_kafka_topic_partition_list_new(0));  // start by timestamp
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < returning->cnt; ++i) {
+      const auto& r = returning->elems[i];
+      auto back = handed_back.find({r.topic, r.partition});
+      const int64_t committed = r.err ? RD_KAFKA_OFFSET_INVALID : r.offset;
+      if (committed >= 0 && committed == back->second.first) {
+        // Nobody read on: our position (and the rows applied) are current.
+        positions[back->first] = back->second.second;
+        polled[back->first] = back->second.second;
+        ++group.partitions_resumed;
+      } else {
+        ++group.partitions_moved_away;
+      }
+      handed_back.erase(back);
+    }
+    for (int i = 0; i < parts->cnt; ++i) {
+      auto& p = parts->elems[i];
+      if (!Reads(p.topic)) continue;
+      auto it = positions.find({p.topic, p.partition});
+      if (it != positions.end()) {
+        p.offset = it->second;
+        continue;
+      }
+      bool returned = false;
+      for (int j = 0; j < returning->cnt; ++j) {
+        returned |= returning->elems[j].partition == p.partition &&
+                    std::strcmp(returning->elems[j].topic, p.topic) == 0;
+      }
+      if (returned) {  // moved away: the group's committed offset
+        p.offset = RD_KAFKA_OFFSET_INVALID;
+        continue;
+      }
+      switch (options.start) {
+        case KafkaStart::kEarliest: p.offset = RD_KAFKA_OFFSET_BEGINNING; break;
+        case KafkaStart::kLatest: p.offset = RD_KAFKA_OFFSET_END; break;
+        case KafkaStart::kTimestamp:
+          p.offset = options.start_timestamp_ms;
+          rd_kafka_topic_partition_list_add(timed.get(), p.topic, p.partition)->offset = p.offset;
+          break;
+        case KafkaStart::kCommitted:
+          p.offset = restored ? RD_KAFKA_OFFSET_BEGINNING : RD_KAFKA_OFFSET_INVALID;
+          break;
+      }
+    }
+  }
+  if (timed->cnt == 0) return;
+  const bool ok = rd_kafka_offsets_for_times(rk, timed.get(), 10000) == RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (!ok) ReportError("Kafka: offsets_for_times failed; starting from the earliest offsets");
+  for (int i = 0; i < timed->cnt; ++i) {
+    const auto& found = timed->elems[i];
+    rd_kafka_topic_partition_t* p =
+        rd_kafka_topic_partition_list_find(parts, found.topic, found.partition);
+    if (p == nullptr) continue;
+    p->offset = !ok || found.err ? RD_KAFKA_OFFSET_BEGINNING
+                : found.offset >= 0 ? found.offset
+                                    : RD_KAFKA_OFFSET_END;
+  }
+}
+
+void Impl::Run() {
+  std::vector<MessagePtr> batch;
+  // With on_overflow=error and a row limit, a batch stays within the limit
+  // when messages hold one row each (the usual case).
+  int64_t max_messages = options.max_batch_messages;
+  if (options.limits.on_overflow == OverflowPolicy::kError && options.limits.max_records > 0) {
+    max_messages = std::min(max_messages, options.limits.max_records);
+  }
+  while (!stop) {
+    batch.clear();
+    for (int64_t i = 0; i < max_messages && !stop; ++i) {
+      MessagePtr m(rd_kafka_consumer_poll(rk, i == 0 ? static_cast<int>(options.poll_timeout_ms)
+                                                     : 0));
+      if (!m) break;
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;  // not an error
+      if (m->err) {
+        ReportError(std::string("Kafka consumer error: ") + rd_kafka_message_errstr(m.get()));
+        continue;
+      }
+      batch.push_back(std::move(m));
+    }
+    if (!batch.empty()) Screen(&batch);
+    if (!batch.empty()) ProcessBatch(batch);
+    RefreshLags();
+  }
+}
+
+void Impl::Screen(std::vector<MessagePtr>* batch) {
+  Offsets seek_back;
+  std::vector<MessagePtr> kept;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& m : *batch) {
+      TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
+      if (seek_back.count(tp)) continue;
+      // Taken from librdkafka before a revoke in the same poll round: the
+      // partition belongs to another member now.
+      if (!assigned.count(tp)) continue;
+      auto at = positions.find(tp);
+      // Below the position: already buffered once (a fetch that started from a
+      // committed offset behind the position). Never twice.
+      if (at != positions.end() && m->offset < at->second) continue;
+      auto check = check_start.find(tp);
+      if (check != check_start.end()) {
+        if (at != positions.end() && m->offset > at->second && !check->second) {
+          check->second = true;  // once: later gaps are the log's own
+          seek_back[tp] = at->second;
+          continue;
+        }
+        check_start.erase(check);
+      }
+      kept.push_back(std::move(m));
+    }
+  }
+  if (!seek_back.empty()) {
+    std::vector<MessagePtr> rest;
+    for (auto& m : kept) {
+      if (!seek_back.count({rd_kafka_topic_name(m->rkt), m->partition})) {
+        rest.push_back(std::move(m));
+      }
+    }
+    kept = std::move(rest);
+    Status st = Seek(kafka_internal::ToList(seek_back).get());
+    if (!st.ok()) ReportError(st.ToString());
+  }
+  *batch = std::move(kept);
+}
+
+void Impl::ProcessBatch(const std::vector<MessagePtr>& batch) {
+  size_t begin = 0;
+  bool reported = false;
+  while (begin < batch.size()) {
+    DecodedMessages decoded;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      in_outage = false;
+      decoded = avro_decoder
+                    ? kafka_internal::DecodeAvroMessages(
+                          avro_source.get(), avro_decoder.get(), batch, begin, batch.size(),
+                          options.metadata_columns, options.pool, options.decode.max_raw_bytes)
+                    : kafka_internal::DecodeMessages(decoder.get(), options.decode, batch, begin,
+                                                     batch.size(), options.metadata_columns,
+                                                     options.pool, keys.get());
+    }
+    const size_t end = begin + decoded.messages;
+    if (end > begin && !Deliver(&decoded, batch, begin, end)) {
+      KeepForRestart(batch, begin);
+      return;
+    }
+    begin = end;
+    if (decoded.error.ok()) continue;
+    // Adding the metadata columns failed (Arrow could not allocate), or the
+    // schema registry of format="avro" could not be asked: the
+    // messages from `begin` on are neither buffered nor passed; decode them
+    // again after a pause. Counted per attempt, reported once per batch.
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++counters.errors;
+      if (!reported) {
+        pending_error = std::string(avro_decoder ? "Kafka: decoding Avro stopped at "
+                                                 : "Kafka: adding the metadata columns failed at ") +
+                        kafka_internal::MessagePosition(*batch[begin]) +
+                        " (retrying): " + decoded.error.ToString();
+      }
+    }
+    reported = true;
+    Pause();
+    if (stop) {
+      KeepForRestart(batch, begin);
+      return;
+    }
+  }
+}
+
+bool Impl::Deliver(DecodedMessages* decoded,
+                                   const std::vector<MessagePtr>& batch, size_t begin,
+                                   size_t end) {
+  int64_t rows = 0;
+  for (const auto& b : decoded->rows) rows += b->num_rows();
+  // on_overflow = error: wait for room (the topic keeps the data meanwhile).
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> deliver(deliver_mu);
+      // A batch larger than the limits goes into an empty buffer whole: its
+      // messages' positions advance together, so it cannot be split.
+      Status st = rows > 0 ? buffer.Push(decoded->rows, /*oversize_when_empty=*/true)
+                           : Status::OK();
+      if (!st.IsCapacityError()) {
+        std::lock_guard<std::mutex> lock(mu);
+        counters.parsed_records += rows;
+        counters.received_bytes += decoded->received_bytes;
+        counters.received_records += decoded->received_records;
+        counters.unknown_fields += decoded->unknown_fields;
+        counters.tombstones += decoded->tombstones;
+        counters.rejected_records += static_cast<int64_t>(decoded->rejects.size());
+        CollectRejects(self->name(), std::move(decoded->rejects), kMaxPendingRejects, &rejects,
+                       &counters.dropped_records);
+        for (size_t i = begin; i < end; ++i) {
+          const auto& m = batch[i];
+          TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
+          buffered_from.emplace(tp, m->offset);
+          positions[tp] = m->offset + 1;
+        }
+        return true;
+      }
+      // Not refused for good: the same rows are pushed again once there is room.
+      std::lock_guard<std::mutex> lock(mu);
+      retried_records += rows;
+    }
+    if (stop) return false;
+    Pause();
+  }
+}
+
+void Impl::KeepForRestart(const std::vector<MessagePtr>& batch,
+                                          size_t begin) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = begin; i < batch.size(); ++i) {
+    const auto& m = batch[i];
+    // Messages of a partition arrive in offset order: the first one counts.
+    resume_at.emplace(TopicPartition(rd_kafka_topic_name(m->rkt), m->partition), m->offset);
+  }
+}
+
+void Impl::Pause() {
+  std::unique_lock<std::mutex> lock(mu);
+  room_cv.wait_for(lock, std::chrono::milliseconds(options.poll_timeout_ms),
+                   [this] { return stop.load(); });
+}
+
+void Impl::SendCommit(bool now) {
+  ListPtr list;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (commit_target.empty() || (commit_target == commit_sent && !now)) return;
+    const double t = NowSeconds();
+    if (!now && t - last_commit_at < options.commit_interval_ms / 1000.0) return;
+    list = kafka_internal::ToList(commit_target);
+    commit_sent = commit_target;
+    last_commit_at = t;
+  }
+  rd_kafka_commit(rk, list.get(), now ? 0 : 1);
+}
+
+Status Impl::Seek(rd_kafka_topic_partition_list_t* parts) {
+  if (parts->cnt == 0) return Status::OK();
+  rd_kafka_error_t* e = rd_kafka_seek_partitions(rk, parts, 10000);
+  if (!e) return Status::OK();
+  std::string what = rd_kafka_error_string(e);
+  rd_kafka_error_destroy(e);
+  return Status::IOError("KafkaConnector '", self->name(), "': seek: ", what);
+}
+
+void Impl::RefreshLags() {
+  const double now = NowSeconds();
+  if (now - last_lag_refresh < kLagRefreshS) return;
+  last_lag_refresh = now;
+  rd_kafka_topic_partition_list_t* assigned = nullptr;
+  if (rd_kafka_assignment(rk, &assigned) != RD_KAFKA_RESP_ERR_NO_ERROR || !assigned) return;
+  ListPtr owned(assigned);
+  std::map<TopicPartition, int64_t> fresh;
+  for (int i = 0; i < assigned->cnt; ++i) {
+    const auto& p = assigned->elems[i];
+    int64_t low = -1;
+    int64_t high = -1;
+    if (rd_kafka_get_watermark_offsets(rk, p.topic, p.partition, &low, &high) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        high < 0) {
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = positions.find({p.topic, p.partition});
+    int64_t pos = it != positions.end() ? it->second : low;
+    fresh[{p.topic, p.partition}] = std::max<int64_t>(0, high - pos);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  lags = std::move(fresh);
+}
+
+}  // namespace rill

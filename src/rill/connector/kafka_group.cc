@@ -1,0 +1,249 @@
+// KafkaSharedConsumer: one consumer, one reader thread, several connectors.
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "rill/common/logging.h"
+#include "rill/connector/kafka_consumer_internal.h"
+
+namespace rill {
+
+using kafka_internal::ListPtr;
+using kafka_internal::MessagePtr;
+
+namespace {
+
+constexpr int kCloseSeconds = 5;
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+using SharedImpl = KafkaSharedConsumer::Impl;
+
+void SharedImpl::OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  auto* impl = static_cast<SharedImpl*>(opaque);
+  const std::string what = std::string("Kafka error: ") +
+                           rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err)) + ": " +
+                           reason + " (retrying)";
+  {
+    std::lock_guard<std::mutex> lock(impl->mu);
+    impl->last_error = what;
+  }
+  // Every source of the application hears of it (the engine alerts once per
+  // outage per source). The members are stable while the reader polls.
+  for (KafkaConnector::Impl* m : impl->members) m->ReportError(what);
+}
+
+void SharedImpl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t* parts, void* opaque) {
+  // Called inside rd_kafka_consumer_poll on the reader thread, which holds
+  // members_mu.
+  auto* impl = static_cast<SharedImpl*>(opaque);
+  if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    {
+      std::lock_guard<std::mutex> lock(impl->mu);
+      impl->rebalance_started = WallSeconds();
+      ++impl->stats.revokes;
+      impl->stats.partitions_revoked += parts->cnt;
+    }
+    for (KafkaConnector::Impl* m : impl->members) m->OnRevoke(parts);
+    kafka_internal::Unassign(rk, parts);
+    std::lock_guard<std::mutex> lock(impl->mu);
+    for (int i = 0; i < parts->cnt; ++i) {
+      impl->assignment.erase({parts->elems[i].topic, parts->elems[i].partition});
+    }
+    if (!kafka_internal::Cooperative(rk)) impl->assignment.clear();
+    return;
+  }
+  // Partitions of a topic no member reads any more (a detach raced the
+  // subscription change) start from the committed offsets.
+  for (int i = 0; i < parts->cnt; ++i) parts->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+  for (KafkaConnector::Impl* m : impl->members) m->OnAssign(parts);
+  kafka_internal::Assign(rk, parts);
+  std::lock_guard<std::mutex> lock(impl->mu);
+  for (int i = 0; i < parts->cnt; ++i) {
+    impl->assignment.emplace(parts->elems[i].topic, parts->elems[i].partition);
+  }
+  ++impl->stats.assigns;
+  const double now = WallSeconds();
+  if (impl->rebalance_started > 0) {
+    impl->stats.last_rebalance_seconds = now - impl->rebalance_started;
+  }
+  impl->stats.last_rebalance_at = now;
+}
+
+Status SharedImpl::Resubscribe() {
+  std::set<std::string> topics;
+  for (const KafkaConnector::Impl* m : members) {
+    topics.insert(m->options.topics.begin(), m->options.topics.end());
+  }
+  if (topics.empty()) {
+    rd_kafka_unsubscribe(rk);
+    return Status::OK();
+  }
+  ListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
+  for (const auto& t : topics) {
+    rd_kafka_topic_partition_list_add(list.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  }
+  rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, list.get());
+  if (err) return Status::IOError("Kafka consumer group '", options.config.at("group.id"),
+                                  "': subscribe: ", rd_kafka_err2str(err));
+  return Status::OK();
+}
+
+void SharedImpl::Run() {
+  std::vector<MessagePtr> polled;
+  std::map<KafkaConnector::Impl*, std::vector<MessagePtr>> routed;
+  while (!stop) {
+    std::unique_lock<std::mutex> lock(members_mu);
+    if (members.empty()) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_timeout_ms));
+      continue;
+    }
+    polled.clear();
+    for (int64_t i = 0; i < options.max_batch_messages && !stop; ++i) {
+      MessagePtr m(rd_kafka_consumer_poll(rk, i == 0 ? static_cast<int>(options.poll_timeout_ms)
+                                                     : 0));
+      if (!m) break;
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;  // not an error
+      if (m->err) {
+        const std::string what =
+            std::string("Kafka consumer error: ") + rd_kafka_message_errstr(m.get());
+        for (KafkaConnector::Impl* member : members) member->ReportError(what);
+        continue;
+      }
+      polled.push_back(std::move(m));
+    }
+    // Route by topic; a message of a topic no member reads any more is
+    // dropped (uncommitted: its partition's next owner, or a re-attached
+    // member, reads it from the committed offset).
+    for (auto& m : polled) {
+      const char* topic = rd_kafka_topic_name(m->rkt);
+      for (KafkaConnector::Impl* member : members) {
+        if (member->Reads(topic)) {
+          routed[member].push_back(std::move(m));
+          break;
+        }
+      }
+    }
+    for (auto& [member, batch] : routed) {
+      if (batch.empty() || member->stop) continue;
+      member->Screen(&batch);
+      if (!batch.empty()) member->ProcessBatch(batch);
+      batch.clear();
+    }
+    for (KafkaConnector::Impl* member : members) member->RefreshLags();
+  }
+}
+
+// KafkaSharedConsumer ---------------------------------------------------------------
+
+Result<std::shared_ptr<KafkaSharedConsumer>> KafkaSharedConsumer::Make(
+    KafkaSharedConsumerOptions options) {
+  if (options.config.count("group.id") == 0 || options.config.at("group.id").empty()) {
+    return Status::Invalid("KafkaSharedConsumer: group.id is required");
+  }
+  if (options.poll_timeout_ms <= 0 || options.max_batch_messages <= 0) {
+    return Status::Invalid(
+        "KafkaSharedConsumer: poll_timeout_ms and max_batch_messages must be > 0");
+  }
+  auto config = options.config;
+  config.emplace("partition.assignment.strategy", "range");
+  config.emplace("auto.offset.reset", "earliest");
+  config["enable.auto.commit"] = "false";
+  config["enable.partition.eof"] = "true";
+  std::shared_ptr<KafkaSharedConsumer> c(new KafkaSharedConsumer(std::move(options)));
+  Impl& impl = *c->impl_;
+  impl.self = c.get();
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  for (const auto& [key, value] : config) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::Invalid("Kafka consumer group config '", key, "': ", errstr);
+    }
+  }
+  rd_kafka_conf_set_opaque(conf, &impl);
+  rd_kafka_conf_set_error_cb(conf, &Impl::OnError);
+  rd_kafka_conf_set_rebalance_cb(conf, &Impl::OnRebalance);
+  impl.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+  if (!impl.rk) {
+    rd_kafka_conf_destroy(conf);
+    return Status::Invalid("KafkaSharedConsumer: ", errstr);
+  }
+  rd_kafka_poll_set_consumer(impl.rk);
+  impl.thread = std::thread([&impl] { impl.Run(); });
+  return c;
+}
+
+KafkaSharedConsumer::KafkaSharedConsumer(KafkaSharedConsumerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+KafkaSharedConsumer::~KafkaSharedConsumer() {
+  impl_->stop = true;
+  if (impl_->thread.joinable()) impl_->thread.join();
+  // Connectors hold the consumer (options.consumer) and detach in Stop: none
+  // is attached any more.
+  if (impl_->rk) kafka_internal::CloseAndDestroy(impl_->rk, kCloseSeconds);
+}
+
+Status KafkaSharedConsumer::Attach(KafkaConnector::Impl* member) {
+  std::lock_guard<std::mutex> lock(impl_->members_mu);
+  for (const KafkaConnector::Impl* m : impl_->members) {
+    for (const auto& t : member->options.topics) {
+      if (m->Reads(t.c_str())) {
+        return Status::Invalid("Kafka topic '", t, "' is read by two sources of consumer group '",
+                               group_id(), "' ('", m->self->name(), "' and '",
+                               member->self->name(), "'): one source per topic");
+      }
+    }
+  }
+  impl_->members.push_back(member);
+  Status st = impl_->Resubscribe();
+  if (!st.ok()) impl_->members.pop_back();
+  return st;
+}
+
+void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
+  member->stop = true;
+  member->room_cv.notify_all();
+  std::lock_guard<std::mutex> lock(impl_->members_mu);
+  auto& ms = impl_->members;
+  ms.erase(std::remove(ms.begin(), ms.end(), member), ms.end());
+  Status st = impl_->Resubscribe();
+  if (!st.ok()) Logger("kafka")->warn("{}", st.ToString());
+}
+
+const std::string& KafkaSharedConsumer::group_id() const {
+  return impl_->options.config.at("group.id");
+}
+
+std::string KafkaSharedConsumer::instance_id() const {
+  auto it = impl_->options.config.find("group.instance.id");
+  return it != impl_->options.config.end() ? it->second : std::string();
+}
+
+std::vector<KafkaConnector::TopicPartition> KafkaSharedConsumer::assignment() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return {impl_->assignment.begin(), impl_->assignment.end()};
+}
+
+KafkaGroupStats KafkaSharedConsumer::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+std::string KafkaSharedConsumer::member_id() const {
+  char* id = rd_kafka_memberid(impl_->rk);
+  std::string out = id ? id : "";
+  if (id) rd_kafka_mem_free(impl_->rk, id);
+  return out;
+}
+
+}  // namespace rill
