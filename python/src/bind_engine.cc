@@ -25,6 +25,7 @@
 #include "py_status.h"
 #include "rill/common/reaper.h"
 #include "rill/engine/engine.h"
+#include "rill/sql/sql_engine.h"
 #include "rill/engine/event.h"
 #include "rill/engine/task.h"
 #include "rill/metrics/metrics_store.h"
@@ -641,6 +642,14 @@ void BindEngine(nb::module_& m) {
              return out;
            })
       // SQL ---------------------------------------------------------------
+      .def(
+          "set_sql_threads",
+          [](PyEngine& e, int threads) {
+            Engine& engine = e.engine();
+            WithoutGil([&] { return engine.sql().SetThreads(threads); });
+          },
+          nb::arg("threads"))
+      .def("sql_threads", [](PyEngine& e) { return e.engine().sql().Threads(); })
       .def(
           "query",
           [](PyEngine& e, const std::string& sql) {

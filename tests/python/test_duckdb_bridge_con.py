@@ -116,20 +116,12 @@ def test_threads_pragma_as_the_seed_benchmark_runs_it(engine):
         except Exception:
             pass
     setting = "SELECT current_setting('threads') AS n"
-    if hasattr(engine._core, "set_sql_threads"):
-        assert con.execute(setting).fetchone() == (4,)
-        for sql, n in (("SET threads = 3", 3), ("set threads to 2;", 2), ("PRAGMA threads(1)", 1),
-                       ("SET GLOBAL worker_threads = '2'", 2)):
-            assert con.execute(sql).fetchall() == []
-            assert con.execute(setting).fetchone() == (n,)
-        assert engine.query_sql(setting).column("n").to_pylist() == [2]
-    else:
-        # No way to set them in this build: said, not ignored.
-        before = con.execute(setting).fetchone()
-        for sql in ("PRAGMA threads=4", "SET threads = 3", "SET threads TO 2"):
-            with pytest.raises(NotImplementedError, match="set_sql_threads"):
-                con.execute(sql)
-        assert con.execute(setting).fetchone() == before
+    assert con.execute(setting).fetchone() == (4,)
+    for sql, n in (("SET threads = 3", 3), ("set threads to 2;", 2), ("PRAGMA threads(1)", 1),
+                   ("SET GLOBAL worker_threads = '2'", 2)):
+        assert con.execute(sql).fetchall() == []
+        assert con.execute(setting).fetchone() == (n,)
+    assert engine.query_sql(setting).column("n").to_pylist() == [2]
     with pytest.raises(rills.InvalidInputError, match="threads"):
         con.execute("PRAGMA threads=0")
     with pytest.raises(rills.InvalidInputError, match="threads"):

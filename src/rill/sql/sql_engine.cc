@@ -25,6 +25,7 @@
 
 #include <duckdb.hpp>
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/parallel/task_scheduler.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
 #include <arrow/c/bridge.h>
 
@@ -640,6 +641,21 @@ Result<std::vector<std::string>> SqlEngine::ParameterTypes(std::string_view sql)
 
 Status SqlEngine::SetMemoryLimit(int64_t bytes) {
   return SetDuckMemoryLimit(*impl_->db->instance, bytes);
+}
+
+Status SqlEngine::SetThreads(int threads) {
+  if (threads < 1) return Status::Invalid("threads must be >= 1, got ", threads);
+  duckdb::DatabaseInstance& db = *impl_->db->instance;
+  auto& config = duckdb::DBConfig::GetConfig(db);
+  config.options.maximum_threads = static_cast<duckdb::idx_t>(threads);
+  auto& scheduler = duckdb::TaskScheduler::GetScheduler(db);
+  scheduler.SetThreads(static_cast<duckdb::idx_t>(threads), config.options.external_threads);
+  scheduler.RelaunchThreads();
+  return Status::OK();
+}
+
+int SqlEngine::Threads() const {
+  return duckdb::TaskScheduler::GetScheduler(*impl_->db->instance).NumberOfThreads();
 }
 
 int64_t SqlEngine::MemoryLimit() const {

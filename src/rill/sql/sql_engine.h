@@ -167,6 +167,12 @@ class SqlEngine {
   Status SetMemoryLimit(int64_t bytes);
   /// DuckDB's memory limit in bytes.
   int64_t MemoryLimit() const;
+  /// Set the number of threads DuckDB runs queries on (>= 1; the calling
+  /// thread counts as one), as `SET threads = n` would on a database whose
+  /// configuration is not locked. Any thread.
+  Status SetThreads(int threads);
+  /// DuckDB's number of threads.
+  int Threads() const;
 
  private:
   friend struct SqlEngineAccess;  // sql/ internals (ivm_plan.cc): a pooled connection
