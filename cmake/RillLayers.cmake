@@ -7,7 +7,7 @@
 # a header of a folder above its own or of a peer, or another folder's
 # *_internal.h, or DuckDB from a folder that does not link it.
 # apps/ and python/ sit above every folder and link the shared `rill`.
-set(RILL_LAYERS common "table connector" sql engine sink "metrics toolkit" pipeline server)
+set(RILL_LAYERS common "table connector" sql engine sink "metrics toolkit" pipeline cluster server)
 
 # rill_add_folder(<folder> [LINK <third-party targets>...])
 #

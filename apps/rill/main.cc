@@ -2,6 +2,7 @@
 //
 //   rill demo [--duration S] [--rate N] [--interval-ms MS]   console demo
 //   rill serve [--listen ADDR] [--token T] [--metrics PATH] [--queue-db PATH]
+//              [--app-id APP] [--instance-id ID]
 //              [PIPELINE.yaml]
 //   rill query [--server ADDR] [--token T] [--format table|csv|json] SQL
 //   rill pipeline options [--format yaml|sql]     the declarable options (Markdown)
@@ -97,6 +98,16 @@ int main(int argc, char** argv) {
       serve->add_option("--checkpoint-interval", checkpoint_interval,
                         "Seconds between checkpoints (default: the file's, else 60)")
           ->check(CLI::PositiveNumber);
+  std::string instance_id;
+  CLI::Option* instance_id_opt = serve->add_option(
+      "--instance-id", instance_id,
+      "Run as this instance of the pipeline's application (overrides cluster.instance_id; "
+      "stable per instance: static membership of the application's Kafka consumer group)");
+  std::string app_id;
+  CLI::Option* app_id_opt = serve->add_option(
+      "--app-id", app_id,
+      "The application (Kafka consumer group) this process is an instance of (overrides "
+      "cluster.app_id)");
   serve->add_flag("--allow-private-webhooks", serve_options.allow_private_webhooks,
                   "Let webhooks reach loopback and private addresses (local receivers)");
   serve->add_option("--duration", serve_options.duration_s,
@@ -177,6 +188,8 @@ int main(int argc, char** argv) {
     if (queue_db_opt->count() > 0) serve_options.queue_db = queue_db;
     if (admin_token_opt->count() > 0) serve_options.admin_token = admin_token;
     if (checkpoint_dir_opt->count() > 0) serve_options.checkpoint_dir = checkpoint_dir;
+    if (instance_id_opt->count() > 0) serve_options.instance_id = instance_id;
+    if (app_id_opt->count() > 0) serve_options.app_id = app_id;
     if (checkpoint_interval_opt->count() > 0) {
       serve_options.checkpoint_interval_seconds = checkpoint_interval;
     }

@@ -132,6 +132,47 @@ Status Parser::ParseCheckpoint(const At& at, Pipeline* p) const {
   return Status::OK();
 }
 
+// cluster: {app_id, instance_id, bootstrap_servers, partitions_per_table,
+// commit_interval_ms, session_timeout_ms, kafka_config} — RillEngine's
+// app_id / instance_id / ... (docs/scale-out.md).
+Status Parser::ParseCluster(const At& at, Pipeline* p) const {
+  RILL_RETURN_NOT_OK(Keys(at, {"app_id", "instance_id", "bootstrap_servers",
+                               "partitions_per_table", "commit_interval_ms",
+                               "session_timeout_ms", "kafka_config"}));
+  cluster::ClusterOptions o;
+  RILL_ASSIGN_OR_RAISE(o.app_id, RequiredStr(at, "app_id"));
+  if (Has(at, "instance_id")) {
+    RILL_ASSIGN_OR_RAISE(o.instance_id, Str(Child(at, "instance_id")));
+  }
+  if (Has(at, "bootstrap_servers")) {
+    RILL_ASSIGN_OR_RAISE(o.bootstrap_servers, Str(Child(at, "bootstrap_servers")));
+  }
+  auto integer = [&](const char* key, auto* out) -> Status {
+    if (!Has(at, key)) return Status::OK();
+    RILL_ASSIGN_OR_RAISE(int64_t v, Int(Child(at, key)));
+    *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+    return Status::OK();
+  };
+  RILL_RETURN_NOT_OK(integer("partitions_per_table", &o.partitions_per_table));
+  RILL_RETURN_NOT_OK(integer("commit_interval_ms", &o.commit_interval_ms));
+  RILL_RETURN_NOT_OK(integer("session_timeout_ms", &o.session_timeout_ms));
+  if (Has(at, "kafka_config")) {
+    At config = Child(at, "kafka_config");
+    if (!config.node.IsMap()) return Error(config, "expected a mapping");
+    for (const auto& kv : config.node) {
+      RILL_ASSIGN_OR_RAISE(o.kafka_config[kv.first.Scalar()],
+                           Str(Child(config, kv.first.Scalar())));
+    }
+  }
+  // instance_id may come from `rill serve --instance-id` (checked at start).
+  if (!o.instance_id.empty()) {
+    Status st = cluster::ValidateClusterOptions(o);
+    if (!st.ok()) return Error(at, st.message());
+  }
+  p->cluster = std::move(o);
+  return Status::OK();
+}
+
 Result<std::shared_ptr<arrow::Schema>> Parser::ParseColumns(const At& at) const {
   arrow::FieldVector fields;
   std::set<std::string> seen;
@@ -256,7 +297,7 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
     return p;  // an empty file is an empty pipeline
   }
   try {
-    RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "checkpoint", "tables",
+    RILL_RETURN_NOT_OK(parser.Keys(top, {"engine", "metrics", "server", "checkpoint", "cluster", "tables",
                                          "connectors", "tasks", "stream_tasks", "windows", "kpis",
                                          "alert_rules", "sinks"}));
     if (parser.Has(top, "engine")) {
@@ -267,6 +308,9 @@ Result<Pipeline> ParsePipeline(const std::string& yaml, const std::string& file)
     }
     if (parser.Has(top, "server")) {
       RILL_RETURN_NOT_OK(parser.ParseServer(parser.Child(top, "server"), &p));
+    }
+    if (parser.Has(top, "cluster")) {
+      RILL_RETURN_NOT_OK(parser.ParseCluster(parser.Child(top, "cluster"), &p));
     }
     if (parser.Has(top, "checkpoint")) {
       RILL_RETURN_NOT_OK(parser.ParseCheckpoint(parser.Child(top, "checkpoint"), &p));

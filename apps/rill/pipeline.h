@@ -10,6 +10,11 @@
 //                override)
 //   checkpoint:  dir, interval_seconds (60), format (parquet | arrow), keep (3):
 //                restored at start, written periodically and at stop
+//   cluster:     app_id, instance_id, bootstrap_servers, partitions_per_table,
+//                commit_interval_ms (100), session_timeout_ms (10000): this
+//                process is one instance of a scaled-out application (one Kafka
+//                consumer group; docs/scale-out.md); `rill serve --instance-id`
+//                and `--app-id` override
 //   tables:      - name, columns (a list of {name, type, nullable} or a map
 //                  name: type), primary_key ("a" / "a,b" / [a, b]),
 //                  mode (snapshot | append), retention {max_rows,
@@ -83,6 +88,7 @@
 #include "rill/connector/bounded_buffer.h"
 #include "rill/pipeline/sinks.h"
 #include "rill/pipeline/sources.h"
+#include "rill/cluster/application.h"
 #include "rill/engine/checkpoint.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
@@ -203,6 +209,8 @@ struct Pipeline {
   PipelineServerSettings server;
   /// `checkpoint:`; none: no checkpoints.
   std::optional<CheckpointOptions> checkpoint;
+  /// `cluster:`; none: a single instance.
+  std::optional<cluster::ClusterOptions> cluster;
   std::vector<TableSpec> tables;
   std::vector<ConnectorSpec> connectors;
   std::vector<SqlTaskSpec> sql_tasks;

@@ -194,6 +194,7 @@ class Parser {
   Status ParseMetrics(const At& at, Pipeline* p) const;
   Status ParseServer(const At& at, Pipeline* p) const;
   Status ParseCheckpoint(const At& at, Pipeline* p) const;
+  Status ParseCluster(const At& at, Pipeline* p) const;
   Status ParseStreamTask(const At& at, Pipeline* p) const;  // pipeline_sections.cc
   Status ParseTable(const At& at, Pipeline* p) const;
   Status ParseConnector(const At& at, Pipeline* p) const;

@@ -163,6 +163,25 @@ Status Serve(const ServeOptions& options, Running* run) {
   // Alert-rule webhooks (rules from the file and from the API) are delivered
   // by the server (Server::Start makes the sender and the rule relay).
 
+  // An instance of a scaled-out application: the Kafka sources the pipeline
+  // adds read as one member of the application's consumer group.
+  std::optional<cluster::ClusterOptions> cluster_options = pipeline.cluster;
+  if (options.app_id) {
+    if (!cluster_options) cluster_options = cluster::ClusterOptions{};
+    cluster_options->app_id = *options.app_id;
+  }
+  if (options.instance_id) {
+    if (!cluster_options) {
+      return Status::Invalid("--instance-id needs a `cluster:` section with app_id, or --app-id");
+    }
+    cluster_options->instance_id = *options.instance_id;
+  }
+  if (cluster_options) {
+    RILL_ASSIGN_OR_RAISE(cluster::Application * app,
+                         cluster::Application::Start(run->engine.get(), *cluster_options));
+    std::printf("rill serve: instance '%s' of application '%s'\n",
+                app->options().instance_id.c_str(), app->options().app_id.c_str());
+  }
   pipeline::Catalog& catalog = pipeline::Catalog::For(run->engine.get());
   catalog.SetMetricsStore(run->metrics.get());
   RILL_RETURN_NOT_OK(ApplyPipeline(pipeline, *run->engine, run->metrics.get()));

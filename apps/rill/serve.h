@@ -33,6 +33,12 @@ struct ServeOptions {
   /// Override the pipeline's `server.queue_db`: the SQLite file (WAL) the
   /// queues of /api/v1/queues persist in; unset and absent there: in memory.
   std::optional<std::string> queue_db;
+  /// Override the pipeline's `cluster.instance_id` / `cluster.app_id`: run as
+  /// this instance of the application (an --app-id without a `cluster:`
+  /// section makes one; bootstrap_servers then come from the first Kafka
+  /// source).
+  std::optional<std::string> instance_id;
+  std::optional<std::string> app_id;
   /// Lift the webhook SSRF guard for local receivers.
   bool allow_private_webhooks = false;
   /// Seconds to run; 0 runs until a signal (tests use a duration).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import socket
 import threading
 import warnings
 import weakref
@@ -82,6 +83,12 @@ class RillEngine:
         checkpoint_interval_seconds: float = 60.0,
         max_records_per_tick: int = 0,
         memory_budget_policy: str = "warn",
+        app_id: Optional[str] = None,
+        instance_id: Optional[str] = None,
+        bootstrap_servers: Optional[str] = None,
+        partitions_per_table: int = 0,
+        commit_interval_ms: int = 100,
+        session_timeout_ms: int = 10000,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -128,6 +135,20 @@ class RillEngine:
                 draining the connectors until allocated memory is below 90 %
                 of the budget; their buffers fill and their on_overflow policy
                 applies, counted as dropped). "shed" needs a budget.
+            app_id, instance_id: run this engine as instance `instance_id` of
+                the scaled-out application `app_id` (docs/scale-out.md): its
+                Kafka sources read as one member of the consumer group `app_id`
+                (static membership by instance_id, which must be stable per
+                instance; default: this host's name), partition p of every
+                input topic on the same instance. See cluster_status().
+            bootstrap_servers: the application's Kafka cluster (default: the
+                first Kafka source's bootstrap.servers).
+            partitions_per_table: partitions of the topics the application
+                creates (0: as many as its input topics).
+            commit_interval_ms: how often an instance commits (ms, > 0).
+            session_timeout_ms: the group's session timeout (ms, >= 1000): a
+                silent instance keeps its partitions this long, and a restart
+                within it causes no rebalance.
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -184,6 +205,26 @@ class RillEngine:
         # Checkpoints (rills/checkpoint.py)
         self.checkpointer = _checkpoint.engine_checkpointer(
             self, checkpoint_dir, checkpoint_interval_seconds)
+        self.app_id = app_id
+        self.instance_id = None
+        if app_id is not None:
+            if instance_id is None:
+                instance_id = socket.gethostname()
+            self._core.start_application(
+                str(app_id), str(instance_id), bootstrap_servers or "",
+                int(partitions_per_table), int(commit_interval_ms), int(session_timeout_ms))
+            self.instance_id = str(instance_id)
+        elif instance_id is not None or bootstrap_servers is not None:
+            raise ValueError("instance_id and bootstrap_servers need app_id (the application)")
+
+    # Scale-out -------------------------------------------------------------------
+
+    def cluster_status(self) -> Optional[Dict[str, Any]]:
+        """This instance in its application (None outside one): app_id, instance_id,
+        member_id, bootstrap_servers, partitions (the (topic, partition) pairs it
+        owns now), assigns, revokes, partitions_revoked, last_rebalance_at (unix
+        seconds), last_rebalance_seconds, commit_interval_ms, partitions_per_table."""
+        return self._core.cluster_status()
 
     # Tables ----------------------------------------------------------------------
 

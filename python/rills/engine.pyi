@@ -44,8 +44,18 @@ class RillEngine:
         checkpoint_interval_seconds: float = 60.0,
         max_records_per_tick: int = 0,
         memory_budget_policy: str = "warn",
+        app_id: Optional[str] = None,
+        instance_id: Optional[str] = None,
+        bootstrap_servers: Optional[str] = None,
+        partitions_per_table: int = 0,
+        commit_interval_ms: int = 100,
+        session_timeout_ms: int = 10000,
     ) -> None:
         """Create an engine (the loop starts with start())."""
+    app_id: Optional[str]
+    instance_id: Optional[str]
+    def cluster_status(self) -> Optional[Dict[str, Any]]:
+        """This instance in its application (None outside one)."""
     def register_table(
         self,
         name: str,

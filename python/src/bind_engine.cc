@@ -13,6 +13,7 @@
 
 #include <arrow/table.h>
 #include <arrow/type.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -23,6 +24,7 @@
 #include "py_arrow.h"
 #include "py_callback.h"
 #include "py_status.h"
+#include "rill/cluster/application.h"
 #include "rill/common/reaper.h"
 #include "rill/engine/engine.h"
 #include "rill/sql/sql_engine.h"
@@ -650,6 +652,54 @@ void BindEngine(nb::module_& m) {
           },
           nb::arg("threads"))
       .def("sql_threads", [](PyEngine& e) { return e.engine().sql().Threads(); })
+      // Scale-out (cluster/application.h) -----------------------------------
+      .def(
+          "start_application",
+          [](PyEngine& e, const std::string& app_id, const std::string& instance_id,
+             const std::string& bootstrap_servers, int partitions_per_table,
+             int64_t commit_interval_ms, int64_t session_timeout_ms,
+             const std::map<std::string, std::string>& kafka_config) {
+            rill::cluster::ClusterOptions o;
+            o.app_id = app_id;
+            o.instance_id = instance_id;
+            o.bootstrap_servers = bootstrap_servers;
+            o.partitions_per_table = partitions_per_table;
+            o.commit_interval_ms = commit_interval_ms;
+            o.session_timeout_ms = session_timeout_ms;
+            o.kafka_config = kafka_config;
+            Engine* engine = &e.engine();
+            WithoutGil([&] { return rill::cluster::Application::Start(engine, o).status(); });
+          },
+          nb::arg("app_id"), nb::arg("instance_id"), nb::arg("bootstrap_servers") = "",
+          nb::arg("partitions_per_table") = 0, nb::arg("commit_interval_ms") = 100,
+          nb::arg("session_timeout_ms") = 10000,
+          nb::arg("kafka_config") = std::map<std::string, std::string>{})
+      .def("cluster_status",
+           [](PyEngine& e) -> nb::object {
+             rill::cluster::Application* app = rill::cluster::Application::For(&e.engine());
+             if (app == nullptr) return nb::none();
+             rill::cluster::ClusterStatus s;
+             {
+               nb::gil_scoped_release release;
+               s = app->status();
+             }
+             nb::dict d;
+             d["app_id"] = s.app_id;
+             d["instance_id"] = s.instance_id;
+             d["member_id"] = s.member_id;
+             d["bootstrap_servers"] = s.bootstrap_servers;
+             nb::list parts;
+             for (const auto& [topic, p] : s.partitions) parts.append(nb::make_tuple(topic, p));
+             d["partitions"] = parts;
+             d["assigns"] = s.group.assigns;
+             d["revokes"] = s.group.revokes;
+             d["partitions_revoked"] = s.group.partitions_revoked;
+             d["last_rebalance_at"] = s.group.last_rebalance_at;
+             d["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
+             d["commit_interval_ms"] = app->options().commit_interval_ms;
+             d["partitions_per_table"] = app->options().partitions_per_table;
+             return d;
+           })
       .def(
           "query",
           [](PyEngine& e, const std::string& sql) {

@@ -150,6 +150,32 @@ KafkaConnector::~KafkaConnector() {
   if (impl_->rk && !impl_->options.consumer) kafka_internal::CloseAndDestroy(impl_->rk, kCloseSeconds);
 }
 
+std::string KafkaConnector::bootstrap_servers() const {
+  auto it = impl_->options.config.find("bootstrap.servers");
+  return it != impl_->options.config.end() ? it->second : std::string();
+}
+
+Status KafkaConnector::JoinGroup(std::shared_ptr<KafkaSharedConsumer> consumer) {
+  Impl& impl = *impl_;
+  if (!consumer || impl.options.consumer == consumer) return Status::OK();
+  if (impl.thread.joinable() || impl.attached || impl.subscribed) {
+    return Status::Invalid("KafkaConnector '", name(), "': JoinGroup after Start");
+  }
+  auto own = impl.options.config.find("bootstrap.servers");
+  if (own != impl.options.config.end() && !own->second.empty() &&
+      own->second != consumer->bootstrap_servers()) {
+    return Status::OK();  // another cluster: not part of the application's group
+  }
+  if (impl.options.consumer) {
+    return Status::Invalid("KafkaConnector '", name(), "' already reads through consumer group '",
+                           impl.options.consumer->group_id(), "'");
+  }
+  if (impl.rk) kafka_internal::CloseAndDestroy(impl.rk, kCloseSeconds);  // never subscribed
+  impl.options.consumer = std::move(consumer);
+  impl.rk = impl.options.consumer->impl()->rk;
+  return Status::OK();
+}
+
 Status KafkaConnector::Start() {
   if (impl_->thread.joinable() || impl_->attached) return Status::OK();
   if (impl_->options.consumer) {

@@ -160,6 +160,14 @@ class KafkaConnector : public Connector {
                                                       KafkaOptions options);
   ~KafkaConnector() override;
 
+  /// Read through `consumer` (an application's shared consumer) from now on
+  /// instead of a consumer of its own, unless this source names another
+  /// cluster (its bootstrap.servers differ: it keeps its own consumer). The
+  /// source's group.id no longer applies: the application is the group.
+  /// Invalid once started. Any thread, before Start.
+  Status JoinGroup(std::shared_ptr<KafkaSharedConsumer> consumer);
+  /// bootstrap.servers of the connector's own configuration ("" when unset).
+  std::string bootstrap_servers() const;
   /// Subscribe and start the reader thread. After a Stop, messages the reader
   /// had taken from librdkafka but not buffered are read again.
   Status Start() override;
@@ -246,6 +254,8 @@ class KafkaSharedConsumer {
   ~KafkaSharedConsumer();
 
   const std::string& group_id() const;
+  /// bootstrap.servers of its configuration.
+  std::string bootstrap_servers() const;
   /// group.instance.id, "" without static membership.
   std::string instance_id() const;
   /// The partitions this member owns now (all topics).

@@ -224,6 +224,11 @@ const std::string& KafkaSharedConsumer::group_id() const {
   return impl_->options.config.at("group.id");
 }
 
+std::string KafkaSharedConsumer::bootstrap_servers() const {
+  auto it = impl_->options.config.find("bootstrap.servers");
+  return it != impl_->options.config.end() ? it->second : std::string();
+}
+
 std::string KafkaSharedConsumer::instance_id() const {
   auto it = impl_->options.config.find("group.instance.id");
   return it != impl_->options.config.end() ? it->second : std::string();

@@ -15,6 +15,7 @@
 #include "rill/common/logging.h"
 #include "rill/common/reaper.h"
 #include "rill/connector/connector.h"
+#include "rill/connector/kafka_connector.h"
 #include "rill/engine/system_tables_internal.h"
 #include "rill/engine/window_task.h"
 #include "rill/sql/sql_engine.h"
@@ -250,13 +251,30 @@ Status Engine::AddConnector(std::shared_ptr<Connector> connector) {
   if (auto table = FindTable(connector->target_table())) {
     connector->SetTargetSchema(table->user_schema());
   }
-  Status st = connector->Start();
+  Status st = Status::OK();
+  KafkaGroupProvider group;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    group = kafka_group_;
+  }
+  if (group) {
+    if (auto* kafka = dynamic_cast<KafkaConnector*>(connector.get())) {
+      auto consumer = group(kafka->bootstrap_servers());
+      st = consumer.ok() ? kafka->JoinGroup(*consumer) : consumer.status();
+    }
+  }
+  if (st.ok()) st = connector->Start();
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     connectors_.erase(connector->name());
     return st;
   }
   return Status::OK();
+}
+
+void Engine::SetKafkaGroupProvider(KafkaGroupProvider provider) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kafka_group_ = std::move(provider);
 }
 
 Status Engine::RemoveConnector(const std::string& name) {

@@ -69,6 +69,7 @@
 namespace rill {
 
 class Connector;
+class KafkaSharedConsumer;
 struct RejectedRecord;
 class SqlEngine;
 class WindowTask;
@@ -239,6 +240,15 @@ class Engine {
   Status AddConnector(std::shared_ptr<Connector> connector);
   /// Stop and remove a connector; what it still buffered is written first.
   Status RemoveConnector(const std::string& name);
+  /// The Kafka consumer of the application this engine is an instance of,
+  /// for a source on the cluster `bootstrap_servers` (null: the source reads
+  /// alone); cluster/application.h sets it.
+  using KafkaGroupProvider = std::function<Result<std::shared_ptr<KafkaSharedConsumer>>(
+      const std::string& bootstrap_servers)>;
+  /// While set, AddConnector makes every Kafka source read through the
+  /// provider's consumer (one group member per instance, topics
+  /// co-partitioned). Null removes it. Any thread.
+  void SetKafkaGroupProvider(KafkaGroupProvider provider);
   std::vector<std::shared_ptr<Connector>> Connectors() const;
 
   // Tasks ----------------------------------------------------------------
@@ -368,6 +378,8 @@ class Engine {
   /// `make` may call the engine, but not Extension.
   EngineExtension* Extension(const std::string& key,
                              const std::function<std::unique_ptr<EngineExtension>()>& make);
+  /// The extension under `key`, or null. Any thread.
+  EngineExtension* FindExtension(const std::string& key) const;
   /// Hold back (`on`) or release the connectors writing `table`, on behalf of
   /// `source` (a sink's name): while any source holds a table, ticks do not
   /// poll its connectors, whose buffers fill and apply their overflow policy as
@@ -503,11 +515,12 @@ class Engine {
   // running hook.
   std::map<int64_t, std::function<void(double)>> tick_end_hooks_;  // guarded by mu_
   int64_t next_tick_end_hook_ = 1;                                  // guarded by mu_
+  KafkaGroupProvider kafka_group_;                                  // guarded by mu_
   std::recursive_mutex hooks_mu_;
   std::map<std::string, std::shared_ptr<CheckpointParticipant>> participants_;  // guarded by mu_
   std::optional<RestoredCheckpoint> last_restore_;  // guarded by mu_
   /// Guards extensions_; held while an extension is made (which may take mu_).
-  std::mutex extensions_mu_;
+  mutable std::mutex extensions_mu_;
   std::map<std::string, std::unique_ptr<EngineExtension>> extensions_;
   /// Table -> the sources holding it back (SetTableBackpressure); guarded by mu_.
   std::map<std::string, std::set<std::string>> backpressure_;

@@ -12,6 +12,12 @@ EngineExtension* Engine::Extension(
   return slot.get();
 }
 
+EngineExtension* Engine::FindExtension(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(extensions_mu_);
+  auto it = extensions_.find(key);
+  return it != extensions_.end() ? it->second.get() : nullptr;
+}
+
 void Engine::AddCheckpointParticipant(const std::string& name,
                                       std::shared_ptr<CheckpointParticipant> participant) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 
+#include "rill/cluster/application.h"
 #include "rill/connector/connector.h"
 #include "rill/connector/kafka_connector.h"
 #include "rill/common/host_stats.h"
@@ -232,6 +233,31 @@ HttpReply SinkStatsReply(ServerContext& ctx) {
   return JsonReply(json::serialize(json::object{{"sinks", std::move(out)}}));
 }
 
+/// This instance in its scaled-out application; {"app_id": null} outside one.
+HttpReply ClusterReply(ServerContext& ctx) {
+  cluster::Application* app = cluster::Application::For(ctx.engine);
+  if (app == nullptr) return JsonReply(json::serialize(json::object{{"app_id", nullptr}}));
+  const cluster::ClusterStatus s = app->status();
+  json::object j;
+  j["app_id"] = s.app_id;
+  j["instance_id"] = s.instance_id;
+  j["member_id"] = s.member_id;
+  j["bootstrap_servers"] = s.bootstrap_servers;
+  json::array parts;
+  for (const auto& [topic, p] : s.partitions) {
+    parts.push_back(json::object{{"topic", topic}, {"partition", p}});
+  }
+  j["partitions"] = std::move(parts);
+  j["assigns"] = s.group.assigns;
+  j["revokes"] = s.group.revokes;
+  j["partitions_revoked"] = s.group.partitions_revoked;
+  j["last_rebalance_at"] = s.group.last_rebalance_at;
+  j["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
+  j["commit_interval_ms"] = app->options().commit_interval_ms;
+  j["partitions_per_table"] = app->options().partitions_per_table;
+  return JsonReply(json::serialize(j));
+}
+
 HttpReply TaskStatsReply(ServerContext& ctx) {
   json::array out;
   for (const auto& [name, s] : ctx.engine->TaskStatistics()) {
@@ -329,6 +355,7 @@ std::optional<HttpReply> RouteTables(ServerContext& ctx, const HttpRequest& requ
   if (path == "/api/v1/telemetry/connectors") return ConnectorStatsReply(ctx);
   if (path == "/api/v1/telemetry/tasks") return TaskStatsReply(ctx);
   if (path == "/api/v1/telemetry/sinks") return SinkStatsReply(ctx);
+  if (path == "/api/v1/telemetry/cluster") return ClusterReply(ctx);
   return std::nullopt;
 }
 

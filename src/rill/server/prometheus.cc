@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "rill/connector/connector.h"
+#include "rill/cluster/application.h"
 #include "rill/connector/kafka_connector.h"
 #include "rill/engine/engine.h"
 #include "rill/server/server_internal.h"
@@ -189,6 +190,24 @@ std::string RenderPrometheus(ServerContext& ctx) {
                Writer::Label("sink", sinks[i]->name()) + "," +
                    Writer::Label("type", sinks[i]->type()));
     }
+  }
+
+  // This instance in its scaled-out application (none outside one).
+  if (cluster::Application* app = cluster::Application::For(ctx.engine)) {
+    const cluster::ClusterStatus st = app->status();
+    const std::string labels =
+        Writer::Label("app_id", st.app_id) + "," + Writer::Label("instance_id", st.instance_id);
+    w.Family("rill_cluster_partitions_owned", "gauge", "Input partitions this instance owns.");
+    w.Sample("rill_cluster_partitions_owned", static_cast<double>(st.partitions.size()), labels);
+    w.Family("rill_cluster_rebalances_total", "counter", "Partition assignments received.");
+    w.Sample("rill_cluster_rebalances_total", static_cast<double>(st.group.assigns), labels);
+    w.Family("rill_cluster_partitions_revoked_total", "counter",
+             "Partitions handed back at rebalances.");
+    w.Sample("rill_cluster_partitions_revoked_total",
+             static_cast<double>(st.group.partitions_revoked), labels);
+    w.Family("rill_cluster_last_rebalance_seconds", "gauge",
+             "Revoke to assign of the last rebalance.");
+    w.Sample("rill_cluster_last_rebalance_seconds", st.group.last_rebalance_seconds, labels);
   }
 
   w.Family("rill_table_rows", "gauge", "Live rows per table.");

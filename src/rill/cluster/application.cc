@@ -1,0 +1,141 @@
+#include "rill/cluster/application.h"
+
+#include <mutex>
+
+#include "rill/engine/engine.h"
+
+namespace rill::cluster {
+
+namespace {
+
+constexpr const char* kExtensionKey = "rill.cluster.application";
+
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+class ApplicationImpl final : public Application, public EngineExtension {
+ public:
+  ApplicationImpl(Engine* engine, ClusterOptions options)
+      : engine_(engine), options_(std::move(options)) {}
+
+  ~ApplicationImpl() override {
+    // The engine's connectors (stopped before extensions go) detached; the
+    // consumer leaves the group when its last holder lets it go.
+    engine_->SetKafkaGroupProvider(nullptr);
+  }
+
+  const ClusterOptions& options() const override { return options_; }
+
+  Status EnsureConsumer(const std::string& bootstrap_servers) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (consumer_) return Status::OK();
+    const std::string servers =
+        options_.bootstrap_servers.empty() ? bootstrap_servers : options_.bootstrap_servers;
+    if (servers.empty()) {
+      return Status::Invalid("application '", options_.app_id,
+                             "': no bootstrap_servers (in the cluster options or the source)");
+    }
+    KafkaSharedConsumerOptions o;
+    o.config = options_.kafka_config;
+    o.config["bootstrap.servers"] = servers;
+    o.config["group.id"] = options_.app_id;
+    o.config["group.instance.id"] = options_.instance_id;
+    o.config.emplace("client.id", options_.app_id + "-" + options_.instance_id);
+    o.config["session.timeout.ms"] = std::to_string(options_.session_timeout_ms);
+    o.config.emplace("heartbeat.interval.ms",
+                     std::to_string(std::max<int64_t>(100, options_.session_timeout_ms / 10)));
+    o.config["partition.assignment.strategy"] = "range";
+    // Input written by upstream applications' transactions: only committed.
+    o.config.emplace("isolation.level", "read_committed");
+    RILL_ASSIGN_OR_RAISE(consumer_, KafkaSharedConsumer::Make(std::move(o)));
+    return Status::OK();
+  }
+
+  std::shared_ptr<KafkaSharedConsumer> consumer() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return consumer_;
+  }
+
+  ClusterStatus status() const override {
+    ClusterStatus s;
+    s.app_id = options_.app_id;
+    s.instance_id = options_.instance_id;
+    auto c = consumer();
+    if (!c) return s;
+    s.member_id = c->member_id();
+    s.bootstrap_servers = c->bootstrap_servers();
+    s.partitions = c->assignment();
+    s.group = c->stats();
+    return s;
+  }
+
+ private:
+  Engine* engine_;
+  const ClusterOptions options_;
+  mutable std::mutex mu_;
+  std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_
+};
+
+}  // namespace
+
+Status ValidateClusterOptions(const ClusterOptions& o) {
+  if (!ValidName(o.app_id)) {
+    return Status::Invalid("cluster app_id '", o.app_id,
+                           "' must be 1-200 letters, digits, '.', '_' or '-'");
+  }
+  if (!ValidName(o.instance_id)) {
+    return Status::Invalid("cluster instance_id '", o.instance_id,
+                           "' must be 1-200 letters, digits, '.', '_' or '-'");
+  }
+  if (o.partitions_per_table < 0) {
+    return Status::Invalid("cluster partitions_per_table must be >= 0, got ",
+                           o.partitions_per_table);
+  }
+  if (o.commit_interval_ms <= 0) {
+    return Status::Invalid("cluster commit_interval_ms must be > 0, got ", o.commit_interval_ms);
+  }
+  if (o.session_timeout_ms < 1000) {
+    return Status::Invalid("cluster session_timeout_ms must be >= 1000, got ",
+                           o.session_timeout_ms);
+  }
+  return Status::OK();
+}
+
+Result<Application*> Application::Start(Engine* engine, ClusterOptions options) {
+  RILL_RETURN_NOT_OK(ValidateClusterOptions(options));
+  if (Application* running = For(engine)) {
+    const ClusterOptions& r = running->options();
+    if (r.app_id != options.app_id || r.instance_id != options.instance_id) {
+      return Status::Invalid("this engine already is instance '", r.instance_id,
+                             "' of application '", r.app_id, "'");
+    }
+    return running;
+  }
+  auto* made = static_cast<ApplicationImpl*>(engine->Extension(
+      kExtensionKey, [engine, &options] {
+        return std::make_unique<ApplicationImpl>(engine, options);
+      }));
+  if (!options.bootstrap_servers.empty()) {
+    RILL_RETURN_NOT_OK(made->EnsureConsumer(options.bootstrap_servers));
+  }
+  engine->SetKafkaGroupProvider(
+      [made](const std::string& servers) -> Result<std::shared_ptr<KafkaSharedConsumer>> {
+        RILL_RETURN_NOT_OK(made->EnsureConsumer(servers));
+        return made->consumer();
+      });
+  return made;
+}
+
+Application* Application::For(Engine* engine) {
+  EngineExtension* e = engine->FindExtension(kExtensionKey);
+  return e ? static_cast<ApplicationImpl*>(e) : nullptr;
+}
+
+}  // namespace rill::cluster

@@ -1,0 +1,104 @@
+// Application: this engine as one instance of a scaled-out Rill application.
+//
+// An application is a Kafka consumer group (shared/DESIGN.md, "Scale-out"):
+// every instance started with the same app_id reads the application's input
+// topics as one member of the group `app_id`, with static membership
+// (group.instance.id = instance_id: a restart within the session timeout
+// causes no rebalance) and the range assignor, so that partition p of every
+// input topic lands on the same instance (co-partitioned topics: joins and
+// aggregates keyed like the input see all of a key's rows on one instance).
+//
+//     ClusterOptions o;
+//     o.app_id = "orders-app";
+//     o.instance_id = "node-1";
+//     o.bootstrap_servers = "127.0.0.1:9092";
+//     RILL_ASSIGN_OR_RAISE(Application* app, Application::Start(engine, o));
+//     ... engine->AddConnector(kafka_source) ...  // reads through the group
+//     app->status();                              // partitions owned, rebalances
+//
+// Start sets the engine's Kafka group (Engine::SetKafkaGroup): from then on
+// every Kafka source added to the engine on the same cluster reads through the
+// application's one consumer, and its own group.id no longer applies.
+//
+// Threads: Start and For from any thread; status() from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rill/common/status.h"
+#include "rill/connector/kafka_connector.h"
+
+namespace rill {
+
+class Engine;
+
+namespace cluster {
+
+/// How an instance joins its application (the pipeline file's `cluster:`
+/// section, RillEngine(app_id=, instance_id=, ...), `rill serve --instance-id`).
+struct ClusterOptions {
+  /// The application: its consumer group, and the prefix of the topics it
+  /// creates ("<app_id>-<table>-changelog"). Letters, digits, '.', '_', '-'.
+  std::string app_id;
+  /// This instance, unique and stable per instance (static membership).
+  std::string instance_id;
+  /// The Kafka cluster ("host:port,..."); "" takes the first Kafka source's.
+  std::string bootstrap_servers;
+  /// Partitions of the topics the application creates (changelogs, partial
+  /// aggregates); 0: as many as the input topics have.
+  int partitions_per_table = 0;
+  /// How often the instance commits its outputs and input offsets (ms, > 0).
+  int64_t commit_interval_ms = 100;
+  /// The group's session timeout (ms): how long a silent instance keeps its
+  /// partitions (and a restart within it causes no rebalance).
+  int64_t session_timeout_ms = 10000;
+  /// More librdkafka properties of the consumer (security.*, ...).
+  std::map<std::string, std::string> kafka_config;
+};
+
+/// Invalid (naming the option) for an empty or malformed app_id or
+/// instance_id, or values out of range.
+Status ValidateClusterOptions(const ClusterOptions& options);
+
+/// Where the instance stands in its group.
+struct ClusterStatus {
+  std::string app_id;
+  std::string instance_id;
+  std::string member_id;  ///< the coordinator's id of this member ("" before joining)
+  std::string bootstrap_servers;
+  /// The input partitions this instance owns now (topic, partition).
+  std::vector<std::pair<std::string, int32_t>> partitions;
+  KafkaGroupStats group;
+};
+
+/// This engine's membership in its application (an extension of the engine,
+/// destroyed with it).
+class Application {
+ public:
+  virtual ~Application() = default;
+
+  /// Make this engine an instance of `options.app_id`. Invalid for bad
+  /// options, or when the engine already is an instance (of another app_id or
+  /// instance_id; the same options again return the running one). Without
+  /// bootstrap_servers, the consumer is made when the first Kafka source
+  /// arrives (EnsureConsumer).
+  static Result<Application*> Start(Engine* engine, ClusterOptions options);
+  /// The engine's application; null when it is none's instance.
+  static Application* For(Engine* engine);
+
+  virtual const ClusterOptions& options() const = 0;
+  /// Make the group's consumer on `bootstrap_servers` if there is none yet
+  /// (the first Kafka source's cluster, when the options named none).
+  virtual Status EnsureConsumer(const std::string& bootstrap_servers) = 0;
+  /// The group's consumer (null until made).
+  virtual std::shared_ptr<KafkaSharedConsumer> consumer() const = 0;
+  virtual ClusterStatus status() const = 0;
+};
+
+}  // namespace cluster
+}  // namespace rill
