@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
       "--app-id", app_id,
       "The application (Kafka consumer group) this process is an instance of (overrides "
       "cluster.app_id)");
+  serve->add_flag("--leave-on-stop", serve_options.leave_on_stop,
+                  "Leave the application's consumer group at stop (its partitions go to the other "
+                  "instances at once; default: keep them for the session timeout, so that a "
+                  "restart causes no rebalance)");
   serve->add_flag("--allow-private-webhooks", serve_options.allow_private_webhooks,
                   "Let webhooks reach loopback and private addresses (local receivers)");
   serve->add_option("--duration", serve_options.duration_s,

@@ -63,6 +63,13 @@ struct Running {
 #if RILL_HAVE_SERVER
     if (server) server->Stop();
 #endif
+    // cluster.leave_on_stop: hand the partitions over while the engine still
+    // applies what it polled.
+    if (cluster::Application* app = engine ? cluster::Application::For(engine.get()) : nullptr;
+        app && app->options().leave_on_stop) {
+      Status st = app->Leave(10);
+      if (!st.ok()) std::fprintf(stderr, "rill serve: leaving the group: %s\n", st.message().c_str());
+    }
     if (engine) engine->Stop();
     if (checkpointer && checkpointer->started()) {
       // A final checkpoint after the last tick (as RillEngine.stop() writes).
@@ -175,6 +182,10 @@ Status Serve(const ServeOptions& options, Running* run) {
       return Status::Invalid("--instance-id needs a `cluster:` section with app_id, or --app-id");
     }
     cluster_options->instance_id = *options.instance_id;
+  }
+  if (options.leave_on_stop) {
+    if (!cluster_options) return Status::Invalid("--leave-on-stop needs a cluster (app_id)");
+    cluster_options->leave_on_stop = true;
   }
   if (cluster_options) {
     RILL_ASSIGN_OR_RAISE(cluster::Application * app,

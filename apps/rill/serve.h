@@ -39,6 +39,9 @@ struct ServeOptions {
   /// source).
   std::optional<std::string> instance_id;
   std::optional<std::string> app_id;
+  /// Set cluster.leave_on_stop: leave the group at stop (partitions handed
+  /// over at once) instead of keeping them for a restart.
+  bool leave_on_stop = false;
   /// Lift the webhook SSRF guard for local receivers.
   bool allow_private_webhooks = false;
   /// Seconds to run; 0 runs until a signal (tests use a duration).

@@ -89,6 +89,7 @@ class RillEngine:
         partitions_per_table: int = 0,
         commit_interval_ms: int = 100,
         session_timeout_ms: int = 10000,
+        leave_on_stop: bool = False,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -149,6 +150,10 @@ class RillEngine:
             session_timeout_ms: the group's session timeout (ms, >= 1000): a
                 silent instance keeps its partitions this long, and a restart
                 within it causes no rebalance.
+            leave_on_stop: stop() leaves the group first (leave_application()),
+                handing the partitions to the other instances at once; off by
+                default, so that a restart within the session timeout gets its
+                partitions back without a rebalance (static membership).
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -207,12 +212,14 @@ class RillEngine:
             self, checkpoint_dir, checkpoint_interval_seconds)
         self.app_id = app_id
         self.instance_id = None
+        self.leave_on_stop = bool(leave_on_stop)
         if app_id is not None:
             if instance_id is None:
                 instance_id = socket.gethostname()
             self._core.start_application(
                 str(app_id), str(instance_id), bootstrap_servers or "",
-                int(partitions_per_table), int(commit_interval_ms), int(session_timeout_ms))
+                int(partitions_per_table), int(commit_interval_ms), int(session_timeout_ms),
+                leave_on_stop=bool(leave_on_stop))
             self.instance_id = str(instance_id)
         elif instance_id is not None or bootstrap_servers is not None:
             raise ValueError("instance_id and bootstrap_servers need app_id (the application)")
@@ -225,6 +232,14 @@ class RillEngine:
         owns now), assigns, revokes, partitions_revoked, last_rebalance_at (unix
         seconds), last_rebalance_seconds, commit_interval_ms, partitions_per_table."""
         return self._core.cluster_status()
+
+    def leave_application(self, timeout_seconds: float = 10.0) -> None:
+        """Leave the application's consumer group now: the partitions this instance
+        owns are committed and handed to the other instances at once (instead of
+        after the session timeout). Call while the engine runs; its Kafka sources
+        read nothing afterwards. Nothing happens outside an application; OSError
+        when partitions are still assigned after `timeout_seconds`."""
+        self._core.leave_application(float(timeout_seconds))
 
     # Tables ----------------------------------------------------------------------
 
@@ -771,6 +786,11 @@ class RillEngine:
         current tick has finished.
         """
         _quack.stop_server(self)
+        if self.leave_on_stop and self.app_id is not None and self.running:
+            try:
+                self.leave_application()
+            except OSError as error:
+                _log.warning("leaving application %s: %s", self.app_id, error)
         self._core.stop()
         _checkpoint.on_stop(self)  # a final checkpoint after the last tick
 

@@ -50,12 +50,15 @@ class RillEngine:
         partitions_per_table: int = 0,
         commit_interval_ms: int = 100,
         session_timeout_ms: int = 10000,
+        leave_on_stop: bool = False,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     app_id: Optional[str]
     instance_id: Optional[str]
     def cluster_status(self) -> Optional[Dict[str, Any]]:
         """This instance in its application (None outside one)."""
+    def leave_application(self, timeout_seconds: float = 10.0) -> None:
+        """Leave the application's consumer group now (partitions handed over)."""
     def register_table(
         self,
         name: str,

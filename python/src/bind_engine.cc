@@ -658,8 +658,9 @@ void BindEngine(nb::module_& m) {
           [](PyEngine& e, const std::string& app_id, const std::string& instance_id,
              const std::string& bootstrap_servers, int partitions_per_table,
              int64_t commit_interval_ms, int64_t session_timeout_ms,
-             const std::map<std::string, std::string>& kafka_config) {
+             const std::map<std::string, std::string>& kafka_config, bool leave_on_stop) {
             rill::cluster::ClusterOptions o;
+            o.leave_on_stop = leave_on_stop;
             o.app_id = app_id;
             o.instance_id = instance_id;
             o.bootstrap_servers = bootstrap_servers;
@@ -673,7 +674,16 @@ void BindEngine(nb::module_& m) {
           nb::arg("app_id"), nb::arg("instance_id"), nb::arg("bootstrap_servers") = "",
           nb::arg("partitions_per_table") = 0, nb::arg("commit_interval_ms") = 100,
           nb::arg("session_timeout_ms") = 10000,
-          nb::arg("kafka_config") = std::map<std::string, std::string>{})
+          nb::arg("kafka_config") = std::map<std::string, std::string>{},
+          nb::arg("leave_on_stop") = false)
+      .def(
+          "leave_application",
+          [](PyEngine& e, double timeout_seconds) {
+            rill::cluster::Application* app = rill::cluster::Application::For(&e.engine());
+            if (app == nullptr) return;
+            WithoutGil([&] { return app->Leave(timeout_seconds); });
+          },
+          nb::arg("timeout_seconds") = 10.0)
       .def("cluster_status",
            [](PyEngine& e) -> nb::object {
              rill::cluster::Application* app = rill::cluster::Application::For(&e.engine());

@@ -63,6 +63,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
     return consumer_;
   }
 
+  Status Leave(double timeout_seconds) override {
+    auto c = consumer();
+    return c ? c->Leave(timeout_seconds) : Status::OK();
+  }
+
   ClusterStatus status() const override {
     ClusterStatus s;
     s.app_id = options_.app_id;

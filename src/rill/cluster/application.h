@@ -59,6 +59,10 @@ struct ClusterOptions {
   int64_t session_timeout_ms = 10000;
   /// More librdkafka properties of the consumer (security.*, ...).
   std::map<std::string, std::string> kafka_config;
+  /// Leave the group when the instance stops (its partitions go to the others
+  /// at once). Off: a stopped instance keeps its partitions for the session
+  /// timeout, so that a restart within it causes no rebalance.
+  bool leave_on_stop = false;
 };
 
 /// Invalid (naming the option) for an empty or malformed app_id or
@@ -98,6 +102,11 @@ class Application {
   /// The group's consumer (null until made).
   virtual std::shared_ptr<KafkaSharedConsumer> consumer() const = 0;
   virtual ClusterStatus status() const = 0;
+  /// Leave the group now (KafkaSharedConsumer::Leave): the partitions are
+  /// committed and handed to the other instances at once. Call while the
+  /// engine still ticks (its last polled rows are applied first). OK when
+  /// there is no consumer.
+  virtual Status Leave(double timeout_seconds) = 0;
 };
 
 }  // namespace cluster

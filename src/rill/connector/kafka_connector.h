@@ -237,8 +237,12 @@ struct KafkaSharedConsumerOptions {
 /// One Kafka consumer (one group member) that several KafkaConnectors read
 /// through: it subscribes to the union of their topics, routes each message to
 /// the connector of its topic and each rebalance to every connector, on one
-/// reader thread. Connectors attach on Start and detach on Stop; the consumer
-/// leaves the group when the last owner lets it go (destructor).
+/// reader thread. Connectors attach on Start and detach on Stop (the
+/// subscription follows, one rebalance for changes made together); when the
+/// last one detaches the subscription stays, and the consumer closes when its
+/// last owner lets it go (destructor): a static member (group.instance.id)
+/// then keeps its partitions for the session timeout, so that a restart gets
+/// them back without a rebalance; Leave() hands them over at once.
 ///
 /// The range assignor (the default here; librdkafka 2.0.2's cooperative-sticky
 /// close path can crash or hang during a rebalance) gives partition p of every
@@ -269,6 +273,12 @@ class KafkaSharedConsumer {
   /// the member's calls and never will be again.
   Status Attach(KafkaConnector::Impl* member);
   void Detach(KafkaConnector::Impl* member);
+  /// Leave the group now (LeaveGroup, also as a static member): the members
+  /// commit and hand their partitions back, and the group gives them to the
+  /// other instances at once instead of after the session timeout. Returns
+  /// when nothing is assigned any more (IOError after `timeout_seconds`). The
+  /// consumer reads nothing afterwards.
+  Status Leave(double timeout_seconds);
 
   struct Impl;
   /// The consumer's state, for the connectors reading through it.

@@ -189,6 +189,11 @@ struct KafkaSharedConsumer::Impl {
   std::set<KafkaConnector::TopicPartition> assignment;  // guarded by mu
   std::string last_error;                       // guarded by mu
   double rebalance_started = 0;                 // guarded by mu
+  // Attach/Detach change the subscription on the reader thread, once the
+  // members have been quiet for a moment: sources added together cost one
+  // rebalance. 0: nothing pending.
+  double resubscribe_at = 0;                    // guarded by members_mu
+  bool left = false;                            // guarded by members_mu: Leave ran
 
   explicit Impl(KafkaSharedConsumerOptions o) : options(std::move(o)) {}
 

@@ -14,6 +14,13 @@ using kafka_internal::MessagePtr;
 namespace {
 
 constexpr int kCloseSeconds = 5;
+/// Attach/Detach wait this long for more changes before resubscribing.
+constexpr double kResubscribeDelaySeconds = 0.1;
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -100,6 +107,13 @@ void SharedImpl::Run() {
   std::map<KafkaConnector::Impl*, std::vector<MessagePtr>> routed;
   while (!stop) {
     std::unique_lock<std::mutex> lock(members_mu);
+    if (resubscribe_at > 0 && SteadySeconds() >= resubscribe_at && !left) {
+      resubscribe_at = 0;
+      Status st = Resubscribe();
+      if (!st.ok()) {
+        for (KafkaConnector::Impl* member : members) member->ReportError(st.ToString());
+      }
+    }
     if (members.empty()) {
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_timeout_ms));
@@ -205,9 +219,8 @@ Status KafkaSharedConsumer::Attach(KafkaConnector::Impl* member) {
     }
   }
   impl_->members.push_back(member);
-  Status st = impl_->Resubscribe();
-  if (!st.ok()) impl_->members.pop_back();
-  return st;
+  impl_->resubscribe_at = SteadySeconds() + kResubscribeDelaySeconds;
+  return Status::OK();
 }
 
 void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
@@ -216,8 +229,36 @@ void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
   std::lock_guard<std::mutex> lock(impl_->members_mu);
   auto& ms = impl_->members;
   ms.erase(std::remove(ms.begin(), ms.end(), member), ms.end());
-  Status st = impl_->Resubscribe();
-  if (!st.ok()) Logger("kafka")->warn("{}", st.ToString());
+  // The last one going (the engine stops) keeps the subscription: a static
+  // member then closes without leaving the group, so that a restart within
+  // the session timeout gets its partitions back without a rebalance.
+  if (!ms.empty()) impl_->resubscribe_at = SteadySeconds() + kResubscribeDelaySeconds;
+}
+
+Status KafkaSharedConsumer::Leave(double timeout_seconds) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->members_mu);
+    impl_->left = true;
+    impl_->resubscribe_at = 0;
+  }
+  // Unsubscribing sends LeaveGroup (also for a static member): the group
+  // rebalances at once; the reader serves the revoke (the members commit and
+  // hand their partitions back).
+  rd_kafka_resp_err_t err = rd_kafka_unsubscribe(impl_->rk);
+  if (err) {
+    return Status::IOError("Kafka consumer group '", group_id(), "': leave: ",
+                           rd_kafka_err2str(err));
+  }
+  const double deadline = SteadySeconds() + timeout_seconds;
+  while (SteadySeconds() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      if (impl_->assignment.empty()) return Status::OK();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::IOError("Kafka consumer group '", group_id(), "': partitions still assigned ",
+                         timeout_seconds, " s after leaving");
 }
 
 const std::string& KafkaSharedConsumer::group_id() const {

@@ -1,0 +1,109 @@
+"""Instances of one application against the real Kafka broker (issue 28):
+static membership (a restart within the session timeout causes no rebalance and
+gets the same partitions back), a graceful leave hands the partitions over at
+once (timed), and through a join, a restart and a leave every produced record
+is applied by exactly one instance (DuckDB as the oracle).
+The broker is the session fixture `kafka_broker` (conftest.py).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import rills
+
+pytestmark = pytest.mark.timeout(240)
+PARTITIONS = 6
+SESSION_MS = 10000
+
+
+def wait_for(done, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if done():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def instance(make_engine, broker, app_id, instance_id, topic, **kwargs):
+    engine = make_engine(metrics_path=None, trigger_interval_ms=20, app_id=app_id,
+                         instance_id=instance_id, bootstrap_servers=broker.bootstrap_servers,
+                         session_timeout_ms=SESSION_MS, **kwargs)
+    engine.register_table("events", pa.schema([("id", pa.int64())]), mode="append",
+                          retention_policy=rills.RetentionPolicy(max_rows=10**7))
+    engine.add_connector(rills.KafkaConnector(
+        "events", topic, {"bootstrap.servers": broker.bootstrap_servers,
+                          "reconnect.backoff.max.ms": 1000}, name="events_in"))
+    engine.start()
+    return engine
+
+
+def partitions(engine):
+    return {p for _, p in engine.cluster_status()["partitions"]}
+
+
+def ids(engine):
+    return engine.query_sql("SELECT id FROM events").column("id").to_pylist()
+
+
+def produce(broker, topic, first, n):
+    values = [f'{{"id": {i}}}' for i in range(first, first + n)]
+    keys = [str(i).encode() for i in range(first, first + n)]
+    broker.produce(topic, values, keys=keys)
+
+
+def test_static_membership_restart_and_graceful_leave(kafka_broker, make_engine):
+    topic = f"cluster-{uuid.uuid4().hex[:8]}"
+    app = f"app-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, PARTITIONS)
+    applied = []  # ids applied by instances that are gone
+
+    a = instance(make_engine, kafka_broker, app, "node-1", topic)
+    b = instance(make_engine, kafka_broker, app, "node-2", topic, leave_on_stop=True)
+    wait_for(lambda: len(partitions(a)) == PARTITIONS // 2
+             and len(partitions(b)) == PARTITIONS // 2, what="the first assignment")
+    assert partitions(a).isdisjoint(partitions(b))
+    produce(kafka_broker, topic, 0, 3000)
+    wait_for(lambda: len(ids(a)) + len(ids(b)) == 3000, what="the first rows")
+
+    # A restart of node-1 within the session timeout: no rebalance (node-2's
+    # assignment count stays), and node-1 gets the same partitions back.
+    assigns_b = b.cluster_status()["assigns"]
+    before = partitions(a)
+    applied += ids(a)
+    a.stop()
+    a.close()
+    produce(kafka_broker, topic, 3000, 3000)  # while node-1 is away
+    a = instance(make_engine, kafka_broker, app, "node-1", topic)
+    wait_for(lambda: partitions(a) == before, what="node-1's partitions back")
+    time.sleep(2)
+    assert b.cluster_status()["assigns"] == assigns_b, "a static member's restart rebalanced"
+    wait_for(lambda: len(applied) + len(ids(a)) + len(ids(b)) == 6000, what="rows after restart")
+
+    # node-2 leaves gracefully (leave_on_stop): node-1 owns everything at once.
+    produce(kafka_broker, topic, 6000, 3000)
+    wait_for(lambda: len(applied) + len(ids(a)) + len(ids(b)) == 9000, what="rows before leave")
+    applied_b = ids(b)
+    t0 = time.monotonic()
+    b.stop()
+    wait_for(lambda: len(partitions(a)) == PARTITIONS, timeout=SESSION_MS / 1000 * 2,
+             what="the hand-over")
+    handover = time.monotonic() - t0
+    applied += applied_b
+    b.close()
+    print(f"graceful leave: node-1 owned all {PARTITIONS} partitions {handover:.2f} s after "
+          f"node-2's stop()")
+    assert handover < SESSION_MS / 1000, "the leave waited for the session timeout"
+    produce(kafka_broker, topic, 9000, 3000)
+    wait_for(lambda: len(applied) + len(ids(a)) == 12000, what="rows after leave")
+    time.sleep(1)
+
+    con = duckdb.connect()
+    con.register("got", pa.table({"id": applied + ids(a)}))
+    assert con.execute("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM got"
+                       ).fetchone() == (12000, 12000, 0, 11999)
