@@ -138,7 +138,8 @@ Status Parser::ParseCheckpoint(const At& at, Pipeline* p) const {
 Status Parser::ParseCluster(const At& at, Pipeline* p) const {
   RILL_RETURN_NOT_OK(Keys(at, {"app_id", "instance_id", "bootstrap_servers",
                                "partitions_per_table", "commit_interval_ms",
-                               "session_timeout_ms", "kafka_config", "leave_on_stop"}));
+                               "session_timeout_ms", "kafka_config", "leave_on_stop",
+                               "exactly_once"}));
   cluster::ClusterOptions o;
   RILL_ASSIGN_OR_RAISE(o.app_id, RequiredStr(at, "app_id"));
   if (Has(at, "instance_id")) {
@@ -156,6 +157,9 @@ Status Parser::ParseCluster(const At& at, Pipeline* p) const {
   RILL_RETURN_NOT_OK(integer("partitions_per_table", &o.partitions_per_table));
   RILL_RETURN_NOT_OK(integer("commit_interval_ms", &o.commit_interval_ms));
   RILL_RETURN_NOT_OK(integer("session_timeout_ms", &o.session_timeout_ms));
+  if (Has(at, "exactly_once")) {
+    RILL_ASSIGN_OR_RAISE(o.exactly_once, Bool(Child(at, "exactly_once")));
+  }
   if (Has(at, "leave_on_stop")) {
     RILL_ASSIGN_OR_RAISE(o.leave_on_stop, Bool(Child(at, "leave_on_stop")));
   }

@@ -90,6 +90,7 @@ class RillEngine:
         commit_interval_ms: int = 100,
         session_timeout_ms: int = 10000,
         leave_on_stop: bool = False,
+        exactly_once: bool = True,
     ):
         """Args:
             trigger_interval_ms: the loop's tick interval in milliseconds (> 0).
@@ -154,6 +155,10 @@ class RillEngine:
                 handing the partitions to the other instances at once; off by
                 default, so that a restart within the session timeout gets its
                 partitions back without a rebalance (static membership).
+            exactly_once: commit the input offsets in transactions of one
+                producer per instance (transactional.id "<app_id>-<instance_id>";
+                a zombie of this instance is fenced), every commit_interval_ms;
+                False: the sources commit to the group themselves.
         """
         _check_duckdb_connection(duckdb_connection)
         self._metrics_options = MetricsStoreOptions.of(metrics_options)
@@ -219,7 +224,7 @@ class RillEngine:
             self._core.start_application(
                 str(app_id), str(instance_id), bootstrap_servers or "",
                 int(partitions_per_table), int(commit_interval_ms), int(session_timeout_ms),
-                leave_on_stop=bool(leave_on_stop))
+                leave_on_stop=bool(leave_on_stop), exactly_once=bool(exactly_once))
             self.instance_id = str(instance_id)
         elif instance_id is not None or bootstrap_servers is not None:
             raise ValueError("instance_id and bootstrap_servers need app_id (the application)")

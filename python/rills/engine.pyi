@@ -51,6 +51,7 @@ class RillEngine:
         commit_interval_ms: int = 100,
         session_timeout_ms: int = 10000,
         leave_on_stop: bool = False,
+        exactly_once: bool = True,
     ) -> None:
         """Create an engine (the loop starts with start())."""
     app_id: Optional[str]

@@ -658,9 +658,11 @@ void BindEngine(nb::module_& m) {
           [](PyEngine& e, const std::string& app_id, const std::string& instance_id,
              const std::string& bootstrap_servers, int partitions_per_table,
              int64_t commit_interval_ms, int64_t session_timeout_ms,
-             const std::map<std::string, std::string>& kafka_config, bool leave_on_stop) {
+             const std::map<std::string, std::string>& kafka_config, bool leave_on_stop,
+             bool exactly_once) {
             rill::cluster::ClusterOptions o;
             o.leave_on_stop = leave_on_stop;
+            o.exactly_once = exactly_once;
             o.app_id = app_id;
             o.instance_id = instance_id;
             o.bootstrap_servers = bootstrap_servers;
@@ -675,7 +677,7 @@ void BindEngine(nb::module_& m) {
           nb::arg("partitions_per_table") = 0, nb::arg("commit_interval_ms") = 100,
           nb::arg("session_timeout_ms") = 10000,
           nb::arg("kafka_config") = std::map<std::string, std::string>{},
-          nb::arg("leave_on_stop") = false)
+          nb::arg("leave_on_stop") = false, nb::arg("exactly_once") = true)
       .def(
           "leave_application",
           [](PyEngine& e, double timeout_seconds) {
@@ -707,6 +709,13 @@ void BindEngine(nb::module_& m) {
              d["last_rebalance_at"] = s.group.last_rebalance_at;
              d["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
              d["commit_interval_ms"] = app->options().commit_interval_ms;
+             d["exactly_once"] = app->options().exactly_once;
+             d["commits"] = s.commits.commits;
+             d["commit_aborts"] = s.commits.aborts;
+             d["last_commit_ms"] = s.commits.last_commit_ms;
+             d["max_commit_ms"] = s.commits.max_commit_ms;
+             d["fenced"] = s.commits.fenced;
+             d["last_commit_error"] = s.commits.last_error;
              d["partitions_per_table"] = app->options().partitions_per_table;
              return d;
            })

@@ -7,6 +7,9 @@ The broker is the session fixture `kafka_broker` (conftest.py).
 """
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
 import time
 import uuid
 
@@ -16,7 +19,11 @@ import pytest
 
 import rills
 
+from conftest import require
+
 pytestmark = pytest.mark.timeout(240)
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+COMMITTER_TEST = ROOT / "build" / "release" / "tests" / "cpp" / "instance_committer_test"
 PARTITIONS = 6
 SESSION_MS = 10000
 
@@ -107,3 +114,39 @@ def test_static_membership_restart_and_graceful_leave(kafka_broker, make_engine)
     con.register("got", pa.table({"id": applied + ids(a)}))
     assert con.execute("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM got"
                        ).fetchone() == (12000, 12000, 0, 11999)
+
+    # The offsets went through node-1's transactions (exactly_once, the default):
+    # read_committed, the group's committed offsets are the end of every partition.
+    status = a.cluster_status()
+    assert status["exactly_once"] and status["commits"] > 0 and not status["fenced"], status
+    from confluent_kafka import Consumer, TopicPartition
+    ends = {}
+    probe = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": app,
+                      "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        for p in range(PARTITIONS):
+            ends[p] = probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+
+        def committed():
+            got = probe.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                  timeout=10)
+            return {tp.partition: tp.offset for tp in got}
+
+        wait_for(lambda: committed() == ends, timeout=20, what="the committed offsets")
+    finally:
+        probe.close()
+    assert sum(ends.values()) == 12000
+
+
+def test_instance_committer_transactions_and_fencing_on_the_real_broker(kafka_broker):
+    """InstanceCommitterTest.* of the C++ tests, on this session's broker."""
+    if not COMMITTER_TEST.exists():
+        require(f"{COMMITTER_TEST} is not built")
+    topic = f"committer-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, 2)
+    env = dict(os.environ, RILL_TEST_KAFKA_BOOTSTRAP=kafka_broker.bootstrap_servers,
+               RILL_TEST_KAFKA_TOPIC=topic, ARROW_DEFAULT_MEMORY_POOL="system")
+    out = subprocess.run([str(COMMITTER_TEST), "--gtest_brief=1"], env=env, capture_output=True,
+                         text=True, timeout=180)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert "[  PASSED  ] 2 tests" in out.stdout, out.stdout[-3000:]

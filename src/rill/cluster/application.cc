@@ -1,6 +1,9 @@
 #include "rill/cluster/application.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "rill/engine/engine.h"
 
@@ -9,6 +12,8 @@ namespace rill::cluster {
 namespace {
 
 constexpr const char* kExtensionKey = "rill.cluster.application";
+/// How long a transaction step (init, send offsets, commit) may wait.
+constexpr int64_t kCommitTimeoutMs = 30000;
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 200) return false;
@@ -26,9 +31,17 @@ class ApplicationImpl final : public Application, public EngineExtension {
       : engine_(engine), options_(std::move(options)) {}
 
   ~ApplicationImpl() override {
-    // The engine's connectors (stopped before extensions go) detached; the
-    // consumer leaves the group when its last holder lets it go.
     engine_->SetKafkaGroupProvider(nullptr);
+    // The engine's loop has stopped (extensions go after it): one last
+    // transaction with what the last ticks applied. The connectors stop
+    // later; the consumer keeps the committer (shared) for a last revoke.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (committer_) (void)committer_->Commit(consumer_->CommitTargets());
   }
 
   const ClusterOptions& options() const override { return options_; }
@@ -55,7 +68,39 @@ class ApplicationImpl final : public Application, public EngineExtension {
     // Input written by upstream applications' transactions: only committed.
     o.config.emplace("isolation.level", "read_committed");
     RILL_ASSIGN_OR_RAISE(consumer_, KafkaSharedConsumer::Make(std::move(o)));
+    if (!options_.exactly_once) return Status::OK();
+    // One transactional producer per instance; init_transactions fences a
+    // zombie of this instance.
+    auto made = InstanceCommitter::Make(options_.app_id + "-" + options_.instance_id, servers,
+                                        options_.kafka_config, consumer_, kCommitTimeoutMs);
+    if (!made.ok()) {
+      consumer_.reset();
+      return made.status();
+    }
+    committer_ = std::move(*made);
+    std::shared_ptr<InstanceCommitter> committer = committer_;
+    consumer_->SetCommitter(
+        [committer](const KafkaSharedConsumer::Offsets& offsets) {
+          return committer->Commit(offsets);
+        });
+    thread_ = std::thread([this] { CommitLoop(); });
     return Status::OK();
+  }
+
+  /// Every commit_interval_ms: one transaction with what the sources allow
+  /// (what the engine applied), when it changed.
+  void CommitLoop() {
+    KafkaSharedConsumer::Offsets last;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.commit_interval_ms),
+                   [this] { return stop_; });
+      if (stop_) break;
+      lock.unlock();
+      KafkaSharedConsumer::Offsets targets = consumer_->CommitTargets();
+      if (targets != last && committer_->Commit(targets).ok()) last = std::move(targets);
+      lock.lock();
+    }
   }
 
   std::shared_ptr<KafkaSharedConsumer> consumer() const override {
@@ -78,6 +123,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     s.bootstrap_servers = c->bootstrap_servers();
     s.partitions = c->assignment();
     s.group = c->stats();
+    if (committer_) s.commits = committer_->stats();
     return s;
   }
 
@@ -85,7 +131,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
   Engine* engine_;
   const ClusterOptions options_;
   mutable std::mutex mu_;
-  std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_
+  std::condition_variable cv_;
+  std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_ (set once)
+  std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
+  std::thread thread_;                             // CommitLoop
+  bool stop_ = false;                              // guarded by mu_
 };
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "rill/common/status.h"
+#include "rill/cluster/instance_committer.h"
 #include "rill/connector/kafka_connector.h"
 
 namespace rill {
@@ -63,6 +64,11 @@ struct ClusterOptions {
   /// at once). Off: a stopped instance keeps its partitions for the session
   /// timeout, so that a restart within it causes no rebalance.
   bool leave_on_stop = false;
+  /// Commit the input offsets (and, as issue 28 goes on, the outputs) in
+  /// transactions of one producer per instance, transactional.id
+  /// "<app_id>-<instance_id>" (instance_committer.h): a zombie of this
+  /// instance is fenced. Off: the sources commit to the group themselves.
+  bool exactly_once = true;
 };
 
 /// Invalid (naming the option) for an empty or malformed app_id or
@@ -78,6 +84,8 @@ struct ClusterStatus {
   /// The input partitions this instance owns now (topic, partition).
   std::vector<std::pair<std::string, int32_t>> partitions;
   KafkaGroupStats group;
+  /// The transactional commits (exactly_once).
+  CommitterStats commits;
 };
 
 /// This engine's membership in its application (an extension of the engine,

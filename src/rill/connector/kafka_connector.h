@@ -39,6 +39,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -273,6 +274,21 @@ class KafkaSharedConsumer {
   /// the member's calls and never will be again.
   Status Attach(KafkaConnector::Impl* member);
   void Detach(KafkaConnector::Impl* member);
+  /// Offsets as (topic, partition) -> next offset.
+  using Offsets = std::map<KafkaConnector::TopicPartition, int64_t>;
+  /// Commit through `commit` from now on (an application's transactional
+  /// producer, cluster/): the connectors no longer commit offsets themselves;
+  /// CommitTargets() gives what they allow, and a revoke calls `commit` with
+  /// the revoked partitions' offsets before handing them back (synchronously).
+  /// Null: the connectors commit to the group themselves. Any thread.
+  void SetCommitter(std::function<Status(const Offsets&)> commit);
+  /// What the connectors allow to commit now (their commit targets), for the
+  /// partitions they own. Any thread.
+  Offsets CommitTargets() const;
+  /// The consumer's group metadata (generation, member id) for a
+  /// transactional producer's send_offsets_to_transaction; the caller frees
+  /// it with rd_kafka_consumer_group_metadata_destroy. Any thread.
+  void* GroupMetadata() const;
   /// Leave the group now (LeaveGroup, also as a static member): the members
   /// commit and hand their partitions back, and the group gives them to the
   /// other instances at once instead of after the session timeout. Returns

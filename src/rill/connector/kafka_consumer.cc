@@ -187,7 +187,11 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
       assigned.erase(tp);
     }
   }
-  if (!handing.empty()) {
+  auto committer = options.consumer ? options.consumer->impl()->Committer() : nullptr;
+  if (!handing.empty() && committer) {
+    Status st = committer(handing);  // the application's transaction
+    if (!st.ok()) ReportError("Kafka: committing revoked partitions failed: " + st.ToString());
+  } else if (!handing.empty()) {
     rd_kafka_resp_err_t err = rd_kafka_commit(rk, kafka_internal::ToList(handing).get(), 0);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
       ReportError(std::string("Kafka: committing revoked partitions failed: ") +
@@ -463,6 +467,8 @@ void Impl::Pause() {
 }
 
 void Impl::SendCommit(bool now) {
+  // An application's committer commits the targets in its transactions.
+  if (options.consumer && options.consumer->impl()->Committer()) return;
   ListPtr list;
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -183,7 +183,16 @@ struct KafkaSharedConsumer::Impl {
   // it polls and hands messages out, so a Detach that returns is never inside
   // one of the member's calls.
   std::mutex members_mu;
-  std::vector<KafkaConnector::Impl*> members;  // guarded by members_mu
+  std::vector<KafkaConnector::Impl*> members;  // guarded by members_mu and list_mu
+  // list_mu alone reads `members` (CommitTargets) without waiting for a poll.
+  mutable std::mutex list_mu;
+  // SetCommitter: offsets go through it instead of the group's commits.
+  std::function<Status(const KafkaSharedConsumer::Offsets&)> committer;  // guarded by list_mu
+  /// The committer, if any (a copy). Any thread.
+  std::function<Status(const KafkaSharedConsumer::Offsets&)> Committer() const {
+    std::lock_guard<std::mutex> lock(list_mu);
+    return committer;
+  }
   mutable std::mutex mu;
   KafkaGroupStats stats;                        // guarded by mu
   std::set<KafkaConnector::TopicPartition> assignment;  // guarded by mu

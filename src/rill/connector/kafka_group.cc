@@ -218,7 +218,10 @@ Status KafkaSharedConsumer::Attach(KafkaConnector::Impl* member) {
       }
     }
   }
-  impl_->members.push_back(member);
+  {
+    std::lock_guard<std::mutex> list(impl_->list_mu);
+    impl_->members.push_back(member);
+  }
   impl_->resubscribe_at = SteadySeconds() + kResubscribeDelaySeconds;
   return Status::OK();
 }
@@ -228,11 +231,35 @@ void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
   member->room_cv.notify_all();
   std::lock_guard<std::mutex> lock(impl_->members_mu);
   auto& ms = impl_->members;
-  ms.erase(std::remove(ms.begin(), ms.end(), member), ms.end());
+  {
+    std::lock_guard<std::mutex> list(impl_->list_mu);
+    ms.erase(std::remove(ms.begin(), ms.end(), member), ms.end());
+  }
   // The last one going (the engine stops) keeps the subscription: a static
   // member then closes without leaving the group, so that a restart within
   // the session timeout gets its partitions back without a rebalance.
   if (!ms.empty()) impl_->resubscribe_at = SteadySeconds() + kResubscribeDelaySeconds;
+}
+
+void KafkaSharedConsumer::SetCommitter(std::function<Status(const Offsets&)> commit) {
+  std::lock_guard<std::mutex> lock(impl_->list_mu);
+  impl_->committer = std::move(commit);
+}
+
+KafkaSharedConsumer::Offsets KafkaSharedConsumer::CommitTargets() const {
+  Offsets out;
+  std::lock_guard<std::mutex> list(impl_->list_mu);
+  for (const KafkaConnector::Impl* m : impl_->members) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    for (const auto& [tp, offset] : m->commit_target) {
+      if (m->assigned.count(tp)) out[tp] = offset;
+    }
+  }
+  return out;
+}
+
+void* KafkaSharedConsumer::GroupMetadata() const {
+  return rd_kafka_consumer_group_metadata(impl_->rk);
 }
 
 Status KafkaSharedConsumer::Leave(double timeout_seconds) {

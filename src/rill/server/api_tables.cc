@@ -254,6 +254,13 @@ HttpReply ClusterReply(ServerContext& ctx) {
   j["last_rebalance_at"] = s.group.last_rebalance_at;
   j["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
   j["commit_interval_ms"] = app->options().commit_interval_ms;
+  j["exactly_once"] = app->options().exactly_once;
+  j["commits"] = s.commits.commits;
+  j["commit_aborts"] = s.commits.aborts;
+  j["last_commit_ms"] = s.commits.last_commit_ms;
+  j["max_commit_ms"] = s.commits.max_commit_ms;
+  j["fenced"] = s.commits.fenced;
+  j["last_commit_error"] = s.commits.last_error;
   j["partitions_per_table"] = app->options().partitions_per_table;
   return JsonReply(json::serialize(j));
 }

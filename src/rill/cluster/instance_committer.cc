@@ -1,0 +1,138 @@
+#include "rill/cluster/instance_committer.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+
+namespace rill::cluster {
+
+namespace {
+
+struct ErrorDeleter {
+  void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
+};
+using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
+
+}  // namespace
+
+struct InstanceCommitter::Impl {
+  rd_kafka_t* producer = nullptr;
+  std::shared_ptr<KafkaSharedConsumer> consumer;
+  int64_t timeout_ms = 10000;
+  std::mutex commit_mu;  // one transaction at a time
+  mutable std::mutex mu;
+  CommitterStats stats;  // guarded by mu
+  Status fatal;          // guarded by commit_mu: sticky
+
+  ~Impl() {
+    if (producer) rd_kafka_destroy(producer);
+  }
+
+  void Fail(const std::string& what, bool fenced) {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.last_error = what;
+    stats.fenced |= fenced;
+  }
+};
+
+Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
+    const std::string& transactional_id, const std::string& bootstrap_servers,
+    const std::map<std::string, std::string>& kafka_config,
+    std::shared_ptr<KafkaSharedConsumer> consumer, int64_t timeout_ms) {
+  std::unique_ptr<InstanceCommitter> c(new InstanceCommitter());
+  c->impl_ = std::make_unique<Impl>();
+  Impl& impl = *c->impl_;
+  impl.consumer = std::move(consumer);
+  impl.timeout_ms = timeout_ms;
+  std::map<std::string, std::string> config;
+  // Security settings of the consumer apply; consumer-only ones do not.
+  for (const auto& [key, value] : kafka_config) {
+    if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
+        key.rfind("ssl.", 0) == 0) {
+      config[key] = value;
+    }
+  }
+  config["bootstrap.servers"] = bootstrap_servers;
+  config["transactional.id"] = transactional_id;
+  config["enable.idempotence"] = "true";
+  config.emplace("transaction.timeout.ms", "60000");
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  for (const auto& [key, value] : config) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::Invalid("application producer '", key, "': ", errstr);
+    }
+  }
+  impl.producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+  if (!impl.producer) {
+    rd_kafka_conf_destroy(conf);
+    return Status::Invalid("application producer: ", errstr);
+  }
+  ErrorPtr error(rd_kafka_init_transactions(impl.producer, static_cast<int>(timeout_ms)));
+  if (error) {
+    return Status::IOError("application '", transactional_id,
+                           "': init_transactions: ", rd_kafka_error_string(error.get()));
+  }
+  return c;
+}
+
+InstanceCommitter::~InstanceCommitter() = default;
+
+Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets) {
+  if (offsets.empty()) return Status::OK();
+  Impl& impl = *impl_;
+  std::lock_guard<std::mutex> serial(impl.commit_mu);
+  if (!impl.fatal.ok()) return impl.fatal;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int timeout = static_cast<int>(impl.timeout_ms);
+  auto failed = [&](rd_kafka_error_t* raw, const char* step) -> Status {
+    ErrorPtr e(raw);
+    const std::string what = std::string(step) + ": " + rd_kafka_error_string(e.get());
+    if (rd_kafka_error_is_fatal(e.get())) {
+      impl.fatal = Status::IOError("application producer fenced or failed for good: ", what);
+      impl.Fail(what, /*fenced=*/true);
+      return impl.fatal;
+    }
+    if (rd_kafka_error_txn_requires_abort(e.get())) {
+      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
+      std::lock_guard<std::mutex> lock(impl.mu);
+      ++impl.stats.aborts;
+    }
+    impl.Fail(what, /*fenced=*/false);
+    return Status::IOError("application commit: ", what);
+  };
+  if (rd_kafka_error_t* e = rd_kafka_begin_transaction(impl.producer)) {
+    return failed(e, "begin_transaction");
+  }
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  for (const auto& [tp, offset] : offsets) {
+    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = offset;
+  }
+  auto* metadata =
+      static_cast<rd_kafka_consumer_group_metadata_t*>(impl.consumer->GroupMetadata());
+  rd_kafka_error_t* sent =
+      rd_kafka_send_offsets_to_transaction(impl.producer, list, metadata, timeout);
+  rd_kafka_consumer_group_metadata_destroy(metadata);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (sent) return failed(sent, "send_offsets_to_transaction");
+  if (rd_kafka_error_t* e = rd_kafka_commit_transaction(impl.producer, timeout)) {
+    return failed(e, "commit_transaction");
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(impl.mu);
+  ++impl.stats.commits;
+  impl.stats.last_commit_ms = ms;
+  impl.stats.max_commit_ms = std::max(impl.stats.max_commit_ms, ms);
+  return Status::OK();
+}
+
+CommitterStats InstanceCommitter::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+}  // namespace rill::cluster

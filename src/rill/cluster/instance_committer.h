@@ -1,0 +1,60 @@
+// InstanceCommitter: an application instance's one transactional producer.
+//
+// transactional.id = "<app_id>-<instance_id>": init_transactions fences an
+// earlier producer with the same id (a zombie of this instance: SIGSTOPped
+// past its session timeout, or a restart's predecessor) and aborts its open
+// transaction. Every commit is one transaction that carries the input offsets
+// (send_offsets_to_transaction with the consumer's group metadata, so that a
+// member fenced out of the group by a rebalance cannot commit either: KIP-447)
+// and, as issue 28 goes on, the changelog deltas and the sinks' output of the
+// same interval: read_committed readers see each interval's effects once.
+//
+// Errors: an abortable one aborts the transaction and the next commit tries
+// again; a fatal one (fenced) is sticky: every later commit fails with it, and
+// the instance's alert names it.
+//
+// Threads: Commit from any thread (serialized); stats() from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "rill/common/status.h"
+#include "rill/connector/kafka_connector.h"
+
+namespace rill::cluster {
+
+struct CommitterStats {
+  int64_t commits = 0;           ///< committed transactions
+  int64_t aborts = 0;            ///< aborted after an abortable error
+  double last_commit_ms = 0;     ///< duration of the last commit
+  double max_commit_ms = 0;
+  bool fenced = false;           ///< a fatal error: another producer took the id
+  std::string last_error;
+};
+
+class InstanceCommitter {
+ public:
+  /// Make the producer and init its transactions (fencing a zombie), waiting
+  /// up to `timeout_ms`. IOError when the cluster cannot be reached.
+  static Result<std::unique_ptr<InstanceCommitter>> Make(
+      const std::string& transactional_id, const std::string& bootstrap_servers,
+      const std::map<std::string, std::string>& kafka_config,
+      std::shared_ptr<KafkaSharedConsumer> consumer, int64_t timeout_ms);
+  ~InstanceCommitter();
+
+  /// Commit `offsets` (the group's next offsets) in one transaction. OK for
+  /// nothing to commit.
+  Status Commit(const KafkaSharedConsumer::Offsets& offsets);
+  CommitterStats stats() const;
+
+ private:
+  InstanceCommitter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rill::cluster
