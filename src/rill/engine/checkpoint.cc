@@ -425,7 +425,7 @@ Status Checkpointer::Apply(const Capture& loaded) {
       return Status::Invalid("checkpoint: cannot create table '", t.name,
                              "': ", table.status().message());
     }
-    auto replaced = (*table)->ReplaceState(t.data, now);
+    auto replaced = (*table)->ReplaceState(t.data, now, t.prepared_keys);
     if (!replaced.ok()) {
       return Status::Invalid("checkpoint: cannot restore table '", t.name,
                              "': ", replaced.status().message());

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
@@ -27,6 +28,7 @@
 #include "rill/common/json_text.h"
 #include "rill/common/logging.h"
 #include "rill/engine/checkpoint_internal.h"
+#include "rill/table/schema.h"
 
 namespace rill::checkpoint_internal {
 
@@ -235,13 +237,63 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return data;
 }
 
-Result<std::shared_ptr<arrow::Table>> ReadTableFile(const std::string& path,
-                                                    CheckpointFormat format) {
+/// Leaf column indices of the fields of `schema` (all flat) named `names`;
+/// empty when one is missing.
+std::vector<int> FieldIndices(const arrow::Schema& schema, const std::vector<std::string>& names) {
+  std::vector<int> out;
+  for (const auto& name : names) {
+    const int i = schema.GetFieldIndex(name);
+    if (i < 0) return {};
+    out.push_back(i);
+  }
+  return out;
+}
+
+// A keyed snapshot table: its key columns first; then, while another thread
+// builds their key index (LiveTable::PrepareKeys, the larger part of a
+// restore's CPU time after the read), the other columns. A failure to prepare
+// leaves *prepared null: ReplaceState builds the index itself (and reports).
+Result<std::shared_ptr<arrow::Table>> ReadParquet(parquet::arrow::FileReader* reader,
+                                                  const TableEntry& t,
+                                                  std::shared_ptr<PreparedKeys>* prepared) {
+  std::shared_ptr<arrow::Schema> schema;
+  RILL_RETURN_NOT_OK(reader->GetSchema(&schema));
+  bool flat = true;
+  for (const auto& f : schema->fields()) flat = flat && f->type()->num_fields() == 0;
+  const std::vector<int> key_columns = FieldIndices(*schema, t.primary_key);
+  if (t.mode != TableMode::kSnapshot || key_columns.empty() || !flat) {
+    return reader->ReadTable();
+  }
+  RILL_ASSIGN_OR_RAISE(auto keys, reader->ReadTable(key_columns));
+  const auto user_schema = WithoutSystemColumns(schema);
+  auto index = std::async(std::launch::async, [&] {
+    return LiveTable::PrepareKeys(*user_schema, t.primary_key, *keys);
+  });  // the future's destructor waits, also on an early return
+  std::vector<int> other_columns;
+  for (int i = 0; i < schema->num_fields(); ++i) {
+    if (std::find(key_columns.begin(), key_columns.end(), i) == key_columns.end()) {
+      other_columns.push_back(i);
+    }
+  }
+  RILL_ASSIGN_OR_RAISE(auto others, reader->ReadTable(other_columns));
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
+  for (const auto& field : schema->fields()) {
+    auto column = keys->GetColumnByName(field->name());
+    columns.push_back(column ? column : others->GetColumnByName(field->name()));
+    if (!columns.back()) return Status::IOError("column '", field->name(), "' was not read");
+  }
+  auto built = index.get();
+  if (built.ok()) *prepared = std::move(*built);
+  return arrow::Table::Make(schema, std::move(columns), keys->num_rows());
+}
+
+Result<std::shared_ptr<arrow::Table>> ReadTableFile(const std::string& path, const TableEntry& t,
+                                                    std::shared_ptr<PreparedKeys>* prepared) {
   RILL_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path, TableMemoryPool()));
-  if (format == CheckpointFormat::kParquet) {
+  if (t.format == CheckpointFormat::kParquet) {
     RILL_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, TableMemoryPool()));
     reader->set_use_threads(true);
-    return reader->ReadTable();
+    return ReadParquet(reader.get(), t, prepared);
   }
   RILL_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(file));
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
@@ -482,7 +534,7 @@ Result<Capture> ReadManifest(const std::string& dir, uint64_t id) {
 Status ReadTables(const std::string& dir, Capture* capture) {
   const std::string base = dir + "/" + CheckpointDirName(capture->id) + "/";
   for (auto& t : capture->tables) {
-    auto data = ReadTableFile(base + t.file, t.format);
+    auto data = ReadTableFile(base + t.file, t, &t.prepared_keys);
     if (!data.ok()) {
       return Status::IOError("checkpoint: table file '", base + t.file,
                              "' is unreadable: ", data.status().message());

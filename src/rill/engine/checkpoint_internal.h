@@ -31,6 +31,9 @@ struct TableEntry {
   std::shared_ptr<const TableVersion> pinned;
   /// Read back: the rows, with the system columns.
   std::shared_ptr<arrow::Table> data;
+  /// Read back: the key index of `data`, built while the file was read (a
+  /// keyed snapshot table in Parquet); null when not built. For ReplaceState.
+  std::shared_ptr<PreparedKeys> prepared_keys;
 };
 
 /// One connector's position.

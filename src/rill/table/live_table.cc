@@ -275,7 +275,7 @@ void LiveTable::EraseKeyLocked(uint32_t slot, int64_t row) {
 }
 
 Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
-                                 WriteStats* stats) {
+                                 WriteStats* stats, const uint64_t* given_prev) {
   const int64_t n = batch->num_rows();
   stats->rows_in += n;
   if (n == 0) {
@@ -294,12 +294,15 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   if (index_) {
     RILL_ASSIGN_OR_RAISE(insert_ts, FilledDoubles(n, now));
     auto* ins = reinterpret_cast<double*>(insert_ts->mutable_data());
-    RILL_RETURN_NOT_OK(index_->Bind(*batch));
-    // Pass 1: the index (prefetching inside). Pass 2: retire replaced rows,
-    // prefetching the old rows' insert times a few rows ahead.
-    prev_scratch_.resize(n);
-    uint64_t* prev_of = prev_scratch_.data();
-    index_->UpsertAll(n, Location(slot, 0), prev_of);
+    // Pass 1: the index (prefetching inside), unless prepared. Pass 2: retire
+    // replaced rows, prefetching the old rows' insert times a few rows ahead.
+    const uint64_t* prev_of = given_prev;
+    if (prev_of == nullptr) {
+      RILL_RETURN_NOT_OK(index_->Bind(*batch));
+      prev_scratch_.resize(n);
+      index_->UpsertAll(n, Location(slot, 0), prev_scratch_.data());
+      prev_of = prev_scratch_.data();
+    }
     constexpr int64_t kAhead = 32;
     for (int64_t i = 0; i < n; ++i) {
       if (i + kAhead < n) {
@@ -457,8 +460,58 @@ Result<WriteStats> LiveTable::Write(const std::shared_ptr<arrow::Table>& table,
   return Write(batches, now);
 }
 
+Status LiveTable::WriteReplacementLocked(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& reconciled, int in_ins, int in_upd,
+    double t, PreparedKeys* prepared, WriteStats* stats) {
+  const bool adopted = AdoptPreparedLocked(prepared, reconciled);
+  size_t prepared_slot = 0;
+  Status st;
+  for (size_t bi = 0; bi < reconciled.size() && st.ok(); ++bi) {
+    const uint64_t* given_prev = nullptr;
+    if (adopted && reconciled[bi]->num_rows() > 0) {
+      given_prev = prepared->prev[prepared_slot++].data();
+    }
+    st = WriteReplacementBatchLocked(*batches[bi], reconciled[bi], in_ins, in_upd, t,
+                                     given_prev, stats);
+  }
+  if (!st.ok() && adopted) {
+    // The prepared index also maps the keys of the batches not written:
+    // index the chunks that were, as the unprepared path would have.
+    index_->Clear();
+    for (uint32_t slot : order_) st &= IndexChunkLocked(slot);
+  }
+  return st;
+}
+
+Status LiveTable::WriteReplacementBatchLocked(
+    const arrow::RecordBatch& input, const std::shared_ptr<arrow::RecordBatch>& reconciled,
+    int in_ins, int in_upd, double t, const uint64_t* given_prev, WriteStats* stats) {
+  const size_t first_new = order_.size();
+  RILL_RETURN_NOT_OK(WriteOneLocked(reconciled, t, stats, given_prev));
+  if ((in_ins < 0 && in_upd < 0) || order_.size() == first_new) return Status::OK();
+  // Patch system columns from the input.
+  Chunk& c = slots_[order_.back()];
+  auto columns = c.batch->columns();
+  const int nuser = user_schema_->num_fields();
+  for (auto [src, dst] : {std::pair{in_ins, nuser}, std::pair{in_upd, nuser + 1}}) {
+    if (src < 0) continue;
+    RILL_ASSIGN_OR_RAISE(auto col, arrow::compute::Cast(*input.column(src), arrow::float64()));
+    if (col->null_count() > 0) {
+      return Status::Invalid("Table '", name_, "': system column ",
+                             schema_->field(dst)->name(), " may not hold nulls");
+    }
+    columns[dst] = col;
+  }
+  SetChunkLocked(order_.back(),
+                 arrow::RecordBatch::Make(schema_, c.batch->num_rows(), std::move(columns)),
+                 c.alive, c.live_rows);
+  return Status::OK();
+}
+
 Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& table,
-                                           std::optional<double> now) {
+                                           std::optional<double> now,
+                                           std::shared_ptr<PreparedKeys> prepared) {
   // Keep given system columns: write the user columns, then patch the z columns.
   const int in_ins = table->schema()->GetFieldIndex(kInsertTsColumn);
   const int in_upd = table->schema()->GetFieldIndex(kUpdateTsColumn);
@@ -484,28 +537,8 @@ Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& 
     // Rows of the old state: dropped after the new rows are in (keyed tables
     // then keep z_insert_ts for keys that stay).
     const std::vector<uint32_t> old_order = order_;
-    for (size_t bi = 0; bi < reconciled.size(); ++bi) {
-      const size_t first_new = order_.size();
-      RILL_RETURN_NOT_OK(WriteOneLocked(reconciled[bi], t, &stats));
-      if ((in_ins < 0 && in_upd < 0) || order_.size() == first_new) continue;
-      // Patch system columns from the input.
-      Chunk& c = slots_[order_.back()];
-      auto columns = c.batch->columns();
-      const int nuser = user_schema_->num_fields();
-      for (auto [src, dst] : {std::pair{in_ins, nuser}, std::pair{in_upd, nuser + 1}}) {
-        if (src < 0) continue;
-        RILL_ASSIGN_OR_RAISE(auto col,
-                             arrow::compute::Cast(*batches[bi]->column(src), arrow::float64()));
-        if (col->null_count() > 0) {
-          return Status::Invalid("Table '", name_, "': system column ",
-                                 schema_->field(dst)->name(), " may not hold nulls");
-        }
-        columns[dst] = col;
-      }
-      SetChunkLocked(order_.back(),
-                     arrow::RecordBatch::Make(schema_, c.batch->num_rows(), std::move(columns)),
-                     c.alive, c.live_rows);
-    }
+    RILL_RETURN_NOT_OK(
+        WriteReplacementLocked(batches, reconciled, in_ins, in_upd, t, prepared.get(), &stats));
     for (uint32_t slot : old_order) {
       Chunk& c = slots_[slot];
       if (c.live_rows == 0) continue;

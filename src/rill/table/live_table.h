@@ -9,8 +9,9 @@
 // dead and merges small chunks.
 //
 // Implemented in live_table.cc (creation, the write path, subscribers),
-// table_version.cc, reconcile.cc, retention.cc (expiring rows) and
-// compaction.cc; live_table_internal.h holds what they share.
+// table_version.cc, reconcile.cc, retention.cc (expiring rows),
+// compaction.cc and prepared_keys.cc (a key index built ahead of
+// ReplaceState); live_table_internal.h holds what they share.
 //
 // Threads: writes (Write, ReplaceState, ApplyRetention, Compact) may come from
 // any thread and are serialized by the table; normally the engine's tick thread
@@ -41,6 +42,9 @@
 namespace rill {
 
 class KeyIndex;
+/// A key index built ahead of a LiveTable::ReplaceState, off the writing
+/// thread (LiveTable::PrepareKeys). Opaque outside table/.
+struct PreparedKeys;
 namespace table_internal {
 class ChangeLog;
 struct ChangeEntry;
@@ -193,9 +197,25 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
 
   /// Replace the whole state with `table` (reconciled like Write; in snapshot
   /// mode with a key the last row per key wins). System columns present in
-  /// `table` are kept, missing ones are set to now.
+  /// `table` are kept, missing ones are set to now. `prepared` (PrepareKeys
+  /// over `table`'s key columns) is taken as the key index instead of building
+  /// one when this table has never held a chunk and its key columns have the
+  /// prepared types, and `table` splits into batches of the prepared lengths;
+  /// otherwise it is ignored. The result is the same either way.
   Result<WriteStats> ReplaceState(const std::shared_ptr<arrow::Table>& table,
-                                  std::optional<double> now = std::nullopt);
+                                  std::optional<double> now = std::nullopt,
+                                  std::shared_ptr<PreparedKeys> prepared = nullptr);
+
+  /// Build the key index that ReplaceState(table) would build into a new
+  /// keyed snapshot table of `user_schema` with `primary_key`, from `keys`:
+  /// the key columns of `table` (by name; same rows, same chunks; other
+  /// columns are ignored). Lets a caller build it while it still reads the
+  /// rest of `table` (checkpoint restore). Null when there is nothing to
+  /// prepare (no key, a key column missing from `keys` or `user_schema`, or
+  /// of another type there). Any thread; touches no table.
+  static Result<std::shared_ptr<PreparedKeys>> PrepareKeys(
+      const arrow::Schema& user_schema, const std::vector<std::string>& primary_key,
+      const arrow::Table& keys);
 
   /// Remove expired rows now; publish if anything changed.
   Result<int64_t> ApplyRetention(std::optional<double> now = std::nullopt);
@@ -256,8 +276,24 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
             std::vector<std::string> primary_key, TableMode mode, TableOptions options);
 
   // A *Locked function must be called with write_mu_ held.
+  // With `given_prev`, the key index already holds the batch (a prepared
+  // index, slot by slot) and given_prev[i] is what its UpsertAll returned.
   Status WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
-                        WriteStats* stats);
+                        WriteStats* stats, const uint64_t* given_prev = nullptr);
+  /// ReplaceState's writes: each reconciled batch as a chunk, its system
+  /// columns taken from the input batch (positions in_ins / in_upd, -1: none).
+  Status WriteReplacementLocked(
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& reconciled, int in_ins,
+      int in_upd, double t, PreparedKeys* prepared, WriteStats* stats);
+  Status WriteReplacementBatchLocked(const arrow::RecordBatch& input,
+                                     const std::shared_ptr<arrow::RecordBatch>& reconciled,
+                                     int in_ins, int in_upd, double t,
+                                     const uint64_t* given_prev, WriteStats* stats);
+  /// ReplaceState's check: true when `prepared` can serve as the key index of
+  /// `batches` written into this table now (it then takes its index).
+  bool AdoptPreparedLocked(PreparedKeys* prepared,
+                           const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
   /// Delete the keys of `keys` (user-schema layout: only the key columns are
   /// read; row_ops.cc).
   Status DeleteKeysLocked(const arrow::RecordBatch& keys, WriteStats* stats);

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <arrow/type_fwd.h>
 
 #include "rill/common/status.h"
+#include "rill/table/key_index_internal.h"
 #include "rill/table/live_table.h"
 
 namespace rill {
@@ -38,6 +40,17 @@ struct LiveTable::Chunk {
   int64_t log_row_offset = 0;
   uint64_t log_group_version = 0;
   int32_t log_group[3] = {-1, -1, -1};
+};
+
+/// What LiveTable::PrepareKeys builds (prepared_keys.cc): a key index over
+/// the non-empty chunks of a table's key columns, the i-th of them written as
+/// if into slot i, and what its UpsertAll returned for each.
+struct PreparedKeys {
+  std::vector<std::shared_ptr<arrow::Field>> key_fields;  // at key_columns
+  std::vector<int> key_columns;        // positions in the user schema
+  std::vector<int64_t> batch_rows;     // every chunk's length, empty ones too
+  std::unique_ptr<KeyIndex> index;     // null once adopted
+  std::vector<std::vector<uint64_t>> prev;  // per non-empty chunk
 };
 
 namespace table_internal {
