@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import socket
 import threading
@@ -235,8 +236,13 @@ class RillEngine:
         """This instance in its application (None outside one): app_id, instance_id,
         member_id, bootstrap_servers, partitions (the (topic, partition) pairs it
         owns now), assigns, revokes, partitions_revoked, last_rebalance_at (unix
-        seconds), last_rebalance_seconds, commit_interval_ms, partitions_per_table."""
-        return self._core.cluster_status()
+        seconds), last_rebalance_seconds, commit_interval_ms, partitions_per_table,
+        exactly_once, commits, commit_aborts, last_commit_ms, max_commit_ms, fenced,
+        last_commit_error (GET /api/v1/telemetry/cluster gives the same)."""
+        status = json.loads(self._core.cluster_status_json())
+        if status is not None:
+            status["partitions"] = [(p["topic"], p["partition"]) for p in status["partitions"]]
+        return status
 
     def leave_application(self, timeout_seconds: float = 10.0) -> None:
         """Leave the application's consumer group now: the partitions this instance

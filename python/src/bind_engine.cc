@@ -686,38 +686,12 @@ void BindEngine(nb::module_& m) {
             WithoutGil([&] { return app->Leave(timeout_seconds); });
           },
           nb::arg("timeout_seconds") = 10.0)
-      .def("cluster_status",
-           [](PyEngine& e) -> nb::object {
+      .def("cluster_status_json",
+           [](PyEngine& e) -> std::string {
              rill::cluster::Application* app = rill::cluster::Application::For(&e.engine());
-             if (app == nullptr) return nb::none();
-             rill::cluster::ClusterStatus s;
-             {
-               nb::gil_scoped_release release;
-               s = app->status();
-             }
-             nb::dict d;
-             d["app_id"] = s.app_id;
-             d["instance_id"] = s.instance_id;
-             d["member_id"] = s.member_id;
-             d["bootstrap_servers"] = s.bootstrap_servers;
-             nb::list parts;
-             for (const auto& [topic, p] : s.partitions) parts.append(nb::make_tuple(topic, p));
-             d["partitions"] = parts;
-             d["assigns"] = s.group.assigns;
-             d["revokes"] = s.group.revokes;
-             d["partitions_revoked"] = s.group.partitions_revoked;
-             d["last_rebalance_at"] = s.group.last_rebalance_at;
-             d["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
-             d["commit_interval_ms"] = app->options().commit_interval_ms;
-             d["exactly_once"] = app->options().exactly_once;
-             d["commits"] = s.commits.commits;
-             d["commit_aborts"] = s.commits.aborts;
-             d["last_commit_ms"] = s.commits.last_commit_ms;
-             d["max_commit_ms"] = s.commits.max_commit_ms;
-             d["fenced"] = s.commits.fenced;
-             d["last_commit_error"] = s.commits.last_error;
-             d["partitions_per_table"] = app->options().partitions_per_table;
-             return d;
+             if (app == nullptr) return "null";
+             nb::gil_scoped_release release;
+             return rill::cluster::ClusterStatusJson(*app);
            })
       .def(
           "query",

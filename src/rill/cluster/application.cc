@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "rill/common/json_text.h"
 #include "rill/engine/engine.h"
 
 namespace rill::cluster {
@@ -139,6 +140,58 @@ class ApplicationImpl final : public Application, public EngineExtension {
 };
 
 }  // namespace
+
+std::string ClusterStatusJson(const Application& app) {
+  const ClusterStatus s = app.status();
+  const ClusterOptions& o = app.options();
+  std::string out = "{";
+  auto key = [&out](const char* name) {
+    if (out.size() > 1) out += ',';
+    AppendJsonString(&out, name);
+    out += ':';
+  };
+  auto text = [&](const char* name, const std::string& value) {
+    key(name);
+    AppendJsonString(&out, value);
+  };
+  auto number = [&](const char* name, double value) {
+    key(name);
+    AppendJsonNumber(&out, value);
+  };
+  auto flag = [&](const char* name, bool value) {
+    key(name);
+    out += value ? "true" : "false";
+  };
+  text("app_id", s.app_id);
+  text("instance_id", s.instance_id);
+  text("member_id", s.member_id);
+  text("bootstrap_servers", s.bootstrap_servers);
+  key("partitions");
+  out += '[';
+  for (size_t i = 0; i < s.partitions.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"topic\":";
+    AppendJsonString(&out, s.partitions[i].first);
+    out += ",\"partition\":" + std::to_string(s.partitions[i].second) + "}";
+  }
+  out += ']';
+  number("assigns", static_cast<double>(s.group.assigns));
+  number("revokes", static_cast<double>(s.group.revokes));
+  number("partitions_revoked", static_cast<double>(s.group.partitions_revoked));
+  number("last_rebalance_at", s.group.last_rebalance_at);
+  number("last_rebalance_seconds", s.group.last_rebalance_seconds);
+  number("commit_interval_ms", static_cast<double>(o.commit_interval_ms));
+  number("partitions_per_table", o.partitions_per_table);
+  flag("exactly_once", o.exactly_once);
+  number("commits", static_cast<double>(s.commits.commits));
+  number("commit_aborts", static_cast<double>(s.commits.aborts));
+  number("last_commit_ms", s.commits.last_commit_ms);
+  number("max_commit_ms", s.commits.max_commit_ms);
+  flag("fenced", s.commits.fenced);
+  text("last_commit_error", s.commits.last_error);
+  out += '}';
+  return out;
+}
 
 Status ValidateClusterOptions(const ClusterOptions& o) {
   if (!ValidName(o.app_id)) {

@@ -88,6 +88,15 @@ struct ClusterStatus {
   CommitterStats commits;
 };
 
+/// The instance as one JSON object: app_id, instance_id, member_id,
+/// bootstrap_servers, partitions ([{"topic", "partition"}]), assigns, revokes,
+/// partitions_revoked, last_rebalance_at, last_rebalance_seconds,
+/// commit_interval_ms, partitions_per_table, exactly_once, commits,
+/// commit_aborts, last_commit_ms, max_commit_ms, fenced, last_commit_error.
+/// (GET /api/v1/telemetry/cluster and RillEngine.cluster_status().)
+class Application;
+std::string ClusterStatusJson(const Application& app);
+
 /// This engine's membership in its application (an extension of the engine,
 /// destroyed with it).
 class Application {

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "rill/connector/kafka_client.h"
+
 namespace rill::cluster {
 
 namespace {
@@ -56,20 +58,8 @@ Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
   config["transactional.id"] = transactional_id;
   config["enable.idempotence"] = "true";
   config.emplace("transaction.timeout.ms", "60000");
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char errstr[512];
-  for (const auto& [key, value] : config) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return Status::Invalid("application producer '", key, "': ", errstr);
-    }
-  }
-  impl.producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-  if (!impl.producer) {
-    rd_kafka_conf_destroy(conf);
-    return Status::Invalid("application producer: ", errstr);
-  }
+  RILL_ASSIGN_OR_RAISE(impl.producer,
+                       MakeKafkaClient(RD_KAFKA_PRODUCER, config, "application producer"));
   ErrorPtr error(rd_kafka_init_transactions(impl.producer, static_cast<int>(timeout_ms)));
   if (error) {
     return Status::IOError("application '", transactional_id,

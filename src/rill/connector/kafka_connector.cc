@@ -15,6 +15,7 @@
 #include "rill/connector/decode_counters.h"
 #include "rill/connector/kafka_avro_internal.h"
 #include "rill/connector/json_stream_connector.h"
+#include "rill/connector/kafka_client.h"
 #include "rill/connector/kafka_consumer_internal.h"
 
 namespace rill {
@@ -120,24 +121,8 @@ Result<std::shared_ptr<KafkaConnector>> KafkaConnector::Make(std::string target_
                  options.start == KafkaStart::kLatest ? "latest" : "earliest");
   config["enable.auto.commit"] = "false";
   config["enable.partition.eof"] = "true";
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char errstr[512];
-  for (const auto& [key, value] : config) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return Status::Invalid("KafkaConnector: kafka_config '", key, "': ", errstr);
-    }
-  }
-  rd_kafka_conf_set_opaque(conf, &impl);
-  rd_kafka_conf_set_error_cb(conf, &Impl::OnError);
-  rd_kafka_conf_set_rebalance_cb(conf, &Impl::OnRebalance);
-  impl.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-  if (!impl.rk) {
-    rd_kafka_conf_destroy(conf);  // not taken over on failure
-    return Status::Invalid("KafkaConnector: ", errstr);
-  }
-  rd_kafka_poll_set_consumer(impl.rk);
+  RILL_ASSIGN_OR_RAISE(impl.rk, MakeKafkaClient(RD_KAFKA_CONSUMER, config, "KafkaConnector",
+                                                {&impl, &Impl::OnError, &Impl::OnRebalance}));
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "rill/common/logging.h"
+#include "rill/connector/kafka_client.h"
 #include "rill/connector/kafka_consumer_internal.h"
 
 namespace rill {
@@ -174,24 +175,8 @@ Result<std::shared_ptr<KafkaSharedConsumer>> KafkaSharedConsumer::Make(
   std::shared_ptr<KafkaSharedConsumer> c(new KafkaSharedConsumer(std::move(options)));
   Impl& impl = *c->impl_;
   impl.self = c.get();
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char errstr[512];
-  for (const auto& [key, value] : config) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return Status::Invalid("Kafka consumer group config '", key, "': ", errstr);
-    }
-  }
-  rd_kafka_conf_set_opaque(conf, &impl);
-  rd_kafka_conf_set_error_cb(conf, &Impl::OnError);
-  rd_kafka_conf_set_rebalance_cb(conf, &Impl::OnRebalance);
-  impl.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-  if (!impl.rk) {
-    rd_kafka_conf_destroy(conf);
-    return Status::Invalid("KafkaSharedConsumer: ", errstr);
-  }
-  rd_kafka_poll_set_consumer(impl.rk);
+  RILL_ASSIGN_OR_RAISE(impl.rk, MakeKafkaClient(RD_KAFKA_CONSUMER, config, "KafkaSharedConsumer",
+                                                {&impl, &Impl::OnError, &Impl::OnRebalance}));
   impl.thread = std::thread([&impl] { impl.Run(); });
   return c;
 }

@@ -237,32 +237,7 @@ HttpReply SinkStatsReply(ServerContext& ctx) {
 HttpReply ClusterReply(ServerContext& ctx) {
   cluster::Application* app = cluster::Application::For(ctx.engine);
   if (app == nullptr) return JsonReply(json::serialize(json::object{{"app_id", nullptr}}));
-  const cluster::ClusterStatus s = app->status();
-  json::object j;
-  j["app_id"] = s.app_id;
-  j["instance_id"] = s.instance_id;
-  j["member_id"] = s.member_id;
-  j["bootstrap_servers"] = s.bootstrap_servers;
-  json::array parts;
-  for (const auto& [topic, p] : s.partitions) {
-    parts.push_back(json::object{{"topic", topic}, {"partition", p}});
-  }
-  j["partitions"] = std::move(parts);
-  j["assigns"] = s.group.assigns;
-  j["revokes"] = s.group.revokes;
-  j["partitions_revoked"] = s.group.partitions_revoked;
-  j["last_rebalance_at"] = s.group.last_rebalance_at;
-  j["last_rebalance_seconds"] = s.group.last_rebalance_seconds;
-  j["commit_interval_ms"] = app->options().commit_interval_ms;
-  j["exactly_once"] = app->options().exactly_once;
-  j["commits"] = s.commits.commits;
-  j["commit_aborts"] = s.commits.aborts;
-  j["last_commit_ms"] = s.commits.last_commit_ms;
-  j["max_commit_ms"] = s.commits.max_commit_ms;
-  j["fenced"] = s.commits.fenced;
-  j["last_commit_error"] = s.commits.last_error;
-  j["partitions_per_table"] = app->options().partitions_per_table;
-  return JsonReply(json::serialize(j));
+  return JsonReply(cluster::ClusterStatusJson(*app));
 }
 
 HttpReply TaskStatsReply(ServerContext& ctx) {

@@ -1,0 +1,30 @@
+#include "rill/connector/kafka_client.h"
+
+namespace rill {
+
+Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
+                                    const std::map<std::string, std::string>& config,
+                                    const std::string& what,
+                                    const KafkaClientCallbacks& callbacks) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  for (const auto& [key, value] : config) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::Invalid(what, ": kafka_config '", key, "': ", errstr);
+    }
+  }
+  if (callbacks.opaque) rd_kafka_conf_set_opaque(conf, callbacks.opaque);
+  if (callbacks.error) rd_kafka_conf_set_error_cb(conf, callbacks.error);
+  if (callbacks.rebalance) rd_kafka_conf_set_rebalance_cb(conf, callbacks.rebalance);
+  rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);  // not taken over on failure
+    return Status::Invalid(what, ": ", errstr);
+  }
+  if (type == RD_KAFKA_CONSUMER) rd_kafka_poll_set_consumer(rk);
+  return rk;
+}
+
+}  // namespace rill
