@@ -23,7 +23,20 @@ from conftest import require
 
 pytestmark = pytest.mark.timeout(240)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-COMMITTER_TEST = ROOT / "build" / "release" / "tests" / "cpp" / "instance_committer_test"
+
+
+def find_committer_test() -> pathlib.Path:
+    """The C++ committer tests' program: the release build's, else the ASan
+    build's (the test command builds the test programs only under the
+    sanitizers)."""
+    for preset in ("release", "debug"):
+        path = ROOT / "build" / preset / "tests" / "cpp" / "instance_committer_test"
+        if path.exists():
+            return path
+    return ROOT / "build" / "release" / "tests" / "cpp" / "instance_committer_test"
+
+
+COMMITTER_TEST = find_committer_test()
 PARTITIONS = 6
 SESSION_MS = 10000
 
@@ -145,7 +158,9 @@ def test_instance_committer_transactions_and_fencing_on_the_real_broker(kafka_br
     topic = f"committer-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(topic, 2)
     env = dict(os.environ, RILL_TEST_KAFKA_BOOTSTRAP=kafka_broker.bootstrap_servers,
-               RILL_TEST_KAFKA_TOPIC=topic, ARROW_DEFAULT_MEMORY_POOL="system")
+               RILL_TEST_KAFKA_TOPIC=topic, ARROW_DEFAULT_MEMORY_POOL="system",
+               LSAN_OPTIONS=f"suppressions={ROOT / 'tests' / 'sanitizers' / 'lsan.supp'}"
+                            ":print_suppressions=0")
     out = subprocess.run([str(COMMITTER_TEST), "--gtest_brief=1"], env=env, capture_output=True,
                          text=True, timeout=180)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
