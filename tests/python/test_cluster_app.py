@@ -183,6 +183,8 @@ connectors:
             metrics = r.read().decode()
         assert ('rill_cluster_partitions_owned{app_id="serve-app",instance_id="node-1"} 2'
                 in metrics)
+        assert 'rill_cluster_fenced{app_id="serve-app",instance_id="node-1"} 0' in metrics
+        assert "rill_cluster_commits_total{" in metrics
     finally:
         for proc, _, _ in procs:
             proc.terminate()

@@ -208,6 +208,14 @@ std::string RenderPrometheus(ServerContext& ctx) {
     w.Family("rill_cluster_last_rebalance_seconds", "gauge",
              "Revoke to assign of the last rebalance.");
     w.Sample("rill_cluster_last_rebalance_seconds", st.group.last_rebalance_seconds, labels);
+    w.Family("rill_cluster_commits_total", "counter",
+             "Transactions of the instance's producer that committed (exactly_once).");
+    w.Sample("rill_cluster_commits_total", static_cast<double>(st.commits.commits), labels);
+    w.Family("rill_cluster_commit_seconds", "gauge", "Duration of the last transaction commit.");
+    w.Sample("rill_cluster_commit_seconds", st.commits.last_commit_ms / 1000.0, labels);
+    w.Family("rill_cluster_fenced", "gauge",
+             "1 once the instance's producer was fenced (another took its transactional id).");
+    w.Sample("rill_cluster_fenced", st.commits.fenced ? 1.0 : 0.0, labels);
   }
 
   w.Family("rill_table_rows", "gauge", "Live rows per table.");
