@@ -190,3 +190,27 @@ connectors:
             proc.terminate()
         for proc, _, _ in procs:
             proc.wait(timeout=30)
+
+
+@requires(not RILL.exists(), f"{RILL} not built")
+def test_rill_serve_refuses_bad_cluster_settings_naming_them(tmp_path):
+    import subprocess
+
+    def serve(*args, text=None):
+        cmd = [str(RILL), "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0",
+               "--token", TOKEN, "--duration", "1", *args]
+        if text is not None:
+            path = tmp_path / "bad.yaml"
+            path.write_text(text)
+            cmd.append(str(path))
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    bad_id = serve(text="cluster: {app_id: 'orders app', instance_id: n1}\n")
+    assert bad_id.returncode != 0 and "app_id" in bad_id.stderr and "cluster" in bad_id.stderr
+    unknown = serve(text="cluster: {app_id: a, instance: n1}\n")
+    assert unknown.returncode != 0 and "unknown key" in unknown.stderr, unknown.stderr
+    no_app = serve("--instance-id", "n1")
+    assert no_app.returncode != 0 and "--instance-id" in no_app.stderr, no_app.stderr
+    bad_interval = serve("--instance-id", "n1",
+                         text="cluster: {app_id: a, commit_interval_ms: 0}\n")
+    assert bad_interval.returncode != 0 and "commit_interval_ms" in bad_interval.stderr
