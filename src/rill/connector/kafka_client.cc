@@ -2,10 +2,8 @@
 
 namespace rill {
 
-Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
-                                    const std::map<std::string, std::string>& config,
-                                    const std::string& what,
-                                    const KafkaClientCallbacks& callbacks) {
+Result<rd_kafka_conf_t*> MakeKafkaConf(const std::map<std::string, std::string>& config,
+                                       const std::string& what) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char errstr[512];
   for (const auto& [key, value] : config) {
@@ -15,6 +13,15 @@ Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
       return Status::Invalid(what, ": kafka_config '", key, "': ", errstr);
     }
   }
+  return conf;
+}
+
+Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
+                                    const std::map<std::string, std::string>& config,
+                                    const std::string& what,
+                                    const KafkaClientCallbacks& callbacks) {
+  RILL_ASSIGN_OR_RAISE(rd_kafka_conf_t* conf, MakeKafkaConf(config, what));
+  char errstr[512];
   if (callbacks.opaque) rd_kafka_conf_set_opaque(conf, callbacks.opaque);
   if (callbacks.error) rd_kafka_conf_set_error_cb(conf, callbacks.error);
   if (callbacks.rebalance) rd_kafka_conf_set_rebalance_cb(conf, callbacks.rebalance);

@@ -20,6 +20,12 @@ struct KafkaClientCallbacks {
                     void* opaque) = nullptr;
 };
 
+/// A librdkafka configuration of `config`. Invalid "<what>: kafka_config
+/// '<key>': <librdkafka's reason>" for a key it refuses. The caller owns it
+/// (rd_kafka_new takes it over).
+Result<rd_kafka_conf_t*> MakeKafkaConf(const std::map<std::string, std::string>& config,
+                                       const std::string& what);
+
 /// Make a producer or consumer (a consumer's main queue then serves the
 /// consumer: rd_kafka_poll_set_consumer). Invalid naming `what` and the key
 /// librdkafka refused, or its reason. The caller owns the handle.

@@ -260,12 +260,8 @@ void Impl::SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {
         p.offset = it->second;
         continue;
       }
-      bool returned = false;
-      for (int j = 0; j < returning->cnt; ++j) {
-        returned |= returning->elems[j].partition == p.partition &&
-                    std::strcmp(returning->elems[j].topic, p.topic) == 0;
-      }
-      if (returned) {  // moved away: the group's committed offset
+      if (rd_kafka_topic_partition_list_find(returning.get(), p.topic, p.partition)) {
+        // Moved away: the group's committed offset.
         p.offset = RD_KAFKA_OFFSET_INVALID;
         continue;
       }
@@ -468,7 +464,7 @@ void Impl::Pause() {
 
 void Impl::SendCommit(bool now) {
   // An application's committer commits the targets in its transactions.
-  if (options.consumer && options.consumer->impl()->Committer()) return;
+  if (options.consumer && options.consumer->impl()->external_commits) return;
   ListPtr list;
   {
     std::lock_guard<std::mutex> lock(mu);

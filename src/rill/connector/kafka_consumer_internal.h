@@ -188,6 +188,8 @@ struct KafkaSharedConsumer::Impl {
   mutable std::mutex list_mu;
   // SetCommitter: offsets go through it instead of the group's commits.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> committer;  // guarded by list_mu
+  // Whether a committer is set: the members' per-tick SendCommit reads only this.
+  std::atomic<bool> external_commits{false};
   /// The committer, if any (a copy). Any thread.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> Committer() const {
     std::lock_guard<std::mutex> lock(list_mu);

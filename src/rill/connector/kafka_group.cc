@@ -228,6 +228,7 @@ void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
 
 void KafkaSharedConsumer::SetCommitter(std::function<Status(const Offsets&)> commit) {
   std::lock_guard<std::mutex> lock(impl_->list_mu);
+  impl_->external_commits = static_cast<bool>(commit);
   impl_->committer = std::move(commit);
 }
 

@@ -60,6 +60,7 @@
 #include "rill/common/host_stats.h"
 #include "rill/common/tick_log.h"
 #include "rill/common/repeat_limiter.h"
+#include "rill/common/snapshot_cell.h"
 #include "rill/common/status.h"
 #include "rill/engine/checkpoint_participant.h"
 #include "rill/engine/event.h"
@@ -510,13 +511,18 @@ class Engine {
   std::mutex log_mu_;
   std::unique_ptr<RepeatLimiter<EventRepeatKey, EngineEvent>> log_limiter_;
 
-  // The tick-end hooks by id; the tick copies them under mu_ and runs them
-  // holding hooks_mu_, which RemoveTickEndHook takes after mu_ to wait for a
-  // running hook.
+  // The tick-end hooks by id (Add/Remove, under mu_) and the list the tick
+  // runs: published anew on each change, so a tick only loads a pointer. The
+  // tick runs them holding hooks_mu_, which RemoveTickEndHook takes after
+  // publishing to wait for a running hook.
+  using TickEndHooks = std::vector<std::function<void(double)>>;
   std::map<int64_t, std::function<void(double)>> tick_end_hooks_;  // guarded by mu_
   int64_t next_tick_end_hook_ = 1;                                  // guarded by mu_
+  SnapshotCell<TickEndHooks> tick_end_hook_list_{std::make_shared<const TickEndHooks>()};
   KafkaGroupProvider kafka_group_;                                  // guarded by mu_
   std::recursive_mutex hooks_mu_;
+  /// Publish tick_end_hooks_ as the tick's list. mu_ held.
+  void PublishTickEndHooks();
   std::map<std::string, std::shared_ptr<CheckpointParticipant>> participants_;  // guarded by mu_
   std::optional<RestoredCheckpoint> last_restore_;  // guarded by mu_
   /// Guards extensions_; held while an extension is made (which may take mu_).

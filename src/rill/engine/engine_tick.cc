@@ -72,14 +72,10 @@ Result<double> Engine::RunTick() {
   PublishMetrics(now, latency, records);
   CheckMemoryBudgetAt(now, /*notify_always=*/false);
   FlushRepeatedLogs(now);
-  std::vector<std::function<void(double)>> hooks;
   {
     std::lock_guard<std::recursive_mutex> running(hooks_mu_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [id, hook] : tick_end_hooks_) hooks.push_back(hook);
-    }
-    for (const auto& hook : hooks) hook(now);
+    const std::shared_ptr<const TickEndHooks> hooks = tick_end_hook_list_.Load();
+    for (const auto& hook : *hooks) hook(now);
   }
   return latency;
 }
@@ -92,10 +88,17 @@ Status Engine::AtTickBoundary(const std::function<Status()>& fn) {
   return fn();
 }
 
+void Engine::PublishTickEndHooks() {
+  auto list = std::make_shared<TickEndHooks>();
+  for (const auto& [id, hook] : tick_end_hooks_) list->push_back(hook);
+  tick_end_hook_list_.Store(std::move(list));
+}
+
 int64_t Engine::AddTickEndHook(std::function<void(double now)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t id = next_tick_end_hook_++;
   tick_end_hooks_[id] = std::move(hook);
+  PublishTickEndHooks();
   return id;
 }
 
@@ -103,6 +106,7 @@ void Engine::RemoveTickEndHook(int64_t id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tick_end_hooks_.erase(id);
+    PublishTickEndHooks();
   }
   // Wait for a tick that copied it and may be running it (recursive: a hook
   // may remove itself).

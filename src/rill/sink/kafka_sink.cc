@@ -11,6 +11,7 @@
 #include <arrow/type.h>
 #include <spdlog/spdlog.h>
 
+#include "rill/connector/kafka_client.h"
 #include "rill/sink/kafka_sink_internal.h"
 
 namespace rill {
@@ -192,15 +193,8 @@ Result<rd_kafka_conf_t*> KafkaSinkWriter::MakeConf(bool producer) {
     config["enable.auto.commit"] = "false";
     config["isolation.level"] = "read_committed";
   }
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char errstr[512];
-  for (const auto& [key, value] : config) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      return Status::Invalid(Prefix(), "kafka_config '", key, "': ", errstr);
-    }
-  }
+  RILL_ASSIGN_OR_RAISE(rd_kafka_conf_t* conf,
+                       MakeKafkaConf(config, "KafkaSink topic '" + options_.topic + "'"));
   rd_kafka_conf_set_log_cb(conf, &OnLog);
   if (producer) {
     rd_kafka_conf_set_opaque(conf, this);
