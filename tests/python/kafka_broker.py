@@ -178,6 +178,9 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             "group.min.session.timeout.ms": "1000",
+            # A killed producer's open transaction is aborted soon after its
+            # transaction.timeout.ms (read_committed readers wait for it).
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
             "num.network.threads": "2",
             "num.io.threads": "2",
             "log.flush.interval.messages": "1",  # what was acknowledged survives a kill

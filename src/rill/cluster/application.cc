@@ -7,6 +7,7 @@
 
 #include "rill/common/json_text.h"
 #include "rill/engine/engine.h"
+#include "rill/sink/sink_set.h"
 
 namespace rill::cluster {
 
@@ -42,7 +43,15 @@ class ApplicationImpl final : public Application, public EngineExtension {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
-    if (committer_) (void)committer_->Commit(consumer_->CommitTargets());
+    if (!committer_) return;
+    (void)CommitCut(nullptr);
+    // The connectors stop after us and their last revoke still commits: with
+    // the committer alone (nothing is applied any more, so the outputs are
+    // all in the transaction above).
+    std::shared_ptr<InstanceCommitter> committer = committer_;
+    consumer_->SetCommitter([committer](const KafkaSharedConsumer::Offsets& offsets) {
+      return committer->Commit(offsets);
+    });
   }
 
   const ClusterOptions& options() const override { return options_; }
@@ -58,6 +67,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     }
     KafkaSharedConsumerOptions o;
     o.config = options_.kafka_config;
+    o.config.erase("transaction.timeout.ms");  // the instance's producer's
     o.config["bootstrap.servers"] = servers;
     o.config["group.id"] = options_.app_id;
     o.config["group.instance.id"] = options_.instance_id;
@@ -79,27 +89,59 @@ class ApplicationImpl final : public Application, public EngineExtension {
       return made.status();
     }
     committer_ = std::move(*made);
-    std::shared_ptr<InstanceCommitter> committer = committer_;
-    consumer_->SetCommitter(
-        [committer](const KafkaSharedConsumer::Offsets& offsets) {
-          return committer->Commit(offsets);
-        });
+    // The Kafka sinks on the same cluster added from now on write in this
+    // instance's transactions (sink_set.h, DrivenSinks).
+    driven_ = SinkSet::For(engine_).DriveKafkaSinks(servers);
+    consumer_->SetCommitter([this](const KafkaSharedConsumer::Offsets& handing) {
+      return CommitCut(&handing);
+    });
     thread_ = std::thread([this] { CommitLoop(); });
     return Status::OK();
   }
 
-  /// Every commit_interval_ms: one transaction with what the sources allow
-  /// (what the engine applied), when it changed.
+  /// One transaction with a cut taken at a tick boundary: the input offsets
+  /// the engine has applied (plus `handing`: the offsets of partitions being
+  /// handed back, which the sources no longer list) and the driven sinks'
+  /// changes up to their table versions of the same moment. Nothing when
+  /// neither changed since the last commit.
+  Status CommitCut(const KafkaSharedConsumer::Offsets* handing) {
+    std::lock_guard<std::mutex> serial(commit_mu_);
+    KafkaSharedConsumer::Offsets offsets;
+    DrivenSinks::Cut cut;
+    Status at = engine_->AtTickBoundary([&] {
+      offsets = consumer_->CommitTargets();
+      cut = driven_->Capture();
+      return Status::OK();
+    });
+    if (!at.ok()) return at;
+    if (handing) {
+      for (const auto& [tp, offset] : *handing) offsets[tp] = offset;
+    }
+    const bool outputs = driven_->HasChanges(cut);
+    if (!outputs && (offsets.empty() || offsets == last_committed_)) return Status::OK();
+    Status st = committer_->Commit(
+        offsets, outputs ? std::function<Status(void*)>([&](void* producer) {
+          return driven_->Write(cut, producer);
+        })
+                         : nullptr);
+    if (!st.ok()) {
+      if (outputs) driven_->Aborted(cut, st);
+      return st;
+    }
+    if (outputs) driven_->Committed(cut);
+    last_committed_ = std::move(offsets);
+    return Status::OK();
+  }
+
+  /// Every commit_interval_ms: CommitCut.
   void CommitLoop() {
-    KafkaSharedConsumer::Offsets last;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(options_.commit_interval_ms),
                    [this] { return stop_; });
       if (stop_) break;
       lock.unlock();
-      KafkaSharedConsumer::Offsets targets = consumer_->CommitTargets();
-      if (targets != last && committer_->Commit(targets).ok()) last = std::move(targets);
+      (void)CommitCut(nullptr);  // failures are counted in the committer's stats
       lock.lock();
     }
   }
@@ -135,6 +177,9 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::condition_variable cv_;
   std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_ (set once)
   std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
+  std::shared_ptr<DrivenSinks> driven_;            // set once with committer_
+  std::mutex commit_mu_;                           // one CommitCut at a time
+  KafkaSharedConsumer::Offsets last_committed_;    // guarded by commit_mu_
   std::thread thread_;                             // CommitLoop
   bool stop_ = false;                              // guarded by mu_
 };

@@ -47,10 +47,12 @@ Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
   impl.consumer = std::move(consumer);
   impl.timeout_ms = timeout_ms;
   std::map<std::string, std::string> config;
-  // Security settings of the consumer apply; consumer-only ones do not.
+  // Security settings of the consumer apply, and transaction.timeout.ms (how
+  // long a crashed instance's open transaction holds read_committed readers
+  // back before the broker aborts it); consumer-only ones do not.
   for (const auto& [key, value] : kafka_config) {
     if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
-        key.rfind("ssl.", 0) == 0) {
+        key.rfind("ssl.", 0) == 0 || key == "transaction.timeout.ms") {
       config[key] = value;
     }
   }
@@ -70,8 +72,9 @@ Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
 
 InstanceCommitter::~InstanceCommitter() = default;
 
-Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets) {
-  if (offsets.empty()) return Status::OK();
+Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets,
+                                 const std::function<Status(void* producer)>& produce) {
+  if (offsets.empty() && !produce) return Status::OK();
   Impl& impl = *impl_;
   std::lock_guard<std::mutex> serial(impl.commit_mu);
   if (!impl.fatal.ok()) return impl.fatal;
@@ -96,6 +99,19 @@ Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets) {
   if (rd_kafka_error_t* e = rd_kafka_begin_transaction(impl.producer)) {
     return failed(e, "begin_transaction");
   }
+  if (produce) {
+    Status st = produce(impl.producer);
+    if (!st.ok()) {
+      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
+      {
+        std::lock_guard<std::mutex> lock(impl.mu);
+        ++impl.stats.aborts;
+      }
+      impl.Fail(st.ToString(), /*fenced=*/false);
+      return st;
+    }
+  }
+  if (offsets.empty()) return CommitOpen(t0);
   rd_kafka_topic_partition_list_t* list =
       rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
   for (const auto& [tp, offset] : offsets) {
@@ -108,8 +124,30 @@ Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets) {
   rd_kafka_consumer_group_metadata_destroy(metadata);
   rd_kafka_topic_partition_list_destroy(list);
   if (sent) return failed(sent, "send_offsets_to_transaction");
-  if (rd_kafka_error_t* e = rd_kafka_commit_transaction(impl.producer, timeout)) {
-    return failed(e, "commit_transaction");
+  return CommitOpen(t0);
+}
+
+Status InstanceCommitter::CommitOpen(std::chrono::steady_clock::time_point t0) {
+  Impl& impl = *impl_;
+  const int timeout = static_cast<int>(impl.timeout_ms);
+  for (int attempt = 0;; ++attempt) {
+    ErrorPtr e(rd_kafka_commit_transaction(impl.producer, timeout));
+    if (!e) break;
+    // Retriable (a timeout): the outcome is unknown until asked again.
+    if (rd_kafka_error_is_retriable(e.get()) && attempt < 3) continue;
+    const std::string what = std::string("commit_transaction: ") + rd_kafka_error_string(e.get());
+    if (rd_kafka_error_is_fatal(e.get())) {
+      impl.fatal = Status::IOError("application producer fenced or failed for good: ", what);
+      impl.Fail(what, /*fenced=*/true);
+      return impl.fatal;
+    }
+    if (rd_kafka_error_txn_requires_abort(e.get())) {
+      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
+      std::lock_guard<std::mutex> lock(impl.mu);
+      ++impl.stats.aborts;
+    }
+    impl.Fail(what, /*fenced=*/false);
+    return Status::IOError("application commit: ", what);
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

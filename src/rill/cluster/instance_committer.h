@@ -6,8 +6,8 @@
 // transaction. Every commit is one transaction that carries the input offsets
 // (send_offsets_to_transaction with the consumer's group metadata, so that a
 // member fenced out of the group by a rebalance cannot commit either: KIP-447)
-// and, as issue 28 goes on, the changelog deltas and the sinks' output of the
-// same interval: read_committed readers see each interval's effects once.
+// and the output of the same cut (the application's Kafka sinks, written by
+// `produce`): read_committed readers see each interval's effects once.
 //
 // Errors: an abortable one aborts the transaction and the next commit tries
 // again; a fatal one (fenced) is sticky: every later commit fails with it, and
@@ -16,7 +16,9 @@
 // Threads: Commit from any thread (serialized); stats() from any thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,13 +48,18 @@ class InstanceCommitter {
       std::shared_ptr<KafkaSharedConsumer> consumer, int64_t timeout_ms);
   ~InstanceCommitter();
 
-  /// Commit `offsets` (the group's next offsets) in one transaction. OK for
-  /// nothing to commit.
-  Status Commit(const KafkaSharedConsumer::Offsets& offsets);
+  /// Commit `offsets` (the group's next offsets) and what `produce` writes
+  /// with the producer (an rd_kafka_t*, its transaction open) in one
+  /// transaction. OK without doing anything when there are no offsets and no
+  /// `produce`. A failing `produce` aborts the transaction.
+  Status Commit(const KafkaSharedConsumer::Offsets& offsets,
+                const std::function<Status(void* producer)>& produce = nullptr);
   CommitterStats stats() const;
 
  private:
   InstanceCommitter() = default;
+  /// Commit the open transaction (the commit lock held); counts it.
+  Status CommitOpen(std::chrono::steady_clock::time_point started);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

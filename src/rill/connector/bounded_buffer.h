@@ -70,6 +70,10 @@ class BoundedBuffer {
   /// observed right after it (the queue is FIFO). Any thread.
   int64_t removed_records() const;
   const BufferLimits& limits() const { return limits_; }
+  /// Change the overflow policy before the buffer is used (no push yet, no
+  /// reader of limits() on another thread): a Kafka source joining an
+  /// application's group waits for room instead of dropping.
+  void SetOverflowPolicy(OverflowPolicy policy) { limits_.on_overflow = policy; }
 
  private:
   struct Entry {
@@ -79,7 +83,7 @@ class BoundedBuffer {
   Status PushImpl(const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
                   bool oversize_when_empty, bool count_refused);
 
-  const BufferLimits limits_;
+  BufferLimits limits_;  // set at construction (SetOverflowPolicy before use)
   mutable std::mutex mu_;
   std::deque<Entry> queue_;  // guarded by mu_
   ConnectorStats stats_;     // guarded by mu_

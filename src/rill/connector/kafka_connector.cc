@@ -156,6 +156,14 @@ Status KafkaConnector::JoinGroup(std::shared_ptr<KafkaSharedConsumer> consumer) 
                            impl.options.consumer->group_id(), "'");
   }
   if (impl.rk) kafka_internal::CloseAndDestroy(impl.rk, kCloseSeconds);  // never subscribed
+  // An application's source never drops input: over its limits the reader
+  // waits for room (the topic keeps the data), whatever on_overflow says;
+  // a dropped row's offset would be committed with the rest (issue 28).
+  if (impl.options.limits.on_overflow != OverflowPolicy::kError) {
+    impl.options.limits.on_overflow = OverflowPolicy::kError;
+    std::lock_guard<std::mutex> deliver(impl.deliver_mu);
+    impl.buffer.SetOverflowPolicy(OverflowPolicy::kError);
+  }
   impl.options.consumer = std::move(consumer);
   impl.rk = impl.options.consumer->impl()->rk;
   return Status::OK();

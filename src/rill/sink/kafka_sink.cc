@@ -97,6 +97,15 @@ class KafkaSinkWriter final : public SinkWriter {
     return bytes_.load(std::memory_order_relaxed);  // a counter: no ordering needed
   }
   const char* type() const override { return "kafka"; }
+  std::string external_transaction_cluster() const override {
+    auto it = options_.kafka_config.find("bootstrap.servers");
+    return it != options_.kafka_config.end() ? it->second : "";
+  }
+  Status OpenExternal(const std::shared_ptr<arrow::Schema>& table_schema,
+                      const std::vector<std::string>& primary_key) override {
+    return PrepareEncoder(table_schema, primary_key);
+  }
+  Status WriteInto(void* producer, const ChangeSet& changes, SinkMode mode) override;
 
  private:
   /// "KafkaSink topic 't': " (every error starts with it).
@@ -124,6 +133,10 @@ class KafkaSinkWriter final : public SinkWriter {
   /// `timeout_ms` for all of them; the first failure since the last call.
   Status WaitForProgressCommits(int64_t timeout_ms);
   Result<rd_kafka_conf_t*> MakeConf(bool producer);
+  /// The encoder of the table's rows (key columns checked; the schema
+  /// registry client made for format="avro").
+  Status PrepareEncoder(const std::shared_ptr<arrow::Schema>& table_schema,
+                        const std::vector<std::string>& primary_key);
 
   static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     auto* self = static_cast<KafkaSinkWriter*>(opaque);
@@ -208,32 +221,7 @@ Status KafkaSinkWriter::Open(const std::shared_ptr<arrow::Schema>& table_schema,
                              const std::vector<std::string>& primary_key) {
   Close();  // after a failure: start over with a new producer
   if (!fenced_.empty()) return Status::IOError(fenced_);
-  std::vector<std::string> keys =
-      options_.key_columns.empty() ? primary_key : options_.key_columns;
-  for (const auto& key : keys) {
-    if (table_schema->GetFieldIndex(key) < 0) {
-      return Status::KeyError(Prefix(), "key column '", key, "' is not a column of the table");
-    }
-  }
-  const bool key_as_string = options_.key_format == "string";
-  if (key_as_string && keys.size() != 1) {
-    return Status::Invalid(Prefix(), "key_format=\"string\" needs exactly one key column, the ",
-                           "table has ", keys.size(), " (set key_columns)");
-  }
-  encoder_ = std::make_unique<MessageEncoder>(std::move(keys), key_as_string);
-  if (options_.format == "avro") {
-    if (!registry_) {
-      SchemaRegistryOptions registry;
-      registry.url = options_.schema_registry_url;
-      registry.user = options_.schema_registry_user;
-      registry.password = options_.schema_registry_password;
-      registry.timeout_ms = options_.timeout_ms;
-      auto made = SchemaRegistryClient::Make(std::move(registry));
-      if (!made.ok()) return made.status().WithMessage(Prefix(), made.status().message());
-      registry_ = *made;
-    }
-    encoder_->SetAvro(registry_, options_.topic + "-value", options_.topic);
-  }
+  RILL_RETURN_NOT_OK(PrepareEncoder(table_schema, primary_key));
 
   char errstr[512];
   RILL_ASSIGN_OR_RAISE(rd_kafka_conf_t * conf, MakeConf(/*producer=*/true));
@@ -262,6 +250,73 @@ Status KafkaSinkWriter::Open(const std::shared_ptr<arrow::Schema>& table_schema,
       Close();  // not open: Write and Commit say so until an Open succeeds
       return st;
     }
+  }
+  return Status::OK();
+}
+
+Status KafkaSinkWriter::WriteInto(void* producer, const ChangeSet& changes, SinkMode mode) {
+  if (!encoder_) return NotOpen();
+  auto* rk = static_cast<rd_kafka_t*>(producer);
+  int64_t unpolled = 0;
+  auto produce = [&](const EncodedMessage& m) -> Status {
+    void* value = m.value ? const_cast<char*>(m.value->data()) : nullptr;
+    const size_t value_size = m.value ? m.value->size() : 0;
+    void* key = m.key ? const_cast<char*>(m.key->data()) : nullptr;
+    const size_t key_size = m.key ? m.key->size() : 0;
+    for (;;) {
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          rk, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        return Status::IOError(Prefix(), "produce: ", rd_kafka_err2name(err), ": ",
+                               rd_kafka_err2str(err));
+      }
+      rd_kafka_poll(rk, 10);  // the queue is full: serve delivery reports
+    }
+    bytes_.fetch_add(static_cast<int64_t>(value_size + key_size), std::memory_order_relaxed);
+    if (++unpolled >= 1000) {
+      unpolled = 0;
+      rd_kafka_poll(rk, 0);
+    }
+    return Status::OK();
+  };
+  for (const auto& batch : changes.batches) {
+    // A snapshot in upsert mode writes its rows (values); the keys the topic
+    // held and the snapshot lacks are not tombstoned here.
+    RILL_RETURN_NOT_OK(encoder_->Encode(*batch, mode, produce));
+  }
+  rd_kafka_poll(rk, 0);
+  return Status::OK();
+}
+
+Status KafkaSinkWriter::PrepareEncoder(const std::shared_ptr<arrow::Schema>& table_schema,
+                                       const std::vector<std::string>& primary_key) {
+  std::vector<std::string> keys =
+      options_.key_columns.empty() ? primary_key : options_.key_columns;
+  for (const auto& key : keys) {
+    if (table_schema->GetFieldIndex(key) < 0) {
+      return Status::KeyError(Prefix(), "key column '", key, "' is not a column of the table");
+    }
+  }
+  const bool key_as_string = options_.key_format == "string";
+  if (key_as_string && keys.size() != 1) {
+    return Status::Invalid(Prefix(), "key_format=\"string\" needs exactly one key column, the ",
+                           "table has ", keys.size(), " (set key_columns)");
+  }
+  encoder_ = std::make_unique<MessageEncoder>(std::move(keys), key_as_string);
+  if (options_.format == "avro") {
+    if (!registry_) {
+      SchemaRegistryOptions registry;
+      registry.url = options_.schema_registry_url;
+      registry.user = options_.schema_registry_user;
+      registry.password = options_.schema_registry_password;
+      registry.timeout_ms = options_.timeout_ms;
+      auto made = SchemaRegistryClient::Make(std::move(registry));
+      if (!made.ok()) return made.status().WithMessage(Prefix(), made.status().message());
+      registry_ = *made;
+    }
+    encoder_->SetAvro(registry_, options_.topic + "-value", options_.topic);
   }
   return Status::OK();
 }

@@ -157,6 +157,25 @@ class SinkWriter {
   virtual int64_t bytes_written() const = 0;
   /// "kafka", "postgres", "file".
   virtual const char* type() const = 0;
+
+  // Someone else's transaction (scale-out: an application instance commits its
+  // Kafka sinks' output in its own transactions, SinkSet::DriveKafkaSinks).
+  /// The Kafka cluster ("bootstrap.servers") this writer writes to; "" for a
+  /// writer that cannot write into another producer's transaction.
+  virtual std::string external_transaction_cluster() const { return ""; }
+  /// Prepare to write through WriteInto only (no connection of its own).
+  virtual Status OpenExternal(const std::shared_ptr<arrow::Schema>& /*table_schema*/,
+                              const std::vector<std::string>& /*primary_key*/) {
+    return Status::NotImplemented(type(), " sinks cannot write into another transaction");
+  }
+  /// Produce `changes` (as Write does) with `producer` (an rd_kafka_t* whose
+  /// transaction is open); its owner commits or aborts. A snapshot in upsert
+  /// mode writes its rows (keys the target held and the snapshot lacks are
+  /// not tombstoned).
+  virtual Status WriteInto(void* /*producer*/, const ChangeSet& /*changes*/,
+                           SinkMode /*mode*/) {
+    return Status::NotImplemented(type(), " sinks cannot write into another transaction");
+  }
 };
 
 }  // namespace rill

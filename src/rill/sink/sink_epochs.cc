@@ -40,6 +40,7 @@ Result<BatchVector> SinkRunner::ReadRange(uint64_t from_version, uint64_t to_ver
 }
 
 CheckpointFileWriter SinkRunner::CaptureSection(uint64_t id, uint64_t table_version) {
+  if (driven_) return nullptr;  // committed by the application instance
   std::lock_guard<std::mutex> lock(shared_->mu);
   if (done_ || stop_) return nullptr;
   const uint64_t base_table = committed_;
@@ -84,6 +85,7 @@ CheckpointFileWriter SinkRunner::CaptureSection(uint64_t id, uint64_t table_vers
 }
 
 void SinkRunner::OnCheckpointComplete(const CompletedCheckpoint& done) {
+  if (driven_) return;
   auto it = done.table_versions.find(table_->name());
   if (it == done.table_versions.end()) return;
   Epoch epoch;
@@ -107,6 +109,7 @@ void SinkRunner::OnCheckpointComplete(const CompletedCheckpoint& done) {
 }
 
 void SinkRunner::SetRestore(std::shared_ptr<SinkRestore> restore) {
+  if (driven_) return;  // the application's transactions hold its progress
   std::lock_guard<std::mutex> lock(shared_->mu);
   restore_ = restore;
   if (restore->section) {

@@ -92,6 +92,27 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
 
   /// Subscribe to the table's versions and start the thread. Once.
   void Start();
+
+  // Driven by an application instance's transactions (sink_driven.cc,
+  // DrivenSinks) ---------------------------------------------------------------
+  /// Instead of Start: subscribe to the table's versions, no thread. The
+  /// writer is opened with OpenExternal first (SinkSet::Add).
+  void StartDriven();
+  /// Before StartDriven, once.
+  void MarkDriven() { driven_ = true; }
+  bool driven() const { return driven_; }
+  /// The newest table version seen.
+  uint64_t seen_version() const;
+  /// True when versions after the last commit up to `version` exist.
+  bool HasChangesUpTo(uint64_t version) const;
+  /// Produce the changes (last commit, to_version] with `producer`.
+  Status WriteDriven(void* producer, uint64_t to_version);
+  /// Flush (bounded), unsubscribe, stop. Idempotent.
+  void StopDriven(double flush_seconds);
+  /// The transaction holding WriteDriven's rows committed.
+  void DrivenCommitted(uint64_t to_version);
+  /// ... or was aborted: the next commit writes the changes again.
+  void DrivenAborted(const Status& why);
   /// Flush (bounded by `flush_seconds`), stop and join the thread. A thread
   /// stuck in its writer longer than that is left to finish on its own (it
   /// no longer touches the engine). Idempotent.
@@ -117,6 +138,7 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
     ChangeSet changes;
   };
 
+  void Subscribe();
   void Run();
   /// Open the writer, retrying with backoff; false when stopped first.
   bool OpenWriter();
@@ -213,6 +235,16 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
   double retry_at_ = 0;
   int64_t dropped_in_stretch_ = 0;
   std::atomic<bool> backpressure_{false};  // written by the sink's thread
+
+  // Driven (sink_driven.cc): set once before StartDriven; the rest on the
+  // instance's committing thread only.
+  bool driven_ = false;
+  bool driven_started_ = false;  // guarded by shared_->mu
+  uint64_t driven_reached_ = 0;  ///< the version WriteDriven brought the target to
+  int64_t driven_rows_ = 0;      ///< rows it produced
+  bool driven_snapshot_ = false;
+
+  friend class DrivenSinksImpl;
 };
 
 }  // namespace sink_internal

@@ -48,12 +48,19 @@ double SinkRunner::WallNow() const {
 }
 
 bool SinkRunner::checkpoint_mode() const {
+  if (driven_) return false;  // the instance's transactions, not checkpoints
   std::lock_guard<std::mutex> lock(engine_mu_);
   if (engine_ && engine_->commits_follow_checkpoints()) epochs_seen_ = true;
   return epochs_seen_;
 }
 
 void SinkRunner::Start() {
+  Subscribe();
+  auto self = shared_from_this();
+  thread_ = std::thread([self] { self->Run(); });
+}
+
+void SinkRunner::Subscribe() {
   std::weak_ptr<Shared> weak = shared_;
   subscription_ = table_->Subscribe([weak](const std::shared_ptr<const TableVersion>& v) {
     // Tick thread: note the version and wake the sink; nothing else.
@@ -71,11 +78,13 @@ void SinkRunner::Start() {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->table_version = std::max(shared_->table_version, feed_->current_version());
   }
-  auto self = shared_from_this();
-  thread_ = std::thread([self] { self->Run(); });
 }
 
 void SinkRunner::Stop(double flush_seconds) {
+  if (driven_) {
+    StopDriven(flush_seconds);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (stop_ || !thread_.joinable()) return;

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "rill/engine/engine.h"
-#include "rill/sink/sink_internal.h"
+#include "rill/sink/sink_driven.h"
 
 namespace rill {
 
@@ -128,7 +128,10 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
       std::lock_guard<std::mutex> lock(registry_->mu);
       sinks.swap(registry_->sinks);
     }
-    for (auto& s : sinks) s->Stop(kFinalFlushSeconds);
+    for (auto& s : sinks) {
+      s->Stop(kFinalFlushSeconds);
+      ForgetDriven(*s);
+    }
   }
 
   Result<std::shared_ptr<Sink>> Add(SinkOptions options,
@@ -145,9 +148,32 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
     if (Find(options.name)) {
       return Status::Invalid("sink '", options.name, "': name: a sink of that name exists");
     }
+    std::shared_ptr<sink_internal::DrivenSinksImpl> driven;
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      driven = driven_;
+    }
+    const std::string cluster = writer->external_transaction_cluster();
+    if (driven && (cluster.empty() || cluster != driven->kafka_cluster())) driven.reset();
+    if (driven) {
+      RILL_RETURN_NOT_OK(writer->OpenExternal((*table)->schema(), (*table)->primary_key()));
+    }
     auto feed = (*table)->OpenChangeFeed();
     auto runner = std::make_shared<SinkRunner>(engine_, std::move(options), std::move(writer),
                                                *table, std::move(feed));
+    if (driven) {
+      // Committed by the application instance's transactions: no thread, no
+      // checkpoint section, no restore (the instance's offsets and outputs
+      // are committed together).
+      runner->MarkDriven();
+      {
+        std::lock_guard<std::mutex> lock(registry_->mu);
+        registry_->sinks.push_back(runner);
+      }
+      runner->StartDriven();
+      driven->Add(runner);
+      return std::static_pointer_cast<Sink>(runner);
+    }
     if (auto restored = engine_->last_restored_checkpoint()) {
       if (restored->table_versions.count(runner->options().table)) {
         RILL_ASSIGN_OR_RAISE(auto restore, MakeRestore(*restored, runner->name(), **table));
@@ -176,7 +202,16 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
     }
     if (!gone) return false;
     gone->Stop(kFinalFlushSeconds);
+    ForgetDriven(*gone);
     return true;
+  }
+
+  std::shared_ptr<DrivenSinks> DriveKafkaSinks(const std::string& kafka_cluster) override {
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    if (!driven_ || driven_->kafka_cluster() != kafka_cluster) {
+      driven_ = std::make_shared<sink_internal::DrivenSinksImpl>(kafka_cluster);
+    }
+    return driven_;
   }
 
   std::shared_ptr<Sink> Find(const std::string& name) const override {
@@ -193,8 +228,19 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
   }
 
  private:
+  void ForgetDriven(const SinkRunner& sink) {
+    if (!sink.driven()) return;
+    std::shared_ptr<sink_internal::DrivenSinksImpl> driven;
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      driven = driven_;
+    }
+    if (driven) driven->Remove(&sink);
+  }
+
   Engine* const engine_;
   std::shared_ptr<Registry> registry_;
+  std::shared_ptr<sink_internal::DrivenSinksImpl> driven_;  // guarded by registry_->mu
   std::shared_ptr<SinksParticipant> participant_;
   std::mutex add_mu_;
 };

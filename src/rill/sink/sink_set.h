@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill/common/status.h"
@@ -47,6 +48,35 @@ class Sink {
   virtual Status Flush(double timeout_seconds) = 0;
 };
 
+/// The Kafka sinks whose output an instance of a scaled-out application
+/// (cluster/) commits in its own transactions, with the input offsets of the
+/// same cut (SinkSet::DriveKafkaSinks). Such a sink has no thread and no
+/// producer of its own: at every commit, the instance captures a cut at a tick
+/// boundary (Capture: each driven sink's table version), opens its transaction,
+/// calls Write (each sink's changes after its last commit up to the cut, in
+/// its mode, produced with the instance's producer), adds the offsets and
+/// commits; then Committed (the sinks move on) or Aborted (the next commit
+/// writes the same changes again, with more). Flush waits for the instance's
+/// commits. Shared by the SinkSet and the instance; either may go first.
+/// Threads: Capture inside AtTickBoundary; the others from the instance's
+/// committing thread (one at a time).
+class DrivenSinks {
+ public:
+  virtual ~DrivenSinks() = default;
+  /// Each driven sink's table version now.
+  struct Cut {
+    std::vector<std::pair<std::shared_ptr<Sink>, uint64_t>> versions;
+  };
+  virtual Cut Capture() = 0;
+  /// True when some sink of the cut has changes it has not committed.
+  virtual bool HasChanges(const Cut& cut) const = 0;
+  /// Produce every sink's changes up to the cut with `producer` (rd_kafka_t*,
+  /// its transaction open).
+  virtual Status Write(const Cut& cut, void* producer) = 0;
+  virtual void Committed(const Cut& cut) = 0;
+  virtual void Aborted(const Cut& cut, const Status& why) = 0;
+};
+
 /// The sinks of one engine. Created on first use, destroyed with the engine
 /// (sinks are stopped, after a final flush bounded by a few seconds, before the
 /// engine's tables go away).
@@ -66,6 +96,10 @@ class SinkSet {
   virtual std::shared_ptr<Sink> Find(const std::string& name) const = 0;
   /// The sinks in the order they were added.
   virtual std::vector<std::shared_ptr<Sink>> List() const = 0;
+  /// From now on, Kafka sinks added whose writer writes to `kafka_cluster`
+  /// (their bootstrap.servers) are driven by the returned object's owner
+  /// (DrivenSinks); sinks added before, and other sinks, run as before.
+  virtual std::shared_ptr<DrivenSinks> DriveKafkaSinks(const std::string& kafka_cluster) = 0;
 };
 
 }  // namespace rill
