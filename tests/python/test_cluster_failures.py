@@ -297,3 +297,105 @@ sinks:
     finally:
         for n in nodes:
             n.stop()
+
+
+@requires(not RILL.exists(), f"{RILL} not built")
+def test_a_stopped_instance_is_fenced_when_it_wakes_and_nothing_is_written_twice(
+        kafka_broker, tmp_path):
+    """A zombie: SIGSTOP an instance past its session timeout (its partitions
+    move to the other one) and past its transaction timeout (the broker aborts
+    its open transaction), then SIGCONT. Its late commit fails (fenced by the
+    group's generation or by the producer epoch); it discards that cut's
+    outputs, rewinds to the committed offsets and rejoins. The read_committed
+    output holds every record once. (Commits every 3 s, so that the stopped
+    instance holds applied rows it has not committed.)"""
+    partitions, records = 6, 300000
+    source = f"zin-{uuid.uuid4().hex[:8]}"
+    output = f"zout-{uuid.uuid4().hex[:8]}"
+    app = f"zombie-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(source, partitions)
+    kafka_broker.create_topic(output, partitions)
+    servers = kafka_broker.bootstrap_servers
+    pipeline = tmp_path / "app.yaml"
+    pipeline.write_text(f"""
+cluster:
+  app_id: {app}
+  bootstrap_servers: "{servers}"
+  session_timeout_ms: {SESSION_MS}
+  commit_interval_ms: 3000
+  kafka_config: {{"transaction.timeout.ms": "10000"}}
+tables:
+  - name: orders
+    columns: {{id: int64}}
+    mode: append
+    retention: {{max_rows: 1000000}}
+connectors:
+  - type: kafka
+    name: orders_in
+    table: orders
+    topics: [{source}]
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+sinks:
+  - name: orders_out
+    type: kafka
+    table: orders
+    mode: append
+    topic: {output}
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+""")
+    nodes = [Instance(f"node-{i}", pipeline, tmp_path) for i in (1, 2)]
+    try:
+        for n in nodes:
+            n.start()
+        wait_for(lambda: [len(n.status()["partitions"]) for n in nodes] == [3, 3],
+                 timeout=90, what="the first assignment")
+        errors = []
+
+        def produce():
+            try:
+                for first in range(0, records, 20000):
+                    ids = range(first, min(records, first + 20000))
+                    kafka_broker.produce(source, [f'{{"id":{i}}}' for i in ids],
+                                         keys=[str(i).encode() for i in ids], timeout=120)
+                    time.sleep(0.5)
+            except Exception as e:
+                errors.append(e)
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        time.sleep(2)
+        zombie, other = nodes
+        zombie.proc.send_signal(signal.SIGSTOP)
+        stopped_at = time.time()
+        wait_for(lambda: len(other.status()["partitions"]) == partitions, timeout=60,
+                 what="the other instance taking over the stopped one's partitions")
+        # Past the transaction timeout too: the broker aborts its open transaction.
+        time.sleep(max(0.0, stopped_at + 10 + 4 - time.time()))
+        zombie.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: [len(n.status()["partitions"]) for n in nodes] == [3, 3],
+                 timeout=90, what="the woken instance rejoining")
+        producer.join(timeout=300)
+        assert not producer.is_alive() and not errors, errors
+
+        values = read_output(servers, output, records, timeout=180)
+        got = pa.table({"id": [json.loads(v)["id"] for v in values]})
+        con = duckdb.connect()
+        con.register("got", got)
+        total, distinct, low, high = con.execute(
+            "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM got").fetchone()
+        status = zombie.status()
+        print(f"zombie: {records} records, output {total} messages, {records - distinct} lost, "
+              f"{total - distinct} duplicates; the woken instance: "
+              f"last_commit_error={status['last_commit_error']!r}, "
+              f"rewinds={status['rewinds']}, producer_restarts={status['producer_restarts']}")
+        assert total - distinct == 0, f"{total - distinct} records were written twice"
+        assert (distinct, low, high) == (records, 0, records - 1)
+        # Its late commit failed, and it recovered from it.
+        assert status["last_commit_error"], status
+        assert status["rewinds"] >= 1, status
+        assert not status["fenced"], status
+    finally:
+        for n in nodes:
+            if n.proc is not None and n.proc.poll() is None:
+                n.proc.send_signal(signal.SIGCONT)
+            n.stop()

@@ -125,7 +125,18 @@ class ApplicationImpl final : public Application, public EngineExtension {
         })
                          : nullptr);
     if (!st.ok()) {
-      if (outputs) driven_->Aborted(cut, st);
+      // Aborted: nothing of it is anywhere. What the engine applied since the
+      // last commit is read again from the committed offsets (here, or by the
+      // partitions' new owner after a rebalance), and makes its outputs
+      // again; keeping them for a later transaction would write them twice.
+      if (outputs) driven_->Discard(cut, st);
+      consumer_->RequestRewind();
+      // A fenced producer (this process was a zombie: stopped past its
+      // session and transaction timeouts) gets a new epoch, unless another
+      // process now holds this instance_id (its consumer is fenced too).
+      if (committer_->stats().fenced && consumer_->fatal_error().empty()) {
+        (void)committer_->Restart();
+      }
       return st;
     }
     if (outputs) driven_->Committed(cut);
@@ -232,6 +243,8 @@ std::string ClusterStatusJson(const Application& app) {
   number("commit_aborts", static_cast<double>(s.commits.aborts));
   number("last_commit_ms", s.commits.last_commit_ms);
   number("max_commit_ms", s.commits.max_commit_ms);
+  number("producer_restarts", static_cast<double>(s.commits.producer_restarts));
+  number("rewinds", static_cast<double>(s.group.rewinds));
   flag("fenced", s.commits.fenced);
   text("last_commit_error", s.commits.last_error);
   out += '}';

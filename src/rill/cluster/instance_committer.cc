@@ -30,6 +30,26 @@ struct InstanceCommitter::Impl {
     if (producer) rd_kafka_destroy(producer);
   }
 
+  std::string transactional_id;
+  std::map<std::string, std::string> config;
+
+  Status Recreate() {
+    if (producer) rd_kafka_destroy(producer);
+    producer = nullptr;
+    RILL_ASSIGN_OR_RAISE(producer,
+                         MakeKafkaClient(RD_KAFKA_PRODUCER, config, "application producer"));
+    ErrorPtr error(rd_kafka_init_transactions(producer, static_cast<int>(timeout_ms)));
+    if (error) {
+      return Status::IOError("application '", transactional_id,
+                             "': init_transactions: ", rd_kafka_error_string(error.get()));
+    }
+    fatal = Status::OK();
+    std::lock_guard<std::mutex> lock(mu);
+    stats.fenced = false;
+    ++stats.producer_restarts;
+    return Status::OK();
+  }
+
   void Fail(const std::string& what, bool fenced) {
     std::lock_guard<std::mutex> lock(mu);
     stats.last_error = what;
@@ -60,6 +80,8 @@ Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
   config["transactional.id"] = transactional_id;
   config["enable.idempotence"] = "true";
   config.emplace("transaction.timeout.ms", "60000");
+  impl.transactional_id = transactional_id;
+  impl.config = config;
   RILL_ASSIGN_OR_RAISE(impl.producer,
                        MakeKafkaClient(RD_KAFKA_PRODUCER, config, "application producer"));
   ErrorPtr error(rd_kafka_init_transactions(impl.producer, static_cast<int>(timeout_ms)));
@@ -156,6 +178,12 @@ Status InstanceCommitter::CommitOpen(std::chrono::steady_clock::time_point t0) {
   impl.stats.last_commit_ms = ms;
   impl.stats.max_commit_ms = std::max(impl.stats.max_commit_ms, ms);
   return Status::OK();
+}
+
+Status InstanceCommitter::Restart() {
+  std::lock_guard<std::mutex> serial(impl_->commit_mu);
+  if (impl_->fatal.ok()) return Status::OK();
+  return impl_->Recreate();
 }
 
 CommitterStats InstanceCommitter::stats() const {

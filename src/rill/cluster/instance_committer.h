@@ -9,9 +9,12 @@
 // and the output of the same cut (the application's Kafka sinks, written by
 // `produce`): read_committed readers see each interval's effects once.
 //
-// Errors: an abortable one aborts the transaction and the next commit tries
-// again; a fatal one (fenced) is sticky: every later commit fails with it, and
-// the instance's alert names it.
+// Errors: an abortable one aborts the transaction; a fatal one (fenced: a
+// zombie of this instance woke up after its transaction timed out or a newer
+// producer took the id) is sticky until Restart. Either way the application
+// discards the cut's outputs and rewinds its inputs to the committed offsets,
+// and restarts a fenced producer while its consumer is still the group's
+// member for its instance_id.
 //
 // Threads: Commit from any thread (serialized); stats() from any thread.
 #pragma once
@@ -34,7 +37,9 @@ struct CommitterStats {
   int64_t aborts = 0;            ///< aborted after an abortable error
   double last_commit_ms = 0;     ///< duration of the last commit
   double max_commit_ms = 0;
-  bool fenced = false;           ///< a fatal error: another producer took the id
+  bool fenced = false;           ///< a fatal error now: another producer took the id
+  /// Producers made again after a fatal error (the next commit after it).
+  int64_t producer_restarts = 0;
   std::string last_error;
 };
 
@@ -55,6 +60,12 @@ class InstanceCommitter {
   Status Commit(const KafkaSharedConsumer::Offsets& offsets,
                 const std::function<Status(void* producer)>& produce = nullptr);
   CommitterStats stats() const;
+  /// After a fatal error: a new producer with the same transactional.id
+  /// (init_transactions bumps the epoch, fencing whoever holds it now). Only
+  /// for an instance that is still the group's member for its instance_id (a
+  /// zombie woken after its transaction timed out); two live processes with
+  /// one instance_id would take turns. OK when not failed.
+  Status Restart();
 
  private:
   InstanceCommitter() = default;

@@ -91,6 +91,9 @@ struct KafkaGroupStats {
   /// Buffered rows discarded at revokes (read again by whoever owns the
   /// partition next).
   int64_t discarded_records = 0;
+  /// Rewinds to the group's committed offsets (RequestRewind: an
+  /// application's commit failed, so what was applied since is read again).
+  int64_t rewinds = 0;
   double last_rebalance_at = 0;       ///< wall time (s) of the last assign
   double last_rebalance_seconds = 0;  ///< revoke to assign of the last rebalance
 };
@@ -282,6 +285,15 @@ class KafkaSharedConsumer {
   /// the revoked partitions' offsets before handing them back (synchronously).
   /// Null: the connectors commit to the group themselves. Any thread.
   void SetCommitter(std::function<Status(const Offsets&)> commit);
+  /// Read every owned partition again from the group's committed offset: the
+  /// reader thread, before its next poll, discards what is buffered, waits
+  /// until the engine applied its last poll, and seeks (an application's
+  /// transaction failed: what was applied since its last commit is not
+  /// committed anywhere, and is read again). Any thread.
+  void RequestRewind();
+  /// librdkafka's fatal error of the consumer ("" when none), e.g. another
+  /// process joined with this group.instance.id (FENCED_INSTANCE_ID).
+  std::string fatal_error() const;
   /// What the connectors allow to commit now (their commit targets), for the
   /// partitions they own. Any thread.
   Offsets CommitTargets() const;

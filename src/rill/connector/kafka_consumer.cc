@@ -204,6 +204,55 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
   }
 }
 
+void Impl::Rewind() {
+  ListPtr owned(rd_kafka_topic_partition_list_new(0));
+  {
+    std::lock_guard<std::mutex> deliver(deliver_mu);
+    std::vector<std::shared_ptr<arrow::RecordBatch>> dropped = buffer.Drain();
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& b : dropped) group.discarded_records += b->num_rows();
+    buffered_from.clear();
+    rejects.clear();
+    for (const auto& tp : assigned) {
+      rd_kafka_topic_partition_list_add(owned.get(), tp.first.c_str(), tp.second);
+    }
+    ++group.rewinds;
+  }
+  room_cv.notify_all();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
+  }
+  if (owned->cnt == 0) return;
+  if (rd_kafka_committed(rk, owned.get(), kCommittedTimeoutMs) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < owned->cnt; ++i) owned->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < owned->cnt; ++i) {
+      auto& p = owned->elems[i];
+      const TopicPartition tp(p.topic, p.partition);
+      if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset >= 0) {
+        positions[tp] = p.offset;
+        polled[tp] = p.offset;
+        commit_target[tp] = p.offset;
+        commit_sent[tp] = p.offset;
+      } else {
+        // Nothing committed yet: where the source starts.
+        p.offset = options.start == KafkaStart::kLatest ? RD_KAFKA_OFFSET_END
+                                                        : RD_KAFKA_OFFSET_BEGINNING;
+        positions.erase(tp);
+        polled.erase(tp);
+        commit_target.erase(tp);
+        commit_sent.erase(tp);
+      }
+      p.err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
+  }
+  Status st = Seek(owned.get());
+  if (!st.ok()) ReportError("Kafka: rewinding to the committed offsets failed: " + st.ToString());
+}
+
 void Impl::OnAssign(rd_kafka_topic_partition_list_t* parts) {
   SetStartOffsets(parts);
   std::lock_guard<std::mutex> lock(mu);

@@ -138,6 +138,11 @@ struct KafkaConnector::Impl {
   /// Give back the partitions of `parts` this connector reads (see the file
   /// comment). The reader thread, inside a rebalance.
   void OnRevoke(const rd_kafka_topic_partition_list_t* parts);
+  /// KafkaSharedConsumer::RequestRewind, on the reader thread: discard the
+  /// buffer, wait for the last poll to be applied, restart every owned
+  /// partition at the group's committed offset (the start option's offset
+  /// when it has none).
+  void Rewind();
   /// Set the start offset of every partition of `parts` this connector reads
   /// and take them as owned. The reader thread, inside a rebalance.
   void OnAssign(rd_kafka_topic_partition_list_t* parts);
@@ -190,6 +195,8 @@ struct KafkaSharedConsumer::Impl {
   std::function<Status(const KafkaSharedConsumer::Offsets&)> committer;  // guarded by list_mu
   // Whether a committer is set: the members' per-tick SendCommit reads only this.
   std::atomic<bool> external_commits{false};
+  /// RequestRewind: the reader rewinds its members before its next poll.
+  std::atomic<bool> rewind_requested{false};
   /// The committer, if any (a copy). Any thread.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> Committer() const {
     std::lock_guard<std::mutex> lock(list_mu);

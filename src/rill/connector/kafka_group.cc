@@ -120,6 +120,11 @@ void SharedImpl::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(options.poll_timeout_ms));
       continue;
     }
+    if (rewind_requested.exchange(false)) {
+      for (KafkaConnector::Impl* member : members) member->Rewind();
+      std::lock_guard<std::mutex> stats_lock(mu);
+      ++stats.rewinds;
+    }
     polled.clear();
     for (int64_t i = 0; i < options.max_batch_messages && !stop; ++i) {
       MessagePtr m(rd_kafka_consumer_poll(rk, i == 0 ? static_cast<int>(options.poll_timeout_ms)
@@ -224,6 +229,15 @@ void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
   // member then closes without leaving the group, so that a restart within
   // the session timeout gets its partitions back without a rebalance.
   if (!ms.empty()) impl_->resubscribe_at = SteadySeconds() + kResubscribeDelaySeconds;
+}
+
+void KafkaSharedConsumer::RequestRewind() { impl_->rewind_requested = true; }
+
+std::string KafkaSharedConsumer::fatal_error() const {
+  char reason[512];
+  const rd_kafka_resp_err_t err = rd_kafka_fatal_error(impl_->rk, reason, sizeof(reason));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return "";
+  return std::string(rd_kafka_err2name(err)) + ": " + reason;
 }
 
 void KafkaSharedConsumer::SetCommitter(std::function<Status(const Offsets&)> commit) {

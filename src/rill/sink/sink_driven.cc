@@ -122,6 +122,20 @@ void SinkRunner::DrivenAborted(const Status& why) {
   UpdateBackpressure();
 }
 
+void SinkRunner::DrivenDiscard(uint64_t to_version, const Status& why) {
+  DrivenAborted(why);
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    committed_ = std::max(committed_, to_version);
+    while (!shared_->published.empty() && shared_->published.front().first <= committed_) {
+      shared_->published.pop_front();
+    }
+    shared_->cv.notify_all();
+  }
+  Acknowledge();
+  UpdateBackpressure();
+}
+
 // DrivenSinksImpl ------------------------------------------------------------
 
 void DrivenSinksImpl::Add(std::shared_ptr<SinkRunner> sink) {
@@ -172,6 +186,12 @@ void DrivenSinksImpl::Committed(const Cut& cut) {
 void DrivenSinksImpl::Aborted(const Cut& cut, const Status& why) {
   for (const auto& [sink, version] : cut.versions) {
     static_cast<SinkRunner&>(*sink).DrivenAborted(why);
+  }
+}
+
+void DrivenSinksImpl::Discard(const Cut& cut, const Status& why) {
+  for (const auto& [sink, version] : cut.versions) {
+    static_cast<SinkRunner&>(*sink).DrivenDiscard(version, why);
   }
 }
 

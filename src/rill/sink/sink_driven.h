@@ -24,6 +24,7 @@ class DrivenSinksImpl : public DrivenSinks {
   Status Write(const Cut& cut, void* producer) override;
   void Committed(const Cut& cut) override;
   void Aborted(const Cut& cut, const Status& why) override;
+  void Discard(const Cut& cut, const Status& why) override;
 
  private:
   const std::string kafka_cluster_;

@@ -113,6 +113,8 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
   void DrivenCommitted(uint64_t to_version);
   /// ... or was aborted: the next commit writes the changes again.
   void DrivenAborted(const Status& why);
+  /// ... or was aborted and the inputs are read again: skip to `to_version`.
+  void DrivenDiscard(uint64_t to_version, const Status& why);
   /// Flush (bounded by `flush_seconds`), stop and join the thread. A thread
   /// stuck in its writer longer than that is left to finish on its own (it
   /// no longer touches the engine). Idempotent.

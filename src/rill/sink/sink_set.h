@@ -74,7 +74,13 @@ class DrivenSinks {
   /// its transaction open).
   virtual Status Write(const Cut& cut, void* producer) = 0;
   virtual void Committed(const Cut& cut) = 0;
+  /// The transaction was aborted; the next commit writes the changes again.
   virtual void Aborted(const Cut& cut, const Status& why) = 0;
+  /// The transaction was aborted and the inputs are read again from the
+  /// committed offsets (the instance rewinds its sources): the cut's changes
+  /// are not written, since the re-read input makes them again (here or on
+  /// the partitions' new owner).
+  virtual void Discard(const Cut& cut, const Status& why) = 0;
 };
 
 /// The sinks of one engine. Created on first use, destroyed with the engine
