@@ -18,6 +18,7 @@ export const ROUTES = {
   metricsQuery: '/api/v1/metrics/query',
   webhookSend: '/api/webhook/send',
   pipeline: '/api/v1/pipeline',
+  cluster: '/api/v1/telemetry/cluster',
   stream: '/api/v1/stream',
 };
 

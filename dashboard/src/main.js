@@ -12,10 +12,12 @@ import {QueriesView} from './view_queries.js';
 import {RulesView} from './view_rules.js';
 import {AlertsView} from './view_alerts.js';
 import {PipelineView} from './view_pipeline.js';
+import {ClusterView} from './view_cluster.js';
 
 const VIEWS = [
   {id: 'console', label: 'Metrics Console'},
   {id: 'pipeline', label: 'Pipeline'},
+  {id: 'cluster', label: 'Cluster'},
   {id: 'queries', label: 'Custom Queries'},
   {id: 'rules', label: 'Alert Rules & Settings'},
   {id: 'alerts', label: 'Alert Logs'},
@@ -137,6 +139,7 @@ class App {
     this.rulesView = new RulesView(this.viewRoots.rules, this);
     this.alertsView = new AlertsView(this.viewRoots.alerts, this);
     this.pipelineView = new PipelineView(this.viewRoots.pipeline, this);
+    this.clusterView = new ClusterView(this.viewRoots.cluster, this);
   }
 
   /** Check address + token; on success add (or replace) the server's tab. */
@@ -234,6 +237,7 @@ class App {
     if (s) this.addressLabel.textContent = `quack:${new URL(s.baseUrl).host}`;
     for (const c of chartRegistry.values()) c.zoomed = false;
     if (this.view === 'pipeline') this.pipelineView.attach(this.active());
+    if (this.view === 'cluster') this.clusterView.attach(this.active());
     this.dirty = true;
     this.updateBadge();
     this.render();
@@ -281,6 +285,8 @@ class App {
     // The pipeline channel is followed only while its view is shown.
     if (view === 'pipeline') this.pipelineView.attach(this.active());
     else this.pipelineView.detach();
+    if (view === 'cluster') this.clusterView.attach(this.active());
+    else this.clusterView.detach();
     this.view = view;
     for (const b of this.navButtons) b.setAttribute('aria-current', b.dataset.view === view ? 'page' : 'false');
     for (const [id, el] of Object.entries(this.viewRoots)) el.hidden = id !== view;

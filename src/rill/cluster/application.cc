@@ -178,6 +178,23 @@ class ApplicationImpl final : public Application, public EngineExtension {
     s.partitions = c->assignment();
     s.group = c->stats();
     if (committer_) s.commits = committer_->stats();
+    {
+      std::lock_guard<std::mutex> lock(describe_mu_);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - described_at_ > std::chrono::seconds(1)) {
+        described_at_ = now;
+        auto d = c->DescribeGroup(2000);
+        if (d.ok()) {
+          description_ = std::move(*d);
+          describe_error_.clear();
+        } else {
+          describe_error_ = d.status().ToString();
+        }
+      }
+      s.group_state = description_.state;
+      s.members = description_.members;
+      s.members_error = describe_error_;
+    }
     return s;
   }
 
@@ -190,6 +207,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
   std::shared_ptr<DrivenSinks> driven_;            // set once with committer_
   std::mutex commit_mu_;                           // one CommitCut at a time
+  // The group's description, read at most once a second (status()).
+  mutable std::mutex describe_mu_;
+  mutable std::chrono::steady_clock::time_point described_at_;
+  mutable KafkaSharedConsumer::GroupDescription description_;
+  mutable std::string describe_error_;
   KafkaSharedConsumer::Offsets last_committed_;    // guarded by commit_mu_
   std::thread thread_;                             // CommitLoop
   bool stop_ = false;                              // guarded by mu_
@@ -247,6 +269,33 @@ std::string ClusterStatusJson(const Application& app) {
   number("rewinds", static_cast<double>(s.group.rewinds));
   flag("fenced", s.commits.fenced);
   text("last_commit_error", s.commits.last_error);
+  text("group_state", s.group_state);
+  key("members");
+  out += '[';
+  const std::string prefix = o.app_id + "-";
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    const auto& m = s.members[i];
+    if (i > 0) out += ',';
+    out += "{\"member_id\":";
+    AppendJsonString(&out, m.member_id);
+    out += ",\"instance_id\":";
+    AppendJsonString(&out, m.client_id.rfind(prefix, 0) == 0 ? m.client_id.substr(prefix.size())
+                                                             : m.client_id);
+    out += ",\"client_id\":";
+    AppendJsonString(&out, m.client_id);
+    out += ",\"host\":";
+    AppendJsonString(&out, m.host);
+    out += ",\"partitions\":[";
+    for (size_t j = 0; j < m.partitions.size(); ++j) {
+      if (j > 0) out += ',';
+      out += "{\"topic\":";
+      AppendJsonString(&out, m.partitions[j].first);
+      out += ",\"partition\":" + std::to_string(m.partitions[j].second) + "}";
+    }
+    out += "]}";
+  }
+  out += ']';
+  text("members_error", s.members_error);
   out += '}';
   return out;
 }

@@ -86,13 +86,21 @@ struct ClusterStatus {
   KafkaGroupStats group;
   /// The transactional commits (exactly_once).
   CommitterStats commits;
+  /// The whole application as the group's coordinator describes it (read at
+  /// most once a second): its state and every member with its partitions.
+  std::string group_state;
+  std::vector<KafkaSharedConsumer::GroupMember> members;
+  std::string members_error;  ///< why the description could not be read
 };
 
 /// The instance as one JSON object: app_id, instance_id, member_id,
 /// bootstrap_servers, partitions ([{"topic", "partition"}]), assigns, revokes,
 /// partitions_revoked, last_rebalance_at, last_rebalance_seconds,
 /// commit_interval_ms, partitions_per_table, exactly_once, commits,
-/// commit_aborts, last_commit_ms, max_commit_ms, fenced, last_commit_error.
+/// commit_aborts, last_commit_ms, max_commit_ms, producer_restarts, rewinds,
+/// fenced, last_commit_error, group_state, members ([{"member_id",
+/// "instance_id", "client_id", "host", "partitions": [{"topic",
+/// "partition"}]}], every member of the application), members_error.
 /// (GET /api/v1/telemetry/cluster and RillEngine.cluster_status().)
 class Application;
 std::string ClusterStatusJson(const Application& app);

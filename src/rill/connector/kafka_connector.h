@@ -291,6 +291,20 @@ class KafkaSharedConsumer {
   /// transaction failed: what was applied since its last commit is not
   /// committed anywhere, and is read again). Any thread.
   void RequestRewind();
+  /// One member of the group as the coordinator describes it.
+  struct GroupMember {
+    std::string member_id;
+    std::string client_id;  ///< an application instance's is "<app_id>-<instance_id>"
+    std::string host;
+    std::vector<std::pair<std::string, int32_t>> partitions;  ///< its assignment
+  };
+  struct GroupDescription {
+    std::string state;  ///< "Stable", "PreparingRebalance", "CompletingRebalance", ...
+    std::vector<GroupMember> members;
+  };
+  /// The group's members and their assignments (ListGroups for this group,
+  /// the consumer protocol's assignment decoded), waiting up to `timeout_ms`.
+  Result<GroupDescription> DescribeGroup(int timeout_ms) const;
   /// librdkafka's fatal error of the consumer ("" when none), e.g. another
   /// process joined with this group.instance.id (FENCED_INSTANCE_ID).
   std::string fatal_error() const;

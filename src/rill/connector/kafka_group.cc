@@ -233,6 +233,77 @@ void KafkaSharedConsumer::Detach(KafkaConnector::Impl* member) {
 
 void KafkaSharedConsumer::RequestRewind() { impl_->rewind_requested = true; }
 
+namespace {
+
+/// Reads the consumer protocol's Assignment (big-endian: int16 version,
+/// [string topic, [int32 partition]], bytes user data).
+class AssignmentReader {
+ public:
+  AssignmentReader(const void* data, int size)
+      : p_(static_cast<const uint8_t*>(data)), end_(p_ + (size > 0 ? size : 0)) {}
+  bool Read(std::vector<std::pair<std::string, int32_t>>* out) {
+    int16_t version;
+    int32_t topics;
+    if (!Int(&version) || !Int(&topics) || topics < 0) return false;
+    for (int32_t t = 0; t < topics; ++t) {
+      int16_t len;
+      if (!Int(&len) || len < 0 || end_ - p_ < len) return false;
+      std::string topic(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+      p_ += len;
+      int32_t n;
+      if (!Int(&n) || n < 0) return false;
+      for (int32_t i = 0; i < n; ++i) {
+        int32_t partition;
+        if (!Int(&partition)) return false;
+        out->emplace_back(topic, partition);
+      }
+    }
+    return true;
+  }
+
+ private:
+  template <typename T>
+  bool Int(T* v) {
+    if (end_ - p_ < static_cast<std::ptrdiff_t>(sizeof(T))) return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) x = (x << 8) | p_[i];
+    p_ += sizeof(T);
+    *v = static_cast<T>(x);
+    return true;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+}  // namespace
+
+Result<KafkaSharedConsumer::GroupDescription> KafkaSharedConsumer::DescribeGroup(
+    int timeout_ms) const {
+  const rd_kafka_group_list* list = nullptr;
+  const std::string group = group_id();
+  rd_kafka_resp_err_t err = rd_kafka_list_groups(impl_->rk, group.c_str(), &list, timeout_ms);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::IOError("describing consumer group '", group, "': ", rd_kafka_err2str(err));
+  }
+  GroupDescription out;
+  for (int g = 0; list && g < list->group_cnt; ++g) {
+    const rd_kafka_group_info& info = list->groups[g];
+    if (group != info.group) continue;
+    out.state = info.state ? info.state : "";
+    for (int m = 0; m < info.member_cnt; ++m) {
+      const rd_kafka_group_member_info& mi = info.members[m];
+      GroupMember member;
+      member.member_id = mi.member_id ? mi.member_id : "";
+      member.client_id = mi.client_id ? mi.client_id : "";
+      member.host = mi.client_host ? mi.client_host : "";
+      AssignmentReader(mi.member_assignment, mi.member_assignment_size).Read(&member.partitions);
+      out.members.push_back(std::move(member));
+    }
+  }
+  if (list) rd_kafka_group_list_destroy(list);
+  return out;
+}
+
 std::string KafkaSharedConsumer::fatal_error() const {
   char reason[512];
   const rd_kafka_resp_err_t err = rd_kafka_fatal_error(impl_->rk, reason, sizeof(reason));
