@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""bench/scaleout: a scaled-out Rill application on one machine (issue 28).
+
+One real Kafka broker (tests/python/kafka_broker.py), N `rill serve` instances
+of one application, each optionally in its own cgroup v1 CPU group with the
+same quota (cpu.cfs_quota_us; cpu.max where cgroup v2 is mounted), so that the
+scaling is visible on a 2-core machine. Prints one JSON line per figure:
+
+  throughput   records/s with 1, 2 and 3 instances (quota'd and unthrottled), and
+               the efficiency of each added instance: thr(k) / (k * thr(1)).
+               The work: a 12-partition JSON input topic into an append table and
+               on through an exactly-once Kafka sink; done when the group's
+               committed offsets reach the end of every partition.
+  eos          the same with 1 unthrottled instance, exactly_once on (commit
+               interval 100 ms and 1 s) against off (at-least-once): the ratio.
+  takeover     SIGKILL one of 2 instances (not restarted): time until every one
+               of its partitions has a committed offset past the kill
+               (detection = session timeout, rebalance, catch-up), p50/p95/max
+               over --trials.
+
+Usage: bench/scaleout.py [--records N] [--quota CPUS] [--trials N] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from kafka_broker import KafkaBroker  # noqa: E402
+from serve_process import http_request, start_serve  # noqa: E402
+
+RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
+TOKEN = "scaleout-bench"
+PARTITIONS = 12
+SESSION_MS = 6000
+
+
+def emit(figure: dict) -> None:
+    print(json.dumps(figure), flush=True)
+
+
+class CpuGroup:
+    """A cgroup with `cpus` CPUs of quota (v1 cpu.cfs_quota_us, else v2 cpu.max)."""
+
+    def __init__(self, name: str, cpus: float):
+        self.path = None
+        v1 = pathlib.Path("/sys/fs/cgroup/cpu")
+        v2 = pathlib.Path("/sys/fs/cgroup/cgroup.controllers")
+        try:
+            if v1.is_dir():
+                self.path = v1 / name
+                self.path.mkdir(exist_ok=True)
+                (self.path / "cpu.cfs_period_us").write_text("100000")
+                (self.path / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+            elif v2.exists():
+                self.path = pathlib.Path("/sys/fs/cgroup") / name
+                self.path.mkdir(exist_ok=True)
+                (self.path / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
+        except OSError as e:
+            raise SystemExit(f"bench/scaleout: cannot make cgroup {name}: {e} (run as root)")
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+class Application:
+    """N `rill serve` instances of one application (a fresh app_id)."""
+
+    def __init__(self, broker, workdir, source, output, exactly_once=True, commit_ms=100,
+                 quota=None):
+        self.broker, self.workdir = broker, workdir
+        self.app = f"bench-{uuid.uuid4().hex[:8]}"
+        self.quota = quota
+        self.pipeline = workdir / f"{self.app}.yaml"
+        servers = broker.bootstrap_servers
+        self.pipeline.write_text(f"""
+cluster:
+  app_id: {self.app}
+  bootstrap_servers: "{servers}"
+  session_timeout_ms: {SESSION_MS}
+  commit_interval_ms: {commit_ms}
+  exactly_once: {"true" if exactly_once else "false"}
+  kafka_config: {{"transaction.timeout.ms": "10000"}}
+tables:
+  - name: orders
+    columns: {{id: int64, k: int64, ts: float64}}
+    mode: append
+    retention: {{max_rows: 200000}}
+connectors:
+  - type: kafka
+    name: orders_in
+    table: orders
+    topics: [{source}]
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+sinks:
+  - name: orders_out
+    type: kafka
+    table: orders
+    mode: append
+    topic: {output}
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+""")
+        self.procs = {}
+        self.groups = []
+
+    def start(self, node):
+        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token",
+                TOKEN, "--instance-id", node, self.pipeline]
+        proc, address = start_serve(args, self.workdir / f"{self.app}.{node}.out",
+                                    self.workdir / f"{self.app}.{node}.err")
+        if self.quota:
+            group = CpuGroup(f"{self.app}-{node}", self.quota)
+            group.add(proc.pid)
+            self.groups.append(group)
+        self.procs[node] = (proc, address)
+
+    def status(self, node):
+        code, body = http_request(self.procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
+        return body if code == 200 else {}
+
+    def stop(self):
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc, _ in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for g in self.groups:
+            g.remove()
+
+
+def produce(broker, topic, first, n, chunk=100000):
+    for start in range(first, first + n, chunk):
+        ids = range(start, min(first + n, start + chunk))
+        now = time.time()
+        broker.produce(topic, [f'{{"id":{i},"k":{i % 1000},"ts":{now}}}' for i in ids],
+                       keys=[str(i % 1000).encode() for i in ids], timeout=300)
+
+
+def committed_total(broker, app, topic):
+    return sum(max(0, o) for o in broker.committed(app, topic).values())
+
+
+def run_until_committed(broker, app_obj, source, records, timeout=900):
+    """Seconds from the instances' start until the group committed every record."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if committed_total(broker, app_obj.app, source) >= records:
+            return time.monotonic() - t0
+        time.sleep(0.2)
+    raise RuntimeError(f"{app_obj.app}: not done within {timeout} s")
+
+
+def throughput(broker, workdir, source, records, instances, quota, exactly_once=True,
+               commit_ms=100):
+    output = f"out-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(output, PARTITIONS)
+    app = Application(broker, workdir, source, output, exactly_once, commit_ms, quota)
+    try:
+        for i in range(instances):
+            app.start(f"node-{i + 1}")
+        # Throughput counts from the moment every partition is owned.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            owned = sum(len(app.status(n).get("partitions", [])) for n in app.procs)
+            if owned == PARTITIONS:
+                break
+            time.sleep(0.1)
+        seconds = run_until_committed(broker, app, source, records)
+        return records / seconds
+    finally:
+        app.stop()
+
+
+def takeover_trials(broker, workdir, trials, rate_per_s=20000):
+    """Kill node-2 of 2 (not restarted); time until each of its partitions has a
+    committed offset past what was committed at the kill."""
+    source = f"to-{uuid.uuid4().hex[:8]}"
+    output = f"too-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(source, PARTITIONS)
+    broker.create_topic(output, PARTITIONS)
+    times = []
+    for trial in range(trials):
+        app = Application(broker, workdir, source, output)
+        stop = threading.Event()
+
+        def feed():
+            n = 0
+            while not stop.is_set():
+                produce(broker, source, n, rate_per_s // 5, chunk=rate_per_s // 5)
+                n += rate_per_s // 5
+                time.sleep(0.2)
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        try:
+            app.start("node-1")
+            app.start("node-2")
+            deadline = time.time() + 60
+            while time.time() < deadline and len(app.status("node-2").get("partitions", [])) == 0:
+                time.sleep(0.1)
+            feeder.start()
+            time.sleep(3)
+            orphans = [p["partition"] for p in app.status("node-2")["partitions"]]
+            at_kill = broker.committed(app.app, source)
+            killed = time.monotonic()
+            app.procs["node-2"][0].send_signal(signal.SIGKILL)
+            app.procs["node-2"][0].wait()
+            first = {}
+            owned_at = None
+            while len(first) < len(orphans) and time.monotonic() - killed < 120:
+                if owned_at is None and len(app.status("node-1").get("partitions", [])) == PARTITIONS:
+                    owned_at = time.monotonic() - killed
+                now = broker.committed(app.app, source)
+                for p in orphans:
+                    if p not in first and now.get(p, -1) > at_kill.get(p, -1):
+                        first[p] = time.monotonic() - killed
+                time.sleep(0.05)
+            worst = max(first.values()) if first else float("nan")
+            times.append(worst)
+            emit({"figure": "takeover_trial", "trial": trial, "orphaned_partitions": len(orphans),
+                  "rebalanced_s": owned_at, "first_commit_s_max": worst,
+                  "first_commit_s_min": min(first.values()) if first else None,
+                  "session_timeout_s": SESSION_MS / 1000})
+        finally:
+            stop.set()
+            if feeder.is_alive():
+                feeder.join(timeout=30)
+            app.stop()
+    times.sort()
+    emit({"figure": "takeover", "trials": len(times), "p50_s": statistics.median(times),
+          "p95_s": times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))],
+          "max_s": times[-1], "session_timeout_s": SESSION_MS / 1000,
+          "note": "kill -> every orphaned partition's first committed offset past the kill; "
+                  "detection is the session timeout"})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--quota", type=float, default=0.5, help="CPUs per instance")
+    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.records, args.trials = 300_000, 3
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="rill-scaleout-"))
+    broker = KafkaBroker(workdir / "kafka").start()
+    try:
+        source = f"in-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(source, PARTITIONS)
+        print(f"bench/scaleout: producing {args.records} records", file=sys.stderr)
+        produce(broker, source, 0, args.records)
+
+        for quota in (args.quota, None):
+            base = None
+            for k in (1, 2, 3):
+                thr = throughput(broker, workdir, source, args.records, k, quota)
+                base = base or thr
+                emit({"figure": "throughput", "instances": k,
+                      "cpu_quota_per_instance": quota or "unthrottled",
+                      "records_per_s": round(thr), "efficiency": round(thr / (k * base), 3),
+                      "records": args.records})
+
+        at_least_once = throughput(broker, workdir, source, args.records, 1, None,
+                                   exactly_once=False)
+        for commit_ms in (100, 1000):
+            eos = throughput(broker, workdir, source, args.records, 1, None, True, commit_ms)
+            emit({"figure": "eos_overhead", "commit_interval_ms": commit_ms,
+                  "exactly_once_records_per_s": round(eos),
+                  "at_least_once_records_per_s": round(at_least_once),
+                  "ratio": round(eos / at_least_once, 3)})
+        takeover_trials(broker, workdir, args.trials)
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()
