@@ -125,6 +125,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI::Option* query_token = query->add_option(
       "--token", query_options.token, "Bearer token (default: the RILL_TOKEN environment variable)");
+  query->add_option("--app", query_options.app,
+                    "Ask every instance of this scaled-out application (fan-out; an "
+                    "aggregate over a table with _partition)");
+  query->add_option("--bootstrap-servers", query_options.bootstrap_servers,
+                    "The application's Kafka cluster (with --app)");
   query->add_option("--format", query_options.format, "Output: table, csv or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
@@ -205,7 +210,9 @@ int main(int argc, char** argv) {
     }
     std::string out;
     std::string err;
-    const int rc = rill::app::RunQuery(query_options, &out, &err);
+    const int rc = query_options.app.empty()
+                       ? rill::app::RunQuery(query_options, &out, &err)
+                       : rill::app::RunAppQuery(query_options, &out, &err);
     std::fputs(out.c_str(), stdout);
     if (rc != 0) {
       std::fprintf(stderr, "rill query: %s\n", err.c_str());

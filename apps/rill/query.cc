@@ -269,6 +269,12 @@ std::optional<std::string> CommandOf(const std::string& json) {
 
 }  // namespace
 
+int HttpExchange(const std::string& server, const std::string& url, const std::string& token,
+                 const std::string* post_body, double timeout_seconds, std::string* response,
+                 std::string* err) {
+  return Exchange(server, url, token, post_body, timeout_seconds, response, err);
+}
+
 int RunQuery(const QueryOptions& options, std::string* out, std::string* err) {
   if (options.format != "table" && options.format != "csv" && options.format != "json") {
     *err = "unknown format '" + options.format + "' (expected table, csv or json)";

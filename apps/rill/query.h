@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <arrow/type_fwd.h>
+
 #include "rill/common/status.h"
 
 namespace rill::app {
@@ -22,6 +24,10 @@ struct QueryOptions {
   std::string format = "table";
   std::string sql;
   double timeout_seconds = 60;
+  /// `rill query --app APP`: ask every instance of the application instead
+  /// of one server (RunAppQuery); `bootstrap_servers` is its Kafka cluster.
+  std::string app;
+  std::string bootstrap_servers = "127.0.0.1:9092";
 };
 
 /// A JSON query result: column names and types, cells as text.
@@ -63,5 +69,35 @@ int RunDump(const DumpOptions& options, std::string* out, std::string* err);
 /// failure return 1 when the server refused the query (its message in
 /// `*err`), 2 when it could not be reached or answered something unreadable.
 int RunQuery(const QueryOptions& options, std::string* out, std::string* err);
+
+/// One HTTP request to a rill server (`url` on `server`): POST `*post_body`
+/// as JSON, or GET when null. 0 with the body in `*response`; 1 when the
+/// server refused it (its message in `*err`); 2 when it could not be reached.
+int HttpExchange(const std::string& server, const std::string& url, const std::string& token,
+                 const std::string* post_body, double timeout_seconds, std::string* response,
+                 std::string* err);
+
+/// `rill query --app APP --bootstrap-servers B SQL` (query_app.cc): an
+/// aggregate over a table of a scaled-out application, answered by fan-out.
+/// 1. The query is split (sql/global_plan.h) into a partial query per
+///    partition and a final merge; the table needs the `_partition` column
+///    (its Kafka source's metadata_columns).
+/// 2. The members: the group's description (each member's partitions) and
+///    the topic "<app>-members" (each instance's server URL, announced by
+///    `rill serve`).
+/// 3. Coverage: every partition of the input topics is owned by exactly one
+///    member, the group is Stable, and each owner's table holds its
+///    partitions whole (its first row is the partition's first offset, or it
+///    owns it from the start, and it was never rewound); otherwise an error
+///    naming the partition, never a partial answer.
+/// 4. Each owner runs the partial query over its partitions
+///    (POST /api/v1/query, Arrow IPC); the group is described again, and a
+///    change of assignment meanwhile (a rebalance) starts over (up to 5 times).
+/// 5. The partials are merged in DuckDB with the final query and printed as
+///    RunQuery does. Return codes as RunQuery's.
+int RunAppQuery(const QueryOptions& options, std::string* out, std::string* err);
+
+/// An Arrow table as a QueryTable (cells as text), for FormatTable.
+QueryTable ToQueryTable(const arrow::Table& table);
 
 }  // namespace rill::app

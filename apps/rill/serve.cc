@@ -107,6 +107,12 @@ Status StartServer(Running* run, const std::string& listen,
                        server::Server::Make(run->engine.get(), run->metrics.get(), options));
   RILL_RETURN_NOT_OK(run->server->Start());
   std::printf("rill serve: listening on %s\n", run->server->address().c_str());
+  if (cluster::Application* app = cluster::Application::For(run->engine.get())) {
+    // `rill query --app` finds this instance's server on "<app_id>-members".
+    Status st = app->PublishMember("http://" + run->server->address());
+    if (!st.ok()) std::printf("rill serve: not announced to rill query --app: %s\n",
+                              st.ToString().c_str());
+  }
   std::printf("  token:     %s\n",
               run->server->token().empty() ? "(none: authentication disabled on loopback)"
                                            : run->server->token().c_str());

@@ -5,7 +5,10 @@
 #include <mutex>
 #include <thread>
 
+#include <librdkafka/rdkafka.h>
+
 #include "rill/common/json_text.h"
+#include "rill/connector/kafka_client.h"
 #include "rill/engine/engine.h"
 #include "rill/sink/sink_set.h"
 
@@ -167,6 +170,39 @@ class ApplicationImpl final : public Application, public EngineExtension {
     return c ? c->Leave(timeout_seconds) : Status::OK();
   }
 
+  Status PublishMember(const std::string& url) override {
+    auto c = consumer();
+    if (!c) return Status::Invalid("application '", options_.app_id, "': not connected yet");
+    std::map<std::string, std::string> config;
+    for (const auto& [key, value] : options_.kafka_config) {
+      if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
+          key.rfind("ssl.", 0) == 0) {
+        config[key] = value;
+      }
+    }
+    config["bootstrap.servers"] = c->bootstrap_servers();
+    RILL_ASSIGN_OR_RAISE(rd_kafka_t * rk,
+                         MakeKafkaClient(RD_KAFKA_PRODUCER, config, "members producer"));
+    std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> owned(rk, rd_kafka_destroy);
+    const std::string topic = MembersTopic(options_.app_id);
+    RILL_RETURN_NOT_OK(EnsureCompactedTopic(rk, topic, 1, 10000));
+    std::string value = "{\"instance_id\":";
+    AppendJsonString(&value, options_.instance_id);
+    value += ",\"url\":";
+    AppendJsonString(&value, url);
+    value += "}";
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(options_.instance_id.data(), options_.instance_id.size()),
+        RD_KAFKA_V_VALUE(value.data(), value.size()), RD_KAFKA_V_END);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = rd_kafka_flush(rk, 10000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR || rd_kafka_outq_len(rk) > 0) {
+      return Status::IOError("application '", options_.app_id, "': announcing ", url, " on ",
+                             topic, ": ", rd_kafka_err2str(err));
+    }
+    return Status::OK();
+  }
+
   ClusterStatus status() const override {
     ClusterStatus s;
     s.app_id = options_.app_id;
@@ -177,6 +213,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     s.bootstrap_servers = c->bootstrap_servers();
     s.partitions = c->assignment();
     s.group = c->stats();
+    s.partition_states = c->PartitionStates();
     if (committer_) s.commits = committer_->stats();
     {
       std::lock_guard<std::mutex> lock(describe_mu_);
@@ -296,8 +333,58 @@ std::string ClusterStatusJson(const Application& app) {
   }
   out += ']';
   text("members_error", s.members_error);
+  key("partition_states");
+  out += '[';
+  for (size_t i = 0; i < s.partition_states.size(); ++i) {
+    const auto& p = s.partition_states[i];
+    if (i > 0) out += ',';
+    out += "{\"topic\":";
+    AppendJsonString(&out, p.topic);
+    out += ",\"partition\":" + std::to_string(p.partition) +
+           ",\"first_offset\":" + std::to_string(p.first_offset) +
+           ",\"rewound\":" + (p.rewound ? "true" : "false") + "}";
+  }
+  out += ']';
   out += '}';
   return out;
+}
+
+std::string MembersTopic(const std::string& app_id) { return app_id + "-members"; }
+
+Status EnsureCompactedTopic(void* handle, const std::string& topic, int partitions,
+                            int timeout_ms) {
+  auto* rk = static_cast<rd_kafka_t*>(handle);
+  char errstr[512];
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(topic.c_str(), partitions, -1, errstr, sizeof(errstr));
+  if (!nt) return Status::Invalid("topic '", topic, "': ", errstr);
+  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t* options =
+      rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms, errstr, sizeof(errstr));
+  rd_kafka_CreateTopics(rk, &nt, 1, options, queue);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, timeout_ms + 2000);
+  Status st = Status::IOError("creating topic '", topic, "': no answer within ", timeout_ms,
+                              " ms");
+  if (event) {
+    const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(event);
+    size_t n = 0;
+    const rd_kafka_topic_result_t** topics =
+        result ? rd_kafka_CreateTopics_result_topics(result, &n) : nullptr;
+    const rd_kafka_resp_err_t err =
+        n == 1 ? rd_kafka_topic_result_error(topics[0]) : rd_kafka_event_error(event);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+      st = Status::OK();
+    } else {
+      st = Status::IOError("creating topic '", topic, "': ", rd_kafka_err2str(err));
+    }
+    rd_kafka_event_destroy(event);
+  }
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(queue);
+  return st;
 }
 
 Status ValidateClusterOptions(const ClusterOptions& o) {

@@ -91,7 +91,14 @@ struct ClusterStatus {
   std::string group_state;
   std::vector<KafkaSharedConsumer::GroupMember> members;
   std::string members_error;  ///< why the description could not be read
+  std::vector<KafkaSharedConsumer::PartitionState> partition_states;
 };
+
+/// The topic an application's members announce their servers on.
+std::string MembersTopic(const std::string& app_id);
+/// Create `topic` (cleanup.policy=compact) with `partitions` partitions on the
+/// cluster of `rk` (an rd_kafka_t*) unless it exists.
+Status EnsureCompactedTopic(void* rk, const std::string& topic, int partitions, int timeout_ms);
 
 /// The instance as one JSON object: app_id, instance_id, member_id,
 /// bootstrap_servers, partitions ([{"topic", "partition"}]), assigns, revokes,
@@ -100,7 +107,9 @@ struct ClusterStatus {
 /// commit_aborts, last_commit_ms, max_commit_ms, producer_restarts, rewinds,
 /// fenced, last_commit_error, group_state, members ([{"member_id",
 /// "instance_id", "client_id", "host", "partitions": [{"topic",
-/// "partition"}]}], every member of the application), members_error.
+/// "partition"}]}], every member of the application), members_error,
+/// partition_states ([{"topic", "partition", "first_offset", "rewound"}]: what
+/// this instance's tables hold of each partition it owns).
 /// (GET /api/v1/telemetry/cluster and RillEngine.cluster_status().)
 class Application;
 std::string ClusterStatusJson(const Application& app);
@@ -127,6 +136,12 @@ class Application {
   /// The group's consumer (null until made).
   virtual std::shared_ptr<KafkaSharedConsumer> consumer() const = 0;
   virtual ClusterStatus status() const = 0;
+  /// Announce where this instance answers queries: `url` (its HTTP base,
+  /// "http://host:port") as the value of key instance_id on the compacted
+  /// topic "<app_id>-members" (created when missing), which `rill query
+  /// --app` reads to find the members' servers. IOError when the cluster
+  /// cannot be reached; Invalid before the consumer exists.
+  virtual Status PublishMember(const std::string& url) = 0;
   /// Leave the group now (KafkaSharedConsumer::Leave): the partitions are
   /// committed and handed to the other instances at once. Call while the
   /// engine still ticks (its last polled rows are applied first). OK when

@@ -305,6 +305,16 @@ class KafkaSharedConsumer {
   /// The group's members and their assignments (ListGroups for this group,
   /// the consumer protocol's assignment decoded), waiting up to `timeout_ms`.
   Result<GroupDescription> DescribeGroup(int timeout_ms) const;
+  /// What this member's tables hold of each partition it owns: the offset of
+  /// the first row delivered since the partition was assigned (-1: none yet),
+  /// and whether a rewind since may have applied rows twice.
+  struct PartitionState {
+    std::string topic;
+    int32_t partition = 0;
+    int64_t first_offset = -1;
+    bool rewound = false;
+  };
+  std::vector<PartitionState> PartitionStates() const;
   /// librdkafka's fatal error of the consumer ("" when none), e.g. another
   /// process joined with this group.instance.id (FENCED_INSTANCE_ID).
   std::string fatal_error() const;
@@ -360,5 +370,11 @@ class KafkaMockCluster {
   explicit KafkaMockCluster(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// ListGroups for `group` through any client `rk` (an rd_kafka_t*): its
+/// state and members with their decoded consumer-protocol assignments.
+Result<KafkaSharedConsumer::GroupDescription> DescribeKafkaGroup(void* rk,
+                                                                 const std::string& group,
+                                                                 int timeout_ms);
 
 }  // namespace rill

@@ -185,6 +185,8 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
       check_start.erase(tp);
       resume_at.erase(tp);
       assigned.erase(tp);
+      first_offset.erase(tp);
+      rewound.erase(tp);
     }
   }
   auto committer = options.consumer ? options.consumer->impl()->Committer() : nullptr;
@@ -215,6 +217,7 @@ void Impl::Rewind() {
     rejects.clear();
     for (const auto& tp : assigned) {
       rd_kafka_topic_partition_list_add(owned.get(), tp.first.c_str(), tp.second);
+      if (first_offset.count(tp)) rewound.insert(tp);
     }
     ++group.rewinds;
   }
@@ -483,6 +486,7 @@ bool Impl::Deliver(DecodedMessages* decoded,
           TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
           buffered_from.emplace(tp, m->offset);
           positions[tp] = m->offset + 1;
+          first_offset.emplace(tp, m->offset);
         }
         return true;
       }

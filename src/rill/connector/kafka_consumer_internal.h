@@ -105,6 +105,11 @@ struct KafkaConnector::Impl {
   std::condition_variable applied_cv;
   // Partitions owned now (assigned and not revoked since).
   std::set<TopicPartition> assigned;  // guarded by mu
+  // Per owned partition: the offset of the first row delivered since it was
+  // assigned (what this member's table holds of it starts there), and whether
+  // it was rewound since (the table may hold re-read rows twice). Guarded by mu.
+  std::map<TopicPartition, int64_t> first_offset;
+  std::set<TopicPartition> rewound;
   // Partitions handed back at a revoke: the offset committed then, and the
   // position held (a quick return resumes there).
   std::map<TopicPartition, std::pair<int64_t, int64_t>> handed_back;  // guarded by mu

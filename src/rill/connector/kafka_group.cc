@@ -279,20 +279,44 @@ class AssignmentReader {
 
 Result<KafkaSharedConsumer::GroupDescription> KafkaSharedConsumer::DescribeGroup(
     int timeout_ms) const {
+  return DescribeKafkaGroup(impl_->rk, group_id(), timeout_ms);
+}
+
+std::vector<KafkaSharedConsumer::PartitionState> KafkaSharedConsumer::PartitionStates() const {
+  std::vector<PartitionState> out;
+  std::lock_guard<std::mutex> list(impl_->list_mu);
+  for (const KafkaConnector::Impl* m : impl_->members) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    for (const auto& tp : m->assigned) {
+      PartitionState st;
+      st.topic = tp.first;
+      st.partition = tp.second;
+      auto first = m->first_offset.find(tp);
+      if (first != m->first_offset.end()) st.first_offset = first->second;
+      st.rewound = m->rewound.count(tp) > 0;
+      out.push_back(std::move(st));
+    }
+  }
+  return out;
+}
+
+Result<KafkaSharedConsumer::GroupDescription> DescribeKafkaGroup(void* handle,
+                                                                 const std::string& group,
+                                                                 int timeout_ms) {
+  auto* rk = static_cast<rd_kafka_t*>(handle);
   const rd_kafka_group_list* list = nullptr;
-  const std::string group = group_id();
-  rd_kafka_resp_err_t err = rd_kafka_list_groups(impl_->rk, group.c_str(), &list, timeout_ms);
+  rd_kafka_resp_err_t err = rd_kafka_list_groups(rk, group.c_str(), &list, timeout_ms);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status::IOError("describing consumer group '", group, "': ", rd_kafka_err2str(err));
   }
-  GroupDescription out;
+  KafkaSharedConsumer::GroupDescription out;
   for (int g = 0; list && g < list->group_cnt; ++g) {
     const rd_kafka_group_info& info = list->groups[g];
     if (group != info.group) continue;
     out.state = info.state ? info.state : "";
     for (int m = 0; m < info.member_cnt; ++m) {
       const rd_kafka_group_member_info& mi = info.members[m];
-      GroupMember member;
+      KafkaSharedConsumer::GroupMember member;
       member.member_id = mi.member_id ? mi.member_id : "";
       member.client_id = mi.client_id ? mi.client_id : "";
       member.host = mi.client_host ? mi.client_host : "";
