@@ -38,7 +38,7 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from kafka_broker import KafkaBroker  # noqa: E402
-from serve_process import http_request, start_serve  # noqa: E402
+from serve_process import application_pipeline, http_request, start_serve  # noqa: E402
 
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
 TOKEN = "scaleout-bench"
@@ -89,34 +89,10 @@ class Application:
         self.app = f"bench-{uuid.uuid4().hex[:8]}"
         self.quota = quota
         self.pipeline = workdir / f"{self.app}.yaml"
-        servers = broker.bootstrap_servers
-        self.pipeline.write_text(f"""
-cluster:
-  app_id: {self.app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: {SESSION_MS}
-  commit_interval_ms: {commit_ms}
-  exactly_once: {"true" if exactly_once else "false"}
-  kafka_config: {{"transaction.timeout.ms": "10000"}}
-tables:
-  - name: orders
-    columns: {{id: int64, k: int64, ts: float64}}
-    mode: append
-    retention: {{max_rows: 200000}}
-connectors:
-  - type: kafka
-    name: orders_in
-    table: orders
-    topics: [{source}]
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-sinks:
-  - name: orders_out
-    type: kafka
-    table: orders
-    mode: append
-    topic: {output}
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-""")
+        self.pipeline.write_text(application_pipeline(
+            self.app, broker.bootstrap_servers, source, "{id: int64, k: int64, ts: float64}",
+            output=output, session_timeout_ms=SESSION_MS, commit_interval_ms=commit_ms,
+            exactly_once=exactly_once, transaction_timeout_ms=10000, max_rows=200000))
         self.procs = {}
         self.groups = []
 

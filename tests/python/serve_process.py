@@ -40,3 +40,55 @@ def http_request(address, path, token, data=None):
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
+
+
+def wait_for(predicate, timeout=60.0, what="condition", interval=0.1):
+    """Poll `predicate` until true; AssertionError naming `what` after `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def application_pipeline(app, servers, source, columns, *, output=None, session_timeout_ms=6000,
+                         commit_interval_ms=None, exactly_once=None, transaction_timeout_ms=None,
+                         metadata_columns=False, max_rows=1000000):
+    """The pipeline file of an instance of application `app` (issue 28): a
+    `cluster:` section on the Kafka cluster `servers`, the append table
+    `orders` with `columns` (YAML mapping text, e.g. "{id: int64}") fed by the
+    topic `source`, and, with `output`, a Kafka sink of it to that topic."""
+    cluster = [f"  app_id: {app}", f'  bootstrap_servers: "{servers}"',
+               f"  session_timeout_ms: {session_timeout_ms}"]
+    if commit_interval_ms is not None:
+        cluster.append(f"  commit_interval_ms: {commit_interval_ms}")
+    if exactly_once is not None:
+        cluster.append(f"  exactly_once: {'true' if exactly_once else 'false'}")
+    if transaction_timeout_ms is not None:
+        cluster.append(f'  kafka_config: {{"transaction.timeout.ms": "{transaction_timeout_ms}"}}')
+    text = "cluster:\n" + "\n".join(cluster) + f"""
+tables:
+  - name: orders
+    columns: {columns}
+    mode: append
+    retention: {{max_rows: {max_rows}}}
+connectors:
+  - type: kafka
+    name: orders_in
+    table: orders
+    topics: [{source}]
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+"""
+    if metadata_columns:
+        text += "    metadata_columns: true\n"
+    if output:
+        text += f"""sinks:
+  - name: orders_out
+    type: kafka
+    table: orders
+    mode: append
+    topic: {output}
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+"""
+    return text

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import http_request, start_serve
+from serve_process import application_pipeline, http_request, start_serve, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -44,15 +44,6 @@ RECORDS = int(os.environ.get("RILL_TEST_SCALEOUT_RECORDS", "1000000"))
 KILLS = int(os.environ.get("RILL_TEST_SCALEOUT_KILLS", "5"))
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def wait_for(done, timeout=60.0, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if done():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Instance:
@@ -134,32 +125,10 @@ def test_sigkilled_instances_lose_nothing_and_write_nothing_twice(kafka_broker, 
     kafka_broker.create_topic(output, PARTITIONS)
     servers = kafka_broker.bootstrap_servers
     pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(f"""
-cluster:
-  app_id: {app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: {SESSION_MS}
-  commit_interval_ms: 100
-  kafka_config: {{"transaction.timeout.ms": "10000"}}
-tables:
-  - name: orders
-    columns: {{id: int64, k: int64, seq: int64}}
-    mode: append
-    retention: {{max_rows: 2000000}}
-connectors:
-  - type: kafka
-    name: orders_in
-    table: orders
-    topics: [{source}]
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-sinks:
-  - name: orders_out
-    type: kafka
-    table: orders
-    mode: append
-    topic: {output}
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-""")
+    pipeline.write_text(application_pipeline(
+        app, servers, source, "{id: int64, k: int64, seq: int64}", output=output,
+        session_timeout_ms=SESSION_MS, commit_interval_ms=100, transaction_timeout_ms=10000,
+        max_rows=2000000))
     nodes = [Instance(f"node-{i}", pipeline, tmp_path) for i in (1, 2, 3)]
     try:
         for n in nodes:
@@ -317,32 +286,9 @@ def test_a_stopped_instance_is_fenced_when_it_wakes_and_nothing_is_written_twice
     kafka_broker.create_topic(output, partitions)
     servers = kafka_broker.bootstrap_servers
     pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(f"""
-cluster:
-  app_id: {app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: {SESSION_MS}
-  commit_interval_ms: 3000
-  kafka_config: {{"transaction.timeout.ms": "10000"}}
-tables:
-  - name: orders
-    columns: {{id: int64}}
-    mode: append
-    retention: {{max_rows: 1000000}}
-connectors:
-  - type: kafka
-    name: orders_in
-    table: orders
-    topics: [{source}]
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-sinks:
-  - name: orders_out
-    type: kafka
-    table: orders
-    mode: append
-    topic: {output}
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-""")
+    pipeline.write_text(application_pipeline(
+        app, servers, source, "{id: int64}", output=output, session_timeout_ms=SESSION_MS,
+        commit_interval_ms=3000, transaction_timeout_ms=10000))
     nodes = [Instance(f"node-{i}", pipeline, tmp_path) for i in (1, 2)]
     try:
         for n in nodes:

@@ -9,7 +9,6 @@ wrong.
 import os
 import pathlib
 import subprocess
-import time
 import uuid
 
 import duckdb
@@ -17,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import http_request, start_serve
+from serve_process import application_pipeline, http_request, start_serve, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -27,15 +26,6 @@ PARTITIONS = 6
 pytestmark = [requires(not RILL.exists(), f"{RILL} not built"), pytest.mark.timeout(300)]
 
 
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_rill_query_app_fans_out_and_merges_every_partition_once(kafka_broker, tmp_path):
     topic = f"orders-{uuid.uuid4().hex[:8]}"
     app = f"q-{uuid.uuid4().hex[:8]}"
@@ -43,25 +33,11 @@ def test_rill_query_app_fans_out_and_merges_every_partition_once(kafka_broker, t
     servers = kafka_broker.bootstrap_servers
     # The source's metadata_columns give _topic, _partition, _offset, _key, _timestamp.
     pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(f"""
-cluster:
-  app_id: {app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: 6000
-tables:
-  - name: orders
-    columns: {{id: int64, region: string, price: float64, _topic: string, _partition: int32,
-              _offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}}
-    mode: append
-    retention: {{max_rows: 1000000}}
-connectors:
-  - type: kafka
-    name: orders_in
-    table: orders
-    topics: [{topic}]
-    metadata_columns: true
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-""")
+    pipeline.write_text(application_pipeline(
+        app, servers, topic,
+        '{id: int64, region: string, price: float64, _topic: string, _partition: int32, '
+        '_offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}',
+        metadata_columns=True))
     procs = {}
 
     def start(node):

@@ -9,13 +9,12 @@ The screenshot is saved under build/test-artifacts/dashboard/cluster.png.
 import os
 import pathlib
 import subprocess
-import time
 import uuid
 
 import pytest
 
 from conftest import requires
-from serve_process import http_request, start_serve
+from serve_process import application_pipeline, http_request, start_serve, wait_for
 # The browser fixtures of the dashboard tests (chromium driven by Playwright).
 from test_dashboard import ARTIFACTS, CHROMIUM, DIST, browser, page  # noqa: F401
 
@@ -32,15 +31,6 @@ pytestmark = [
 ]
 
 
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_cluster_view_shows_every_member_and_who_owns_each_partition(kafka_broker, page,  # noqa: F811
                                                                      tmp_path, monkeypatch):
     topic = f"orders-{uuid.uuid4().hex[:8]}"
@@ -48,23 +38,8 @@ def test_cluster_view_shows_every_member_and_who_owns_each_partition(kafka_broke
     kafka_broker.create_topic(topic, PARTITIONS)
     servers = kafka_broker.bootstrap_servers
     pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(f"""
-cluster:
-  app_id: {app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: 6000
-tables:
-  - name: orders
-    columns: {{id: int64}}
-    mode: append
-    retention: {{max_rows: 100000}}
-connectors:
-  - type: kafka
-    name: orders_in
-    table: orders
-    topics: [{topic}]
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-""")
+    pipeline.write_text(application_pipeline(app, servers, topic, "{id: int64}",
+                                             max_rows=100000))
     monkeypatch.setenv("RILL_DASHBOARD_DIR", str(DIST.parent))
     procs = {}
     try:

@@ -173,13 +173,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   Status PublishMember(const std::string& url) override {
     auto c = consumer();
     if (!c) return Status::Invalid("application '", options_.app_id, "': not connected yet");
-    std::map<std::string, std::string> config;
-    for (const auto& [key, value] : options_.kafka_config) {
-      if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
-          key.rfind("ssl.", 0) == 0) {
-        config[key] = value;
-      }
-    }
+    std::map<std::string, std::string> config = KafkaSecurityConfig(options_.kafka_config);
     config["bootstrap.servers"] = c->bootstrap_servers();
     RILL_ASSIGN_OR_RAISE(rd_kafka_t * rk,
                          MakeKafkaClient(RD_KAFKA_PRODUCER, config, "members producer"));

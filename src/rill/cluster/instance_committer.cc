@@ -14,6 +14,12 @@ struct ErrorDeleter {
   void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
 };
 using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
+struct ListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+};
+using ListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
 
 }  // namespace
 
@@ -50,6 +56,28 @@ struct InstanceCommitter::Impl {
     return Status::OK();
   }
 
+  /// Abort the open transaction and count it.
+  void Abort() {
+    ErrorPtr aborted(rd_kafka_abort_transaction(producer, static_cast<int>(timeout_ms)));
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.aborts;
+  }
+
+  /// The Status of transaction step `step` failing with `e` (commit_mu held):
+  /// a fatal error is remembered (sticky until Restart); one that requires it
+  /// aborts the transaction.
+  Status Failed(ErrorPtr e, const char* step) {
+    const std::string what = std::string(step) + ": " + rd_kafka_error_string(e.get());
+    if (rd_kafka_error_is_fatal(e.get())) {
+      fatal = Status::IOError("application producer fenced or failed for good: ", what);
+      Fail(what, /*fenced=*/true);
+      return fatal;
+    }
+    if (rd_kafka_error_txn_requires_abort(e.get())) Abort();
+    Fail(what, /*fenced=*/false);
+    return Status::IOError("application commit: ", what);
+  }
+
   void Fail(const std::string& what, bool fenced) {
     std::lock_guard<std::mutex> lock(mu);
     stats.last_error = what;
@@ -66,15 +94,12 @@ Result<std::unique_ptr<InstanceCommitter>> InstanceCommitter::Make(
   Impl& impl = *c->impl_;
   impl.consumer = std::move(consumer);
   impl.timeout_ms = timeout_ms;
-  std::map<std::string, std::string> config;
   // Security settings of the consumer apply, and transaction.timeout.ms (how
   // long a crashed instance's open transaction holds read_committed readers
   // back before the broker aborts it); consumer-only ones do not.
-  for (const auto& [key, value] : kafka_config) {
-    if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
-        key.rfind("ssl.", 0) == 0 || key == "transaction.timeout.ms") {
-      config[key] = value;
-    }
+  std::map<std::string, std::string> config = KafkaSecurityConfig(kafka_config);
+  if (auto t = kafka_config.find("transaction.timeout.ms"); t != kafka_config.end()) {
+    config[t->first] = t->second;
   }
   config["bootstrap.servers"] = bootstrap_servers;
   config["transactional.id"] = transactional_id;
@@ -102,74 +127,35 @@ Status InstanceCommitter::Commit(const KafkaSharedConsumer::Offsets& offsets,
   if (!impl.fatal.ok()) return impl.fatal;
   const auto t0 = std::chrono::steady_clock::now();
   const int timeout = static_cast<int>(impl.timeout_ms);
-  auto failed = [&](rd_kafka_error_t* raw, const char* step) -> Status {
-    ErrorPtr e(raw);
-    const std::string what = std::string(step) + ": " + rd_kafka_error_string(e.get());
-    if (rd_kafka_error_is_fatal(e.get())) {
-      impl.fatal = Status::IOError("application producer fenced or failed for good: ", what);
-      impl.Fail(what, /*fenced=*/true);
-      return impl.fatal;
-    }
-    if (rd_kafka_error_txn_requires_abort(e.get())) {
-      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
-      std::lock_guard<std::mutex> lock(impl.mu);
-      ++impl.stats.aborts;
-    }
-    impl.Fail(what, /*fenced=*/false);
-    return Status::IOError("application commit: ", what);
-  };
-  if (rd_kafka_error_t* e = rd_kafka_begin_transaction(impl.producer)) {
-    return failed(e, "begin_transaction");
+  if (ErrorPtr e{rd_kafka_begin_transaction(impl.producer)}) {
+    return impl.Failed(std::move(e), "begin_transaction");
   }
   if (produce) {
     Status st = produce(impl.producer);
     if (!st.ok()) {
-      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
-      {
-        std::lock_guard<std::mutex> lock(impl.mu);
-        ++impl.stats.aborts;
-      }
+      impl.Abort();
       impl.Fail(st.ToString(), /*fenced=*/false);
       return st;
     }
   }
-  if (offsets.empty()) return CommitOpen(t0);
-  rd_kafka_topic_partition_list_t* list =
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
-  for (const auto& [tp, offset] : offsets) {
-    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = offset;
+  if (!offsets.empty()) {
+    ListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+    for (const auto& [tp, offset] : offsets) {
+      rd_kafka_topic_partition_list_add(list.get(), tp.first.c_str(), tp.second)->offset = offset;
+    }
+    auto* metadata =
+        static_cast<rd_kafka_consumer_group_metadata_t*>(impl.consumer->GroupMetadata());
+    ErrorPtr sent(
+        rd_kafka_send_offsets_to_transaction(impl.producer, list.get(), metadata, timeout));
+    rd_kafka_consumer_group_metadata_destroy(metadata);
+    if (sent) return impl.Failed(std::move(sent), "send_offsets_to_transaction");
   }
-  auto* metadata =
-      static_cast<rd_kafka_consumer_group_metadata_t*>(impl.consumer->GroupMetadata());
-  rd_kafka_error_t* sent =
-      rd_kafka_send_offsets_to_transaction(impl.producer, list, metadata, timeout);
-  rd_kafka_consumer_group_metadata_destroy(metadata);
-  rd_kafka_topic_partition_list_destroy(list);
-  if (sent) return failed(sent, "send_offsets_to_transaction");
-  return CommitOpen(t0);
-}
-
-Status InstanceCommitter::CommitOpen(std::chrono::steady_clock::time_point t0) {
-  Impl& impl = *impl_;
-  const int timeout = static_cast<int>(impl.timeout_ms);
   for (int attempt = 0;; ++attempt) {
     ErrorPtr e(rd_kafka_commit_transaction(impl.producer, timeout));
     if (!e) break;
     // Retriable (a timeout): the outcome is unknown until asked again.
     if (rd_kafka_error_is_retriable(e.get()) && attempt < 3) continue;
-    const std::string what = std::string("commit_transaction: ") + rd_kafka_error_string(e.get());
-    if (rd_kafka_error_is_fatal(e.get())) {
-      impl.fatal = Status::IOError("application producer fenced or failed for good: ", what);
-      impl.Fail(what, /*fenced=*/true);
-      return impl.fatal;
-    }
-    if (rd_kafka_error_txn_requires_abort(e.get())) {
-      ErrorPtr aborted(rd_kafka_abort_transaction(impl.producer, timeout));
-      std::lock_guard<std::mutex> lock(impl.mu);
-      ++impl.stats.aborts;
-    }
-    impl.Fail(what, /*fenced=*/false);
-    return Status::IOError("application commit: ", what);
+    return impl.Failed(std::move(e), "commit_transaction");
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

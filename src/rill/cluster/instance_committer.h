@@ -19,7 +19,6 @@
 // Threads: Commit from any thread (serialized); stats() from any thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,8 +68,6 @@ class InstanceCommitter {
 
  private:
   InstanceCommitter() = default;
-  /// Commit the open transaction (the commit lock held); counts it.
-  Status CommitOpen(std::chrono::steady_clock::time_point started);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

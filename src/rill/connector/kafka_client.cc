@@ -34,4 +34,16 @@ Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
   return rk;
 }
 
+std::map<std::string, std::string> KafkaSecurityConfig(
+    const std::map<std::string, std::string>& config) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : config) {
+    if (key.rfind("security.", 0) == 0 || key.rfind("sasl.", 0) == 0 ||
+        key.rfind("ssl.", 0) == 0) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
 }  // namespace rill

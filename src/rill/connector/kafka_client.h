@@ -34,4 +34,10 @@ Result<rd_kafka_t*> MakeKafkaClient(rd_kafka_type_t type,
                                     const std::string& what,
                                     const KafkaClientCallbacks& callbacks = {});
 
+/// The connection settings of `config` that every client of one cluster
+/// shares (security.*, sasl.*, ssl.*): what another client made for the same
+/// cluster takes from a consumer's or producer's kafka_config.
+std::map<std::string, std::string> KafkaSecurityConfig(
+    const std::map<std::string, std::string>& config);
+
 }  // namespace rill

@@ -162,10 +162,7 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
   }
   room_cv.notify_all();
   // 2. The rows of the last Poll are in their tables before the hand-back.
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
-  }
+  WaitForApplied();
   // 3. Commit what the engine allowed for the revoked partitions, now, and
   //    forget them: nothing later commits them again.
   Offsets handing;
@@ -206,6 +203,11 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
   }
 }
 
+void Impl::WaitForApplied() {
+  std::unique_lock<std::mutex> lock(mu);
+  applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
+}
+
 void Impl::Rewind() {
   ListPtr owned(rd_kafka_topic_partition_list_new(0));
   {
@@ -222,10 +224,7 @@ void Impl::Rewind() {
     ++group.rewinds;
   }
   room_cv.notify_all();
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
-  }
+  WaitForApplied();
   if (owned->cnt == 0) return;
   if (rd_kafka_committed(rk, owned.get(), kCommittedTimeoutMs) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     for (int i = 0; i < owned->cnt; ++i) owned->elems[i].offset = RD_KAFKA_OFFSET_INVALID;

@@ -148,6 +148,8 @@ struct KafkaConnector::Impl {
   /// partition at the group's committed offset (the start option's offset
   /// when it has none).
   void Rewind();
+  /// Wait (at most 5 s) until the engine applied the rows of the last Poll.
+  void WaitForApplied();
   /// Set the start offset of every partition of `parts` this connector reads
   /// and take them as owned. The reader thread, inside a rebalance.
   void OnAssign(rd_kafka_topic_partition_list_t* parts);

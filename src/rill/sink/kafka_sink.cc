@@ -118,6 +118,10 @@ class KafkaSinkWriter final : public SinkWriter {
   Status CheckDeliveries();
   Status BeginIfNeeded();
   Status Produce(const EncodedMessage& message);
+  /// Produce `message` with `rk` to `rkt`, serving delivery reports while its
+  /// queue is full and every 1000 messages (`*unpolled` counts them).
+  Status ProduceTo(rd_kafka_t* rk, rd_kafka_topic_t* rkt, const EncodedMessage& message,
+                   int64_t* unpolled);
   /// The keys whose last message in the topic (as read_committed consumers
   /// see it) is not a tombstone.
   Result<std::unordered_set<std::string>> ReadLiveKeys();
@@ -257,34 +261,23 @@ Status KafkaSinkWriter::Open(const std::shared_ptr<arrow::Schema>& table_schema,
 Status KafkaSinkWriter::WriteInto(void* producer, const ChangeSet& changes, SinkMode mode) {
   if (!encoder_) return NotOpen();
   auto* rk = static_cast<rd_kafka_t*>(producer);
+  // A handle of this call only: the producer is the instance's, and may go
+  // before this writer does.
+  std::unique_ptr<rd_kafka_topic_t, void (*)(rd_kafka_topic_t*)> rkt(
+      rd_kafka_topic_new(rk, options_.topic.c_str(), nullptr), rd_kafka_topic_destroy);
+  if (!rkt) {
+    return Status::IOError(Prefix(), "topic handle: ", rd_kafka_err2str(rd_kafka_last_error()));
+  }
   int64_t unpolled = 0;
-  auto produce = [&](const EncodedMessage& m) -> Status {
-    void* value = m.value ? const_cast<char*>(m.value->data()) : nullptr;
-    const size_t value_size = m.value ? m.value->size() : 0;
-    void* key = m.key ? const_cast<char*>(m.key->data()) : nullptr;
-    const size_t key_size = m.key ? m.key->size() : 0;
-    for (;;) {
-      const rd_kafka_resp_err_t err = rd_kafka_producev(
-          rk, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_END);
-      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        return Status::IOError(Prefix(), "produce: ", rd_kafka_err2name(err), ": ",
-                               rd_kafka_err2str(err));
-      }
-      rd_kafka_poll(rk, 10);  // the queue is full: serve delivery reports
-    }
-    bytes_.fetch_add(static_cast<int64_t>(value_size + key_size), std::memory_order_relaxed);
-    if (++unpolled >= 1000) {
-      unpolled = 0;
-      rd_kafka_poll(rk, 0);
-    }
-    return Status::OK();
-  };
   for (const auto& batch : changes.batches) {
     // A snapshot in upsert mode writes its rows (values); the keys the topic
     // held and the snapshot lacks are not tombstoned here.
-    RILL_RETURN_NOT_OK(encoder_->Encode(*batch, mode, produce));
+    RILL_RETURN_NOT_OK(encoder_->Encode(*batch, mode, [&](const EncodedMessage& m) {
+      bytes_.fetch_add(static_cast<int64_t>((m.value ? m.value->size() : 0) +
+                                            (m.key ? m.key->size() : 0)),
+                       std::memory_order_relaxed);
+      return ProduceTo(rk, rkt.get(), m, &unpolled);
+    }));
   }
   rd_kafka_poll(rk, 0);
   return Status::OK();
@@ -373,22 +366,27 @@ Status KafkaSinkWriter::BeginIfNeeded() {
 }
 
 Status KafkaSinkWriter::Produce(const EncodedMessage& message) {
+  return ProduceTo(producer_, topic_, message, &unpolled_);
+}
+
+Status KafkaSinkWriter::ProduceTo(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                                  const EncodedMessage& message, int64_t* unpolled) {
   void* value = message.value ? const_cast<char*>(message.value->data()) : nullptr;
   const size_t value_size = message.value ? message.value->size() : 0;
   const void* key = message.key ? message.key->data() : nullptr;
   const size_t key_size = message.key ? message.key->size() : 0;
-  while (rd_kafka_produce(topic_, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value,
-                          value_size, key, key_size, nullptr) != 0) {
+  while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value, value_size,
+                          key, key_size, nullptr) != 0) {
     const rd_kafka_resp_err_t err = rd_kafka_last_error();
     if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       return Status::IOError(Prefix(), "produce: ", rd_kafka_err2name(err), ": ",
                              rd_kafka_err2str(err));
     }
-    rd_kafka_poll(producer_, 10);  // the queue is full: serve delivery reports
+    rd_kafka_poll(rk, 10);  // the queue is full: serve delivery reports
   }
-  if (++unpolled_ >= 1000) {
-    unpolled_ = 0;
-    rd_kafka_poll(producer_, 0);
+  if (++*unpolled >= 1000) {
+    *unpolled = 0;
+    rd_kafka_poll(rk, 0);
   }
   return Status::OK();
 }

@@ -124,16 +124,7 @@ void SinkRunner::DrivenAborted(const Status& why) {
 
 void SinkRunner::DrivenDiscard(uint64_t to_version, const Status& why) {
   DrivenAborted(why);
-  {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    committed_ = std::max(committed_, to_version);
-    while (!shared_->published.empty() && shared_->published.front().first <= committed_) {
-      shared_->published.pop_front();
-    }
-    shared_->cv.notify_all();
-  }
-  Acknowledge();
-  UpdateBackpressure();
+  OnSuccess(to_version, /*rows=*/-1);  // moves on without counting rows as written
 }
 
 // DrivenSinksImpl ------------------------------------------------------------
