@@ -142,6 +142,7 @@ struct SqlTaskSpec {
   /// The options as given, without name and sql (src/rill/pipeline/tasks.h).
   pipeline::Options given;
   IncrementalMode incremental = IncrementalMode::kAuto;
+  std::string scope = "local";  ///< local | global (cluster/global_view.h)
 };
 
 struct JoinTaskSpec {

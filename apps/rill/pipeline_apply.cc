@@ -55,6 +55,7 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
     decl.interval_seconds = t.interval_seconds;
     decl.primary_key = t.primary_key;
     decl.incremental = t.incremental;
+    decl.scope = t.scope;
     decl.given = t.given;
     RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateMaterializedView(decl, origin)));
   }

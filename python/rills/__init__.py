@@ -52,6 +52,11 @@ __all__ = [
     "upsert_table",
 ]
 
+# Global views of a scaled-out application (issue 28).
+from .application_view import ApplicationView  # noqa: E402
+
+__all__ += ["ApplicationView"]
+
 # Event-time windows (issue 13).
 from .window_task import WindowTask  # noqa: E402
 

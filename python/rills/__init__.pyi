@@ -19,6 +19,7 @@ from .tasks import (
 )
 
 from .window_task import WindowTask as WindowTask
+from .application_view import ApplicationView as ApplicationView
 from .aggregation import AggregationPipeline as AggregationPipeline, PipelineStore as PipelineStore
 from .analytics import AnalyticsEngine as AnalyticsEngine, StreamAnalytics as StreamAnalytics
 from .queue import (

@@ -17,6 +17,7 @@ from . import _arrow, _core, _quack
 from . import checkpoint as _checkpoint
 from . import sinks as _sinks
 from ._sequence import EngineList
+from .application_view import ApplicationView
 from .connectors.base import BaseConnector, connector_of
 from .errors import DDLError
 from .metrics import MetricsRegistry
@@ -251,6 +252,23 @@ class RillEngine:
         read nothing afterwards. Nothing happens outside an application; OSError
         when partitions are still assigned after `timeout_seconds`."""
         self._core.leave_application(float(timeout_seconds))
+
+    def add_application_view(self, view: ApplicationView) -> None:
+        """Declare a view over every instance of this engine's application
+        (rills.ApplicationView; CREATE MATERIALIZED VIEW ... WITH (scope = 'global')).
+        rills.DDLError when the engine is no application's instance, the query is
+        not an aggregate that combines across partitions, or its table lacks the
+        _partition column (a Kafka source with metadata_columns=True)."""
+        if not isinstance(view, ApplicationView):
+            raise TypeError(f"add_application_view() takes an ApplicationView, got "
+                            f"{type(view).__name__}")
+        self.execute_ddl(view.ddl())
+        view._engine = self
+
+    def remove_application_view(self, view: Union[ApplicationView, str]) -> None:
+        """Drop a global view (and its partials' table, sink and source)."""
+        name = view if isinstance(view, str) else view.name
+        self.execute_ddl('DROP MATERIALIZED VIEW IF EXISTS "' + name.replace('"', '""') + '"')
 
     # Tables ----------------------------------------------------------------------
 

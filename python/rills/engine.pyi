@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import pyarrow as pa
 
 from ._sequence import EngineList
+from .application_view import ApplicationView
 from .connectors import BaseConnector
 from .metrics import MetricsRegistry
 from .metrics_options import MetricsStoreOptions
@@ -60,6 +61,10 @@ class RillEngine:
         """This instance in its application (None outside one)."""
     def leave_application(self, timeout_seconds: float = 10.0) -> None:
         """Leave the application's consumer group now (partitions handed over)."""
+    def add_application_view(self, view: ApplicationView) -> None:
+        """Declare a view over every instance of the application."""
+    def remove_application_view(self, view: Union[ApplicationView, str]) -> None:
+        """Drop a global view."""
     def register_table(
         self,
         name: str,

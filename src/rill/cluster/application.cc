@@ -7,6 +7,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "rill/cluster/global_view.h"
 #include "rill/common/json_text.h"
 #include "rill/connector/kafka_client.h"
 #include "rill/engine/engine.h"
@@ -426,6 +427,8 @@ Result<Application*> Application::Start(Engine* engine, ClusterOptions options) 
         RILL_RETURN_NOT_OK(made->EnsureConsumer(servers));
         return made->consumer();
       });
+  // Views of scope 'global' (global_view.h).
+  pipeline::Catalog::For(engine).SetGlobalViewMaker(MakeGlobalViews(engine, made));
   return made;
 }
 

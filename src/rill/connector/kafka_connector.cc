@@ -143,6 +143,7 @@ std::string KafkaConnector::bootstrap_servers() const {
 Status KafkaConnector::JoinGroup(std::shared_ptr<KafkaSharedConsumer> consumer) {
   Impl& impl = *impl_;
   if (!consumer || impl.options.consumer == consumer) return Status::OK();
+  if (!impl.options.application_group) return Status::OK();  // a consumer of its own
   if (impl.thread.joinable() || impl.attached || impl.subscribed) {
     return Status::Invalid("KafkaConnector '", name(), "': JoinGroup after Start");
   }

@@ -142,6 +142,11 @@ struct KafkaOptions {
   AvroSourceOptions avro;
   BufferLimits limits;
   std::string name;
+  /// When the engine is an instance of an application (cluster/), read
+  /// through the application's consumer group (JoinGroup). False: this source
+  /// keeps a consumer of its own (a global view's partials: every instance
+  /// reads every partition).
+  bool application_group = true;
   /// Read through this consumer, shared with other connectors (its group and
   /// configuration apply; `config` is then used only for the Avro source);
   /// null: a consumer of the connector's own.

@@ -180,6 +180,11 @@ void CatalogImpl::SetMetricsStore(MetricsStore* metrics) {
   metrics_ = metrics;
 }
 
+void CatalogImpl::SetGlobalViewMaker(std::shared_ptr<GlobalViewMaker> maker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  global_views_ = std::move(maker);
+}
+
 Result<DdlResult> CatalogImpl::Execute(std::string_view sql) {
   RILL_ASSIGN_OR_RAISE(DdlStatement s, ParseDdl(sql));
   return Execute(s, "sql");
@@ -459,6 +464,12 @@ Status CatalogImpl::DropEntryLocked(const CatalogEntry& e) {
       return st.IsKeyError() ? Status::OK() : st;
     }
     case DdlObject::kMaterializedView:
+      if (auto g = std::find(global_names_.begin(), global_names_.end(), e.name);
+          g != global_names_.end()) {
+        global_names_.erase(g);
+        return global_views_ ? global_views_->Drop(e.name) : Status::OK();
+      }
+      [[fallthrough]];
     case DdlObject::kStreamView: {
       Status st = engine_->RemoveSqlTask(e.name);
       if (!st.ok() && !st.IsKeyError()) return st;

@@ -90,6 +90,20 @@ struct CatalogEntry {
   DdlStatement statement;
 };
 
+/// Makes the parts of a materialized view declared with scope = 'global'
+/// (the cluster layer's GlobalViews, set by cluster::Application::Start when
+/// the engine becomes an application's instance).
+class GlobalViewMaker {
+ public:
+  virtual ~GlobalViewMaker() = default;
+  /// Make view `decl` over every instance of the application. Returns the
+  /// tables it writes, its output (decl.name) first. Refused (with a SQLSTATE)
+  /// naming what does not fit; nothing stays.
+  virtual Result<std::vector<std::string>> Create(const MaterializedViewDecl& decl) = 0;
+  /// Remove what Create made for view `name` (its tables too).
+  virtual Status Drop(const std::string& name) = 0;
+};
+
 /// See the file comment.
 class Catalog {
  public:
@@ -100,6 +114,8 @@ class Catalog {
   /// The metrics store that KPIs and alert rules are added to (borrowed; null:
   /// CREATE KPI / ALERT RULE are refused).
   virtual void SetMetricsStore(MetricsStore* metrics) = 0;
+  /// What makes views of scope 'global' (null: they are refused, 22023).
+  virtual void SetGlobalViewMaker(std::shared_ptr<GlobalViewMaker> maker) = 0;
 
   /// Parse and run one statement (ddl.h). Errors carry their SQLSTATE
   /// (options.h: SqlStateOf).

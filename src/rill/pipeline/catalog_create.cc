@@ -160,6 +160,7 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   if (decl.output != decl.name) {
     RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.output));
   }
+  if (decl.scope == "global") return CreateGlobalViewLocked(decl, origin);
   RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads,
                        QueryTablesLocked(decl.sql, Strict(origin)));
   RILL_RETURN_NOT_OK(CheckIncremental(engine_, decl, Strict(origin)));
@@ -184,6 +185,39 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
   e.name = decl.name;
   e.reads = std::move(reads);
   e.writes = {decl.output};
+  e.origin = origin;
+  e.statement.object = DdlObject::kMaterializedView;
+  e.statement.name = decl.name;
+  e.statement.query = decl.sql;
+  e.statement.with = CanonicalIncremental(Without(decl.given, {"name", "sql", "type"}),
+                                          decl.incremental);
+  RecordLocked(std::move(e));
+  return Status::OK();
+}
+
+Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
+                                           const std::string& origin) {
+  if (!global_views_) {
+    return DeclError(kSqlStateBadValue,
+                     "\"" + decl.name +
+                         "\": scope = 'global' needs this engine to be an instance of an "
+                         "application (a pipeline file's cluster: section, "
+                         "RillEngine(app_id=..., instance_id=...), rill serve --app-id)");
+  }
+  if (decl.output != decl.name) {
+    return DeclError(kSqlStateBadValue, "\"" + decl.name +
+                                            "\": a global view's output is its name "
+                                            "(output is not taken with scope = 'global')");
+  }
+  RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.sql, true));
+  auto writes = global_views_->Create(decl);
+  if (!writes.ok()) return Refused(writes.status(), decl.name);
+  global_names_.push_back(decl.name);
+  CatalogEntry e;
+  e.kind = DdlObject::kMaterializedView;
+  e.name = decl.name;
+  e.reads = std::move(reads);
+  e.writes = std::move(*writes);
   e.origin = origin;
   e.statement.object = DdlObject::kMaterializedView;
   e.statement.name = decl.name;

@@ -46,6 +46,7 @@ class CatalogImpl : public Catalog, public EngineExtension {
   ~CatalogImpl() override;
 
   void SetMetricsStore(MetricsStore* metrics) override;
+  void SetGlobalViewMaker(std::shared_ptr<GlobalViewMaker> maker) override;
   Result<DdlResult> Execute(std::string_view sql) override;
   Result<DdlResult> Execute(const DdlStatement& statement, const std::string& origin) override;
   Result<std::vector<DdlResult>> ExecuteScript(std::string_view sql) override;
@@ -76,6 +77,7 @@ class CatalogImpl : public Catalog, public EngineExtension {
   Status CreateSourceLocked(const SourceDecl& decl, const std::string& origin);
   Status CreateMaterializedViewLocked(const MaterializedViewDecl& decl,
                                       const std::string& origin);
+  Status CreateGlobalViewLocked(const MaterializedViewDecl& decl, const std::string& origin);
   Status CreateStreamViewLocked(const StreamViewDecl& decl, const std::string& origin);
   Status CreateWindowLocked(const WindowDecl& decl, const std::string& origin);
   Status CreateSinkLocked(const SinkDecl& decl, const std::string& origin);
@@ -104,6 +106,8 @@ class CatalogImpl : public Catalog, public EngineExtension {
 
   Engine* engine_;
   MetricsStore* metrics_ = nullptr;  // guarded by mu_
+  std::shared_ptr<GlobalViewMaker> global_views_;  // guarded by mu_
+  std::vector<std::string> global_names_;          // guarded by mu_: views of scope global
   mutable std::mutex mu_;
   std::vector<CatalogEntry> entries_;     // guarded by mu_, creation order
   std::map<std::string, SinkDecl> pending_sinks_;  // guarded by mu_

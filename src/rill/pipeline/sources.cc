@@ -293,6 +293,13 @@ Table MakeKafka() {
                       s->kafka.metadata_columns = v.b;
                       return Status::OK();
                     }});
+  t.defs.push_back({"application_group", OptionType::kBool,
+                    "on an application's instance, read through the application's consumer "
+                    "group (default true; false: a consumer of its own, every partition)",
+                    [](const Converted& v, SourceDecl* s) {
+                      s->kafka.application_group = v.b;
+                      return Status::OK();
+                    }});
   t.defs.push_back({"key_columns", OptionType::kNames,
                     "the columns the message key holds (tombstones delete them)",
                     [](const Converted& v, SourceDecl* s) {

@@ -137,6 +137,17 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
                       s->primary_key = v.names;
                       return Status::OK();
                     }});
+  t.defs.push_back({"scope", OptionType::kString,
+                    "local (default): over this engine's tables | global: over every instance "
+                    "of the application (an aggregate; docs/scale-out.md, \"Global views\")",
+                    [](const Converted& v, Spec* s) {
+                      if (v.s != "local" && v.s != "global") {
+                        return Status::Invalid("scope must be local or global, got '", v.s,
+                                               "'");
+                      }
+                      s->scope = v.s;
+                      return Status::OK();
+                    }});
   // A string, not a boolean: it has a third value (YAML's true / false arrive
   // as their text and parse here alike).
   t.defs.push_back(

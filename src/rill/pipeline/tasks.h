@@ -66,6 +66,11 @@ struct MaterializedViewDecl {
   /// re-run; true: maintained incrementally (the catalog refuses a query that
   /// cannot be, 0A000); false: re-run every interval.
   IncrementalMode incremental = IncrementalMode::kAuto;
+  /// "local" (default): over this engine's tables. "global": over every
+  /// instance of the engine's application (cluster/global_view.h): each
+  /// instance keeps partial aggregates per input partition and publishes them
+  /// to a compacted topic, which every instance reads and merges.
+  std::string scope = "local";
   /// The options as given (dump, SHOW VIEWS), without `name` and `sql`, which
   /// are the fields above.
   Options given;

@@ -40,7 +40,8 @@ std::string Replace(std::string text, const std::string& from, const std::string
 
 }  // namespace
 
-Result<GlobalPlan> PlanGlobal(const std::string& query, const std::string& partition_column) {
+Result<GlobalPlan> PlanGlobal(const std::string& query, const std::string& partition_column,
+                              const std::string& contributor) {
   duckdb::Parser parser;
   try {
     parser.ParseQuery(query);
@@ -148,12 +149,20 @@ Result<GlobalPlan> PlanGlobal(const std::string& query, const std::string& parti
     return Refuse("a GROUP BY column missing from the select list");
   }
   if (names.count(partition_column)) return Refuse("an output column named " + partition_column);
+  if (!contributor.empty() && names.count(kContributorColumn)) {
+    return Refuse(std::string("an output column named ") + kContributorColumn);
+  }
 
   const std::string part = Quote(partition_column);
   // Columns: the groups (in select order), the partition, the partials.
   std::string partial = "SELECT ";
   for (const auto& c : partial_groups) partial += c + ", ";
   partial += part + " AS " + part;
+  if (!contributor.empty()) {
+    std::string literal = "'";
+    for (char c : contributor) literal += c == '\'' ? std::string("''") : std::string(1, c);
+    partial += ", " + literal + "' AS " + Quote(kContributorColumn);
+  }
   for (const auto& c : partial_cols) partial += ", " + c;
   partial += " FROM " + from_sql;
   std::string by;
@@ -166,6 +175,7 @@ Result<GlobalPlan> PlanGlobal(const std::string& query, const std::string& parti
       " IN ({partitions}) GROUP BY " + by;
   plan.partial_key = plan.group_columns;
   plan.partial_key.push_back(partition_column);
+  if (!contributor.empty()) plan.partial_key.push_back(kContributorColumn);
 
   std::string fin = "SELECT ";
   for (size_t i = 0; i < final_cols.size(); ++i) {

@@ -50,10 +50,18 @@ struct GlobalPlan {
   std::string partial_sql_for_partitions;
 };
 
+/// The partial rows' column naming who computed them (see PlanGlobal).
+inline constexpr char kContributorColumn[] = "_contributor";
+
 /// Split `query` (see above). `partition_column` names the input partition
-/// column of the table (default "_partition").
+/// column of the table (default "_partition"). A non-empty `contributor` adds
+/// the column kContributorColumn with that value to the partial rows, after
+/// the partition, and to their key: the partials of an append table from
+/// different instances (or lives of one) then add up instead of replacing
+/// each other (cluster/global_view.h).
 Result<GlobalPlan> PlanGlobal(const std::string& query,
-                              const std::string& partition_column = "_partition");
+                              const std::string& partition_column = "_partition",
+                              const std::string& contributor = "");
 
 /// `final_sql` with `{partials}` replaced by `relation`.
 std::string FinalSqlOver(const GlobalPlan& plan, const std::string& relation);

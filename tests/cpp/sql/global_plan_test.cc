@@ -117,6 +117,38 @@ TEST_F(GlobalPlanTest, PartialsOfInstancesOwningSomePartitionsMergeToTheQuery) {
   }
 }
 
+// An append table's rows split between contributors (instances, or lives of
+// one) by row: each contributor's partials of its own rows, keyed by
+// contributor too, merge to the query over all rows (cluster/global_view.h).
+TEST_F(GlobalPlanTest, PartialsOfContributorsSplittingTheRowsAddUpToTheQuery) {
+  Run("CREATE TABLE shares AS SELECT *, row_number() OVER () % 3 AS who FROM orders");
+  for (const char* query : kQueries) {
+    SCOPED_TRACE(query);
+    Run("DROP TABLE IF EXISTS contributed");
+    for (int who = 0; who < 3; ++who) {
+      auto plan = PlanGlobal(query, "_partition", "node-" + std::to_string(who) + "@'1'");
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      EXPECT_EQ(plan->partial_key.back(), kContributorColumn);
+      EXPECT_EQ(plan->partial_key[plan->partial_key.size() - 2], "_partition");
+      // The partial query over this contributor's rows only.
+      Run("CREATE OR REPLACE VIEW orders_of AS SELECT * EXCLUDE (who) FROM shares WHERE who = " +
+          std::to_string(who));
+      std::string sql = plan->partial_sql;
+      sql.replace(sql.find("FROM orders"), 11, "FROM orders_of");
+      Run(who == 0 ? "CREATE TABLE contributed AS " + sql : "INSERT INTO contributed " + sql);
+      if (who == 2) {
+        EXPECT_EQ(Rows("SELECT DISTINCT \"_contributor\" FROM contributed"),
+                  (std::vector<std::string>{"node-0@'1'|", "node-1@'1'|", "node-2@'1'|"}));
+        EXPECT_EQ(Rows(FinalSqlOver(*plan, "contributed")), Rows(query));
+      }
+    }
+  }
+  // A query with an output column of that name is refused.
+  auto clash = PlanGlobal("SELECT count(*) AS _contributor FROM orders", "_partition", "n");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("_contributor"), std::string::npos);
+}
+
 TEST_F(GlobalPlanTest, QueriesThatDoNotDecomposeAreRefusedNamingThePart) {
   const std::pair<const char*, const char*> refused[] = {
       {"SELECT region, median(price) FROM orders GROUP BY region", "median"},

@@ -1,0 +1,247 @@
+#include "rill/cluster/global_view.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <arrow/type.h>
+#include <librdkafka/rdkafka.h>
+
+#include "rill/cluster/application.h"
+#include "rill/connector/kafka_client.h"
+#include "rill/engine/engine.h"
+#include "rill/engine/task.h"
+#include "rill/sink/sink_set.h"
+#include "rill/sql/global_plan.h"
+#include "rill/table/schema.h"
+
+namespace rill::cluster {
+
+namespace {
+
+using pipeline::DeclError;
+using pipeline::OptionValue;
+
+std::string Quoted(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+struct Names {
+  std::string view, partial, partials, source;
+  explicit Names(const std::string& v)
+      : view(v), partial(v + "__partial"), partials(v + "__partials"), source(v + "__partials_in") {}
+};
+
+class GlobalViews final : public pipeline::GlobalViewMaker {
+ public:
+  GlobalViews(Engine* engine, Application* app)
+      : engine_(engine),
+        app_(app),
+        contributor_(app->options().instance_id + "@" +
+                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count())) {}
+
+  Result<std::vector<std::string>> Create(const pipeline::MaterializedViewDecl& decl) override {
+    const Names n(decl.name);
+    auto planned = PlanGlobal(decl.sql);
+    if (!planned.ok()) {
+      return DeclError(pipeline::kSqlStateNotSupported,
+                       "\"" + n.view + "\": scope = 'global': " + planned.status().message());
+    }
+    auto table = engine_->GetTable(planned->table);
+    if (!table.ok()) {
+      return DeclError(pipeline::kSqlStateUndefined,
+                       "\"" + n.view + "\": table \"" + planned->table + "\" does not exist");
+    }
+    // An append table's rows are events each instance applied once: the
+    // partials of every instance (and of each life of an instance) add up.
+    // A keyed table's partition is one state: its owner's partials replace
+    // the earlier owner's.
+    if ((*table)->mode() == TableMode::kAppend) {
+      planned = PlanGlobal(decl.sql, "_partition", contributor_);
+      if (!planned.ok()) {
+        return DeclError(pipeline::kSqlStateNotSupported,
+                         "\"" + n.view + "\": scope = 'global': " + planned.status().message());
+      }
+    }
+    const GlobalPlan& plan = *planned;
+    if ((*table)->user_schema()->GetFieldIndex("_partition") < 0) {
+      return DeclError(pipeline::kSqlStateBadValue,
+                       "\"" + n.view + "\": scope = 'global' needs the input partition of each "
+                       "row, and table \"" + plan.table +
+                           "\" has no column _partition (declare it, with its Kafka source's "
+                           "metadata_columns = true)");
+    }
+    auto consumer = app_->consumer();
+    if (!consumer) {
+      return DeclError(pipeline::kSqlStateBadValue,
+                       "\"" + n.view + "\": application '" + app_->options().app_id +
+                           "' has no Kafka consumer yet: create its Kafka source first (or "
+                           "give the cluster's bootstrap_servers)");
+    }
+    for (const std::string& taken : {n.partial, n.partials}) {
+      if (engine_->GetTable(taken).ok()) {
+        return DeclError(pipeline::kSqlStateDuplicate,
+                         "\"" + n.view + "\": its part \"" + taken + "\" exists already");
+      }
+    }
+    const std::string servers = consumer->bootstrap_servers();
+    const std::string topic = PartialsTopic(app_->options().app_id, n.view);
+    RILL_RETURN_NOT_OK(EnsureTopic(servers, topic, *consumer));
+    Status made = MakeParts(decl, n, plan, servers, topic);
+    if (!made.ok()) {
+      (void)Drop(n.view);
+      return made;
+    }
+    return std::vector<std::string>{n.view, n.partial, n.partials};
+  }
+
+  Status Drop(const std::string& name) override {
+    const Names n(name);
+    (void)engine_->RemoveSqlTask(n.view);
+    (void)engine_->DropTable(n.view);
+    (void)engine_->RemoveConnector(n.source);
+    (void)engine_->DropTable(n.partials);
+    SinkSet::For(engine_).Remove(n.partial);
+    (void)engine_->RemoveSqlTask(n.partial);
+    (void)engine_->DropTable(n.partial);
+    return Status::OK();
+  }
+
+ private:
+  /// Kafka options of the sink and the source: the application's cluster and
+  /// security settings, as the dotted names the option tables gather.
+  pipeline::Options KafkaOptions(const std::string& servers) const {
+    pipeline::Options o;
+    for (const auto& [k, v] : KafkaSecurityConfig(app_->options().kafka_config)) {
+      o.emplace_back(k, OptionValue::Scalar(v));
+    }
+    o.emplace_back("bootstrap.servers", OptionValue::Scalar(servers));
+    return o;
+  }
+
+  Status MakeParts(const pipeline::MaterializedViewDecl& decl, const Names& n,
+                   const GlobalPlan& plan, const std::string& servers, const std::string& topic) {
+    const std::string where = "view \"" + n.view + "\"";
+    // The partials of the instance's own partitions.
+    pipeline::MaterializedViewDecl partial;
+    partial.name = partial.output = n.partial;
+    partial.sql = plan.partial_sql;
+    partial.primary_key = plan.partial_key;
+    // Every tick: at each tick boundary (where the instance's transactions
+    // take their cut) the partials then hold exactly the rows applied, so the
+    // committed partials and input offsets agree.
+    partial.interval_seconds = 1e-6;
+    partial.incremental = decl.incremental;
+    RILL_RETURN_NOT_OK(AddView(partial));
+    RILL_ASSIGN_OR_RAISE(auto partial_table, engine_->GetTable(n.partial));
+
+    // ... upserted to the compacted topic (in the instance's transactions).
+    pipeline::Options sink = KafkaOptions(servers);
+    sink.emplace_back("topic", OptionValue::Scalar(topic));
+    sink.emplace_back("mode", OptionValue::Scalar("upsert"));
+    sink.emplace_back("key_columns", OptionValue::Scalar(Joined(plan.partial_key)));
+    RILL_ASSIGN_OR_RAISE(pipeline::SinkDecl sink_decl,
+                         pipeline::ReadSink("kafka", sink, where, n.partial, n.partial));
+    RILL_RETURN_NOT_OK(pipeline::StartSink(sink_decl, engine_).status());
+
+    // Every instance's partials, read from the topic's beginning.
+    TableOptions keyed;
+    keyed.primary_key = plan.partial_key;
+    keyed.clock = engine_->options().clock;
+    RILL_RETURN_NOT_OK(
+        engine_->RegisterTable(n.partials, partial_table->user_schema(), keyed).status());
+    pipeline::Options source = KafkaOptions(servers);
+    source.emplace_back("name", OptionValue::Scalar(n.source));
+    source.emplace_back("topics", OptionValue::Scalar(topic));
+    source.emplace_back("start", OptionValue::Scalar("earliest"));
+    source.emplace_back("key_columns", OptionValue::Scalar(Joined(plan.partial_key)));
+    source.emplace_back("application_group", OptionValue::Scalar("false"));
+    source.emplace_back("on_overflow", OptionValue::Scalar("error"));  // wait, never drop
+    source.emplace_back("group.id", OptionValue::Scalar(app_->options().app_id + "-" +
+                                                        app_->options().instance_id + "-" +
+                                                        n.view + "-partials"));
+    source.emplace_back("isolation.level", OptionValue::Scalar("read_committed"));
+    RILL_ASSIGN_OR_RAISE(pipeline::SourceDecl source_decl,
+                         pipeline::ReadSource("kafka", source, where, n.partials));
+    RILL_ASSIGN_OR_RAISE(auto connector,
+                         pipeline::MakeSource(source_decl, partial_table->user_schema()));
+    RILL_RETURN_NOT_OK(engine_->AddConnector(connector));
+
+    // The application-wide answer.
+    pipeline::MaterializedViewDecl final_view;
+    final_view.name = final_view.output = n.view;
+    final_view.sql = FinalSqlOver(plan, Quoted(n.partials));
+    final_view.primary_key = plan.group_columns;
+    final_view.interval_seconds = decl.interval_seconds;
+    final_view.incremental = decl.incremental;
+    return AddView(final_view);
+  }
+
+  /// Add and run once a view (its output table exists after).
+  Status AddView(const pipeline::MaterializedViewDecl& view) {
+    RILL_ASSIGN_OR_RAISE(auto task, pipeline::MakeMaterializedView(view));
+    RILL_RETURN_NOT_OK(engine_->AddSqlTask(task));
+    RILL_RETURN_NOT_OK(engine_->RunTaskNow(view.name));
+    auto stats = engine_->TaskStatistics();
+    auto it = stats.find(view.name);
+    if (it != stats.end() && it->second.errors > 0) {
+      return Status::Invalid("\"", view.name, "\": ", it->second.last_error);
+    }
+    return Status::OK();
+  }
+
+  /// The compacted topic, with partitions_per_table partitions (0: as many as
+  /// the most of the instance's input topics).
+  Status EnsureTopic(const std::string& servers, const std::string& topic,
+                     const KafkaSharedConsumer& consumer) {
+    std::map<std::string, std::string> config = KafkaSecurityConfig(app_->options().kafka_config);
+    config["bootstrap.servers"] = servers;
+    RILL_ASSIGN_OR_RAISE(rd_kafka_t * rk,
+                         MakeKafkaClient(RD_KAFKA_PRODUCER, config, "global view admin"));
+    std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t*)> owned(rk, rd_kafka_destroy);
+    int partitions = app_->options().partitions_per_table;
+    if (partitions <= 0) {
+      std::set<std::string> inputs;
+      for (const auto& tp : consumer.assignment()) inputs.insert(tp.first);
+      const rd_kafka_metadata_t* md = nullptr;
+      if (!inputs.empty() && rd_kafka_metadata(rk, 1, nullptr, &md, 10000) ==
+                                 RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < md->topic_cnt; ++i) {
+          if (inputs.count(md->topics[i].topic)) {
+            partitions = std::max(partitions, md->topics[i].partition_cnt);
+          }
+        }
+        rd_kafka_metadata_destroy(md);
+      }
+      partitions = std::max(partitions, 1);
+    }
+    return EnsureCompactedTopic(rk, topic, partitions, 10000);
+  }
+
+  Engine* engine_;
+  Application* app_;
+  /// This life of this instance: "<instance_id>@<start time, unix ms>".
+  const std::string contributor_;
+};
+
+}  // namespace
+
+std::string PartialsTopic(const std::string& app_id, const std::string& view) {
+  return app_id + "-" + view + "-partials";
+}
+
+std::shared_ptr<pipeline::GlobalViewMaker> MakeGlobalViews(Engine* engine, Application* app) {
+  return std::make_shared<GlobalViews>(engine, app);
+}
+
+}  // namespace rill::cluster
