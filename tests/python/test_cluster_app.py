@@ -106,8 +106,11 @@ def test_two_engines_of_one_application_split_the_partitions_co_partitioned(kafk
                            ).fetchone()[0] == 0
         assert con.execute("SELECT count(DISTINCT id) FROM got").fetchone()[0] == 800
     finally:
-        a.stop()
-        b.stop()
+        # Closed, not only stopped: the mock cluster goes with the test, and a
+        # live consumer would retry its brokers for the rest of the session.
+        for engine in (a, b):
+            engine.stop()
+            engine.close()
 
 
 def test_application_options_are_checked():
@@ -122,8 +125,11 @@ def test_application_options_are_checked():
         rills.RillEngine(metrics_path=None, instance_id="n1")
     assert rills.RillEngine(metrics_path=None).cluster_status() is None
     engine = rills.RillEngine(metrics_path=None, app_id="orders-app")
-    assert engine.instance_id  # the host's name: stable across restarts
-    assert engine.cluster_status()["partitions"] == []
+    try:
+        assert engine.instance_id  # the host's name: stable across restarts
+        assert engine.cluster_status()["partitions"] == []
+    finally:
+        engine.close()
 
 
 @requires(not RILL.exists(), f"{RILL} not built")
