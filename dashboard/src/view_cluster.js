@@ -110,6 +110,7 @@ export class ClusterView {
 
     const rows = [
       ['Member id', s.member_id],
+      ['Group generation', s.generation >= 0 ? String(s.generation) : '—'],
       ['Owned partitions', String((s.partitions || []).length)],
       ['Assigns / revokes', `${s.assigns} / ${s.revokes}`],
       ['Last rebalance took', s.last_rebalance_seconds ? formatDuration(s.last_rebalance_seconds * 1000) : '—'],

@@ -235,7 +235,7 @@ class RillEngine:
 
     def cluster_status(self) -> Optional[Dict[str, Any]]:
         """This instance in its application (None outside one): app_id, instance_id,
-        member_id, bootstrap_servers, partitions (the (topic, partition) pairs it
+        member_id, generation (of the group, as last joined), bootstrap_servers, partitions (the (topic, partition) pairs it
         owns now), assigns, revokes, partitions_revoked, last_rebalance_at (unix
         seconds), last_rebalance_seconds, commit_interval_ms, partitions_per_table,
         exactly_once, commits, commit_aborts, last_commit_ms, max_commit_ms, fenced,

@@ -151,6 +151,54 @@ def test_static_membership_restart_and_graceful_leave(kafka_broker, make_engine)
     assert sum(ends.values()) == 12000
 
 
+def test_adding_and_removing_an_instance_costs_at_most_two_generations(kafka_broker, make_engine):
+    """The group generation each member reports (cluster_status()["generation"]):
+    a third instance joining moves the group on by at most 2 generations, its
+    graceful leave by at most 2 more, and a restart within the session timeout
+    (static membership) by none; the members agree on the generation."""
+    topic = f"gen-{uuid.uuid4().hex[:8]}"
+    app = f"app-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, PARTITIONS)
+
+    def generation(engine):
+        return engine.cluster_status()["generation"]
+
+    def settled(engines, counts):
+        """Every engine owns `counts[i]` partitions and all report one generation."""
+        gens = {generation(e) for e in engines}
+        return (all(len(partitions(e)) == n for e, n in zip(engines, counts))
+                and len(gens) == 1 and gens.pop() > 0)
+
+    a = instance(make_engine, kafka_broker, app, "node-1", topic)
+    b = instance(make_engine, kafka_broker, app, "node-2", topic)
+    wait_for(lambda: settled([a, b], [3, 3]), what="two instances settled")
+    time.sleep(2)  # no rebalance is still on its way
+    g0 = generation(a)
+    assert generation(b) == g0
+
+    c = instance(make_engine, kafka_broker, app, "node-3", topic, leave_on_stop=True)
+    wait_for(lambda: settled([a, b, c], [2, 2, 2]), what="three instances settled")
+    time.sleep(2)
+    g1 = generation(a)
+    assert 1 <= g1 - g0 <= 2, (g0, g1)
+
+    # A restart of node-2 within the session timeout: the generation stays.
+    b.stop()
+    b.close()
+    b = instance(make_engine, kafka_broker, app, "node-2", topic)
+    wait_for(lambda: len(partitions(b)) == 2, what="node-2 back")
+    time.sleep(2)
+    assert generation(a) == g1 and generation(b) == g1
+
+    c.stop()  # leave_on_stop: a graceful leave
+    c.close()
+    wait_for(lambda: settled([a, b], [3, 3]), what="two instances settled again")
+    time.sleep(2)
+    g2 = generation(a)
+    assert 1 <= g2 - g1 <= 2, (g1, g2)
+    print(f"generations: +{g1 - g0} for the join, 0 for the restart, +{g2 - g1} for the leave")
+
+
 def test_instance_committer_transactions_and_fencing_on_the_real_broker(kafka_broker):
     """InstanceCommitterTest.* of the C++ tests, on this session's broker."""
     if not COMMITTER_TEST.exists():

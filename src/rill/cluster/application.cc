@@ -205,6 +205,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     auto c = consumer();
     if (!c) return s;
     s.member_id = c->member_id();
+    s.generation = c->generation();
     s.bootstrap_servers = c->bootstrap_servers();
     s.partitions = c->assignment();
     s.group = c->stats();
@@ -275,6 +276,7 @@ std::string ClusterStatusJson(const Application& app) {
   text("app_id", s.app_id);
   text("instance_id", s.instance_id);
   text("member_id", s.member_id);
+  number("generation", s.generation);
   text("bootstrap_servers", s.bootstrap_servers);
   key("partitions");
   out += '[';

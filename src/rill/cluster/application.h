@@ -80,6 +80,7 @@ struct ClusterStatus {
   std::string app_id;
   std::string instance_id;
   std::string member_id;  ///< the coordinator's id of this member ("" before joining)
+  int32_t generation = -1;  ///< the group generation it last joined (-1 before)
   std::string bootstrap_servers;
   /// The input partitions this instance owns now (topic, partition).
   std::vector<std::pair<std::string, int32_t>> partitions;
@@ -101,7 +102,7 @@ std::string MembersTopic(const std::string& app_id);
 Status EnsureCompactedTopic(void* rk, const std::string& topic, int partitions, int timeout_ms);
 
 /// The instance as one JSON object: app_id, instance_id, member_id,
-/// bootstrap_servers, partitions ([{"topic", "partition"}]), assigns, revokes,
+/// generation, bootstrap_servers, partitions ([{"topic", "partition"}]), assigns, revokes,
 /// partitions_revoked, last_rebalance_at, last_rebalance_seconds,
 /// commit_interval_ms, partitions_per_table, exactly_once, commits,
 /// commit_aborts, last_commit_ms, max_commit_ms, producer_restarts, rewinds,

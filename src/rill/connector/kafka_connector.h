@@ -276,6 +276,8 @@ class KafkaSharedConsumer {
   KafkaGroupStats stats() const;
   /// The member id the group coordinator gave this member ("" before joining).
   std::string member_id() const;
+  /// The group generation this member last joined (-1 before joining).
+  int32_t generation() const;
 
   /// For KafkaConnector: read for `member` too (subscribe to its topics) /
   /// stop reading for it; Detach returns when the reader is not inside one of

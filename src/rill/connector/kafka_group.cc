@@ -1,6 +1,7 @@
 // KafkaSharedConsumer: one consumer, one reader thread, several connectors.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include "rill/common/logging.h"
@@ -405,6 +406,33 @@ std::vector<KafkaConnector::TopicPartition> KafkaSharedConsumer::assignment() co
 KafkaGroupStats KafkaSharedConsumer::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->stats;
+}
+
+int32_t KafkaSharedConsumer::generation() const {
+  rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata(impl_->rk);
+  if (md == nullptr) return -1;
+  void* buf = nullptr;
+  size_t size = 0;
+  rd_kafka_error_t* error = rd_kafka_consumer_group_metadata_write(md, &buf, &size);
+  rd_kafka_consumer_group_metadata_destroy(md);
+  if (error != nullptr) {
+    rd_kafka_error_destroy(error);
+    return -1;
+  }
+  // librdkafka's serialization (the one public reader of the generation):
+  // "CGMDv2:", the generation id (int32, host order), then the group id, the
+  // member id and the instance id, each NUL-terminated. Anything else: -1.
+  int32_t generation = -1;
+  const std::string_view bytes(static_cast<const char*>(buf), size);
+  const std::string& group = group_id();
+  constexpr size_t kMagic = 7;
+  if (bytes.substr(0, kMagic) == "CGMDv2:" &&
+      bytes.substr(kMagic + sizeof(generation), group.size() + 1) ==
+          std::string_view(group.c_str(), group.size() + 1)) {
+    std::memcpy(&generation, bytes.data() + kMagic, sizeof(generation));
+  }
+  rd_kafka_mem_free(nullptr, buf);
+  return generation;
 }
 
 std::string KafkaSharedConsumer::member_id() const {

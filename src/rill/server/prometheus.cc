@@ -199,6 +199,9 @@ std::string RenderPrometheus(ServerContext& ctx) {
         Writer::Label("app_id", st.app_id) + "," + Writer::Label("instance_id", st.instance_id);
     w.Family("rill_cluster_partitions_owned", "gauge", "Input partitions this instance owns.");
     w.Sample("rill_cluster_partitions_owned", static_cast<double>(st.partitions.size()), labels);
+    w.Family("rill_cluster_generation", "gauge",
+             "The consumer group generation this instance last joined (-1 before joining).");
+    w.Sample("rill_cluster_generation", static_cast<double>(st.generation), labels);
     w.Family("rill_cluster_rebalances_total", "counter", "Partition assignments received.");
     w.Sample("rill_cluster_rebalances_total", static_cast<double>(st.group.assigns), labels);
     w.Family("rill_cluster_partitions_revoked_total", "counter",
