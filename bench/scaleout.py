@@ -14,11 +14,24 @@ scaling is visible on a 2-core machine. Prints one JSON line per figure:
   eos          the same with 1 unthrottled instance, exactly_once on (commit
                interval 100 ms and 1 s) against off (at-least-once): the ratio.
   takeover     SIGKILL one of 2 instances (not restarted): time until every one
-               of its partitions has a committed offset past the kill
-               (detection = session timeout, rebalance, catch-up), p50/p95/max
-               over --trials.
+               of its partitions has a committed offset past the kill, p50/p95/max
+               over --trials, split into detection (kill -> the survivor's revoke:
+               the session timeout), rebalance (revoke -> assign), restore (0:
+               partition shards are not restored yet) and catch-up (assign -> the
+               last orphaned partition's first commit).
+  global_view_latency
+               2 instances with a global view (scope = 'global') over an append
+               table; batches produced every 50 ms: time from a batch's produce
+               to node-1's view counting it, p50/p99/max.
+
+  soak         3 instances under 5,000 records/s for --soak-minutes (30): the
+               rebalances the members saw (none expected) and the generations.
+  failures     tests/python/test_cluster_failures.py's SIGKILL test at length:
+               --failure-records (10,000,000) and --kills (20): lost, duplicates.
 
 Usage: bench/scaleout.py [--records N] [--quota CPUS] [--trials N] [--quick]
+                         [--only throughput,eos,takeover,latency,soak,failures]
+                         [--soak-minutes M] [--failure-records N] [--kills K]
 """
 from __future__ import annotations
 
@@ -84,15 +97,20 @@ class Application:
     """N `rill serve` instances of one application (a fresh app_id)."""
 
     def __init__(self, broker, workdir, source, output, exactly_once=True, commit_ms=100,
-                 quota=None):
+                 quota=None, metadata_columns=False, extra=""):
         self.broker, self.workdir = broker, workdir
         self.app = f"bench-{uuid.uuid4().hex[:8]}"
         self.quota = quota
         self.pipeline = workdir / f"{self.app}.yaml"
+        columns = "{id: int64, k: int64, ts: float64}"
+        if metadata_columns:
+            columns = ("{id: int64, k: int64, ts: float64, _topic: string, _partition: int32, "
+                       '_offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}')
         self.pipeline.write_text(application_pipeline(
-            self.app, broker.bootstrap_servers, source, "{id: int64, k: int64, ts: float64}",
+            self.app, broker.bootstrap_servers, source, columns,
             output=output, session_timeout_ms=SESSION_MS, commit_interval_ms=commit_ms,
-            exactly_once=exactly_once, transaction_timeout_ms=10000, max_rows=200000))
+            exactly_once=exactly_once, transaction_timeout_ms=10000, max_rows=200000,
+            metadata_columns=metadata_columns) + extra)
         self.procs = {}
         self.groups = []
 
@@ -130,6 +148,25 @@ def produce(broker, topic, first, n, chunk=100000):
         now = time.time()
         broker.produce(topic, [f'{{"id":{i},"k":{i % 1000},"ts":{now}}}' for i in ids],
                        keys=[str(i % 1000).encode() for i in ids], timeout=300)
+
+
+def steady_feed(broker, topic, per_batch, every_s, stop, sent):
+    """Produce `per_batch` records every `every_s` seconds (one producer, acks
+    awaited per batch) until `stop` is set; append (records so far, monotonic
+    start of the batch, seconds until its last ack) to `sent`."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0,
+                         "acks": "all"})
+    n = 0
+    while not stop.is_set():
+        t = time.monotonic()
+        for i in range(n, n + per_batch):
+            producer.produce(topic, key=str(i % 1000).encode(),
+                             value=f'{{"id":{i},"k":{i % 1000},"ts":{time.time()}}}')
+        producer.flush(30)
+        n += per_batch
+        sent.append((n, t, time.monotonic() - t))
+        time.sleep(max(0.0, every_s - (time.monotonic() - t)))
 
 
 def committed_total(broker, app, topic):
@@ -175,6 +212,7 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
     broker.create_topic(source, PARTITIONS)
     broker.create_topic(output, PARTITIONS)
     times = []
+    parts = []
     for trial in range(trials):
         app = Application(broker, workdir, source, output)
         stop = threading.Event()
@@ -197,6 +235,7 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
             time.sleep(3)
             orphans = [p["partition"] for p in app.status("node-2")["partitions"]]
             at_kill = broker.committed(app.app, source)
+            killed_wall = time.time()
             killed = time.monotonic()
             app.procs["node-2"][0].send_signal(signal.SIGKILL)
             app.procs["node-2"][0].wait()
@@ -212,10 +251,17 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
                 time.sleep(0.05)
             worst = max(first.values()) if first else float("nan")
             times.append(worst)
+            # The survivor's last rebalance: revoke (detection) -> assign.
+            st = app.status("node-1")
+            assigned = st.get("last_rebalance_at", 0) - killed_wall
+            rebalance = st.get("last_rebalance_seconds", 0)
+            split = {"detection_s": round(assigned - rebalance, 3), "rebalance_s": round(rebalance, 3),
+                     "restore_s": 0.0, "catch_up_s": round(worst - assigned, 3)}
+            parts.append(split)
             emit({"figure": "takeover_trial", "trial": trial, "orphaned_partitions": len(orphans),
                   "rebalanced_s": owned_at, "first_commit_s_max": worst,
                   "first_commit_s_min": min(first.values()) if first else None,
-                  "session_timeout_s": SESSION_MS / 1000})
+                  "session_timeout_s": SESSION_MS / 1000, **split})
         finally:
             stop.set()
             if feeder.is_alive():
@@ -225,8 +271,133 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
     emit({"figure": "takeover", "trials": len(times), "p50_s": statistics.median(times),
           "p95_s": times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))],
           "max_s": times[-1], "session_timeout_s": SESSION_MS / 1000,
+          **{f"median_{k}": round(statistics.median(p[k] for p in parts), 3) for k in parts[0]},
           "note": "kill -> every orphaned partition's first committed offset past the kill; "
-                  "detection is the session timeout"})
+                  "detection is the session timeout; restore 0: shards are not restored yet"})
+
+
+def global_view_latency(broker, workdir, seconds=30, batch=200, every_s=0.05):
+    """Input -> global view: 2 instances, a global view counting an append
+    table's rows; a batch every `every_s`; each batch's latency is the time from
+    the start of its produce to node-1's view counting every row up to it."""
+    source = f"lat-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(source, PARTITIONS)
+    app = Application(broker, workdir, source, None, metadata_columns=True,
+                      extra="""engine:
+  trigger_interval_ms: 10
+tasks:
+  - name: totals
+    type: sql
+    scope: global
+    interval_seconds: 0.05
+    sql: SELECT count(*) AS n, max(id) AS hi FROM orders
+""")
+    sent = []  # (rows so far, monotonic start of the batch's produce, seconds to its ack)
+    seen = {}
+    stop = threading.Event()
+    try:
+        app.start("node-1")
+        app.start("node-2")
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(app.status(n).get("partitions") for n in app.procs):
+            time.sleep(0.1)
+
+        feeder = threading.Thread(target=steady_feed,
+                                  args=(broker, source, batch, every_s, stop, sent), daemon=True)
+        feeder.start()
+        end = time.monotonic() + seconds
+        address = app.procs["node-1"][1]
+        while time.monotonic() < end + 10:
+            if time.monotonic() > end:
+                stop.set()
+            code, body = http_request(address, "/api/v1/query", TOKEN,
+                                      b'{"sql": "SELECT n FROM totals"}')
+            now = time.monotonic()
+            count = int(body["rows"][0]["n"] or 0) if code == 200 and body.get("rows") else 0
+            for rows, t, _ in list(sent):
+                if rows <= count and rows not in seen:
+                    seen[rows] = now - t
+            if stop.is_set() and sent and sent[-1][0] in seen:
+                break
+            time.sleep(0.01)
+        feeder.join(timeout=30)
+    finally:
+        stop.set()
+        app.stop()
+    lat = sorted(seen.values())
+    if not lat:
+        raise RuntimeError("global_view_latency: the view never counted a batch")
+    emit({"figure": "global_view_latency", "batches": len(lat), "batches_sent": len(sent),
+          "rows_per_batch": batch, "batch_every_s": every_s,
+          "p50_ms": round(1000 * statistics.median(lat), 1),
+          "p99_ms": round(1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1),
+          "max_ms": round(1000 * lat[-1], 1),
+          "produce_ack_p50_ms": round(1000 * statistics.median(a for _, _, a in sent), 1),
+          "note": "produce start -> node-1's global view counts the batch (10 ms ticks, commit "
+                  "interval 100 ms, view interval 50 ms, polled every 10 ms)"})
+
+
+def soak(broker, workdir, minutes, per_batch=1000, every_s=0.2):
+    """3 instances under steady input (5,000 records/s) for `minutes`: the
+    group's generation and the members' rebalance counts must not move (no
+    spurious rebalance), and every record is committed at the end."""
+    source = f"soak-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(source, PARTITIONS)
+    app = Application(broker, workdir, source, None)
+    stop = threading.Event()
+    sent = []
+    nodes = ("node-1", "node-2", "node-3")
+    try:
+        for node in nodes:
+            app.start(node)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            st = [app.status(n) for n in nodes]
+            if all(x.get("partitions") for x in st) and len({x.get("generation") for x in st}) == 1:
+                break
+            time.sleep(0.2)
+        time.sleep(3)
+        start = {n: app.status(n) for n in nodes}
+        feeder = threading.Thread(target=steady_feed,
+                                  args=(broker, source, per_batch, every_s, stop, sent), daemon=True)
+        feeder.start()
+        end = time.monotonic() + minutes * 60
+        generations = set()
+        while time.monotonic() < end:
+            for n in nodes:
+                generations.add(app.status(n).get("generation"))
+            time.sleep(5)
+        stop.set()
+        feeder.join(timeout=60)
+        produced = sent[-1][0] if sent else 0
+        done = run_until_committed(broker, app, source, produced, timeout=300)
+        last = {n: app.status(n) for n in nodes}
+    finally:
+        stop.set()
+        app.stop()
+    rebalances = sum(last[n]["assigns"] - start[n]["assigns"] for n in nodes)
+    emit({"figure": "soak", "minutes": minutes, "instances": len(nodes), "records": produced,
+          "records_per_s": round(produced / (minutes * 60)),
+          "generation_start": start["node-1"]["generation"],
+          "generations_seen": sorted(g for g in generations if g is not None),
+          "rebalances": rebalances, "spurious_rebalances": rebalances,
+          "all_committed_after_s": round(done, 1), "session_timeout_s": SESSION_MS / 1000})
+
+
+def failures(records, kills):
+    """The SIGKILL test of the test command at length (tests/python/test_cluster_failures.py):
+    3 instances, `records` records, `kills` SIGKILLs; 0 lost, 0 duplicates."""
+    env = dict(os.environ, RILL_TEST_SCALEOUT_RECORDS=str(records),
+               RILL_TEST_SCALEOUT_KILLS=str(kills))
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+                          "tests/python/test_cluster_failures.py::"
+                          "test_sigkilled_instances_lose_nothing_and_write_nothing_twice"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200)
+    summary = [l for l in out.stdout.splitlines() if "SIGKILLs: output" in l]
+    emit({"figure": "failures", "records": records, "kills": kills,
+          "passed": out.returncode == 0, "seconds": round(time.monotonic() - t0),
+          "summary": summary[-1] if summary else out.stdout[-500:]})
 
 
 def main():
@@ -235,18 +406,26 @@ def main():
     ap.add_argument("--quota", type=float, default=0.5, help="CPUs per instance")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="throughput,eos,takeover,latency,soak,failures",
+                    help="comma-separated: throughput, eos, takeover, latency, soak, failures")
+    ap.add_argument("--soak-minutes", type=float, default=30)
+    ap.add_argument("--failure-records", type=int, default=10_000_000)
+    ap.add_argument("--kills", type=int, default=20)
     args = ap.parse_args()
+    only = set(args.only.split(","))
     if args.quick:
         args.records, args.trials = 300_000, 3
+        args.soak_minutes, args.failure_records, args.kills = 2, 1_000_000, 5
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="rill-scaleout-"))
     broker = KafkaBroker(workdir / "kafka").start()
     try:
         source = f"in-{uuid.uuid4().hex[:8]}"
         broker.create_topic(source, PARTITIONS)
-        print(f"bench/scaleout: producing {args.records} records", file=sys.stderr)
-        produce(broker, source, 0, args.records)
+        if only & {"throughput", "eos"}:
+            print(f"bench/scaleout: producing {args.records} records", file=sys.stderr)
+            produce(broker, source, 0, args.records)
 
-        for quota in (args.quota, None):
+        for quota in (args.quota, None) if "throughput" in only else ():
             base = None
             for k in (1, 2, 3):
                 thr = throughput(broker, workdir, source, args.records, k, quota)
@@ -257,16 +436,23 @@ def main():
                       "records": args.records})
 
         at_least_once = throughput(broker, workdir, source, args.records, 1, None,
-                                   exactly_once=False)
-        for commit_ms in (100, 1000):
+                                   exactly_once=False) if "eos" in only else None
+        for commit_ms in (100, 1000) if "eos" in only else ():
             eos = throughput(broker, workdir, source, args.records, 1, None, True, commit_ms)
             emit({"figure": "eos_overhead", "commit_interval_ms": commit_ms,
                   "exactly_once_records_per_s": round(eos),
                   "at_least_once_records_per_s": round(at_least_once),
                   "ratio": round(eos / at_least_once, 3)})
-        takeover_trials(broker, workdir, args.trials)
+        if "latency" in only:
+            global_view_latency(broker, workdir)
+        if "takeover" in only:
+            takeover_trials(broker, workdir, args.trials)
+        if "soak" in only:
+            soak(broker, workdir, args.soak_minutes)
     finally:
         broker.stop()
+    if "failures" in only:  # its own broker (the test's fixture)
+        failures(args.failure_records, args.kills)
 
 
 if __name__ == "__main__":

@@ -52,11 +52,12 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
 
   Result<std::vector<std::string>> Create(const pipeline::MaterializedViewDecl& decl) override {
     const Names n(decl.name);
-    auto planned = PlanGlobal(decl.sql);
-    if (!planned.ok()) {
+    auto not_global = [&n](const Status& st) {
       return DeclError(pipeline::kSqlStateNotSupported,
-                       "\"" + n.view + "\": scope = 'global': " + planned.status().message());
-    }
+                       "\"" + n.view + "\": scope = 'global': " + st.message());
+    };
+    auto planned = PlanGlobal(decl.sql);
+    if (!planned.ok()) return not_global(planned.status());
     auto table = engine_->GetTable(planned->table);
     if (!table.ok()) {
       return DeclError(pipeline::kSqlStateUndefined,
@@ -68,10 +69,7 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     // the earlier owner's.
     if ((*table)->mode() == TableMode::kAppend) {
       planned = PlanGlobal(decl.sql, "_partition", contributor_);
-      if (!planned.ok()) {
-        return DeclError(pipeline::kSqlStateNotSupported,
-                         "\"" + n.view + "\": scope = 'global': " + planned.status().message());
-      }
+      if (!planned.ok()) return not_global(planned.status());
     }
     const GlobalPlan& plan = *planned;
     if ((*table)->user_schema()->GetFieldIndex("_partition") < 0) {
@@ -171,6 +169,10 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
                                                         app_->options().instance_id + "-" +
                                                         n.view + "-partials"));
     source.emplace_back("isolation.level", OptionValue::Scalar("read_committed"));
+    // The partials arrive in small transactions every commit interval: a
+    // fetch that waits for more data (librdkafka's 500 ms) would be most of
+    // the view's delay.
+    source.emplace_back("fetch.wait.max.ms", OptionValue::Scalar("20"));
     RILL_ASSIGN_OR_RAISE(pipeline::SourceDecl source_decl,
                          pipeline::ReadSource("kafka", source, where, n.partials));
     RILL_ASSIGN_OR_RAISE(auto connector,
