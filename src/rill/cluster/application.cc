@@ -3,8 +3,16 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/datum.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
 #include <librdkafka/rdkafka.h>
 
 #include "rill/cluster/global_view.h"
@@ -12,6 +20,8 @@
 #include "rill/connector/kafka_client.h"
 #include "rill/engine/engine.h"
 #include "rill/sink/sink_set.h"
+#include "rill/table/live_table.h"
+#include "rill/table/schema.h"
 
 namespace rill::cluster {
 
@@ -83,6 +93,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     // Input written by upstream applications' transactions: only committed.
     o.config.emplace("isolation.level", "read_committed");
     RILL_ASSIGN_OR_RAISE(consumer_, KafkaSharedConsumer::Make(std::move(o)));
+    consumer_->SetShardHook(std::make_shared<Shards>(this));
     if (!options_.exactly_once) return Status::OK();
     // One transactional producer per instance; init_transactions fences a
     // zombie of this instance.
@@ -148,6 +159,60 @@ class ApplicationImpl final : public Application, public EngineExtension {
     return Status::OK();
   }
 
+  /// Partition shards (KafkaShardHook): keyed tables fed with the input's
+  /// metadata columns hold exactly the rows of the partitions owned.
+  class Shards final : public KafkaShardHook {
+   public:
+    explicit Shards(ApplicationImpl* app) : app_(app) {}
+    bool Sharded(const std::string& table) override {
+      auto t = app_->engine_->GetTable(table);
+      return t.ok() && (*t)->mode() == TableMode::kSnapshot && !(*t)->primary_key().empty() &&
+             (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
+    }
+    void Begin() override {
+      // What the engine applied so far goes out first; nothing more until End.
+      if (app_->committer_) (void)app_->CommitCut(nullptr);
+      app_->commit_mu_.lock();
+    }
+    void Drop(const std::string& table, const std::vector<int32_t>& partitions) override {
+      Status st = app_->DropPartitions(table, partitions);
+      if (!st.ok()) {
+        app_->engine_->RecordEvent(EngineEvent::Engine(
+            Severity::kError, table, "Dropping the rows of partitions that moved away failed",
+            st.ToString(), app_->engine_->options().clock()));
+      }
+    }
+    void End(const std::string& table) override {
+      if (app_->driven_) {
+        (void)app_->engine_->AtTickBoundary([&] {
+          app_->driven_->Skip(table);
+          return Status::OK();
+        });
+      }
+      app_->commit_mu_.unlock();
+    }
+
+   private:
+    ApplicationImpl* app_;
+  };
+
+  /// Delete the rows of `partitions` from the keyed `table`, at a tick boundary.
+  Status DropPartitions(const std::string& table, const std::vector<int32_t>& partitions) {
+    RILL_ASSIGN_OR_RAISE(auto t, engine_->GetTable(table));
+    std::string in;
+    for (int32_t p : partitions) in += (in.empty() ? "" : ",") + std::to_string(p);
+    std::string keys;
+    for (const auto& k : t->primary_key()) {
+      keys += (keys.empty() ? "\"" : ", \"") + k + "\"";
+    }
+    return engine_->AtTickBoundary([&]() -> Status {
+      RILL_ASSIGN_OR_RAISE(auto rows, engine_->Query("SELECT " + keys + " FROM \"" + table +
+                                                     "\" WHERE _partition IN (" + in + ")"));
+      if (rows->num_rows() == 0) return Status::OK();
+      return t->Delete(rows).status();
+    });
+  }
+
   /// Every commit_interval_ms: CommitCut.
   void CommitLoop() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -164,6 +229,34 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::shared_ptr<KafkaSharedConsumer> consumer() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return consumer_;
+  }
+
+  Status WriteOwnedPartitionsOnly(const std::string& sink_name,
+                                  const std::string& partition_column) override {
+    if (!driven_) return Status::OK();
+    std::weak_ptr<KafkaSharedConsumer> weak = consumer();
+    auto filter = [weak, partition_column](const std::shared_ptr<arrow::RecordBatch>& batch)
+        -> Result<std::shared_ptr<arrow::RecordBatch>> {
+      auto c = weak.lock();
+      auto column = batch->GetColumnByName(partition_column);
+      if (!c || !column || column->type_id() != arrow::Type::INT32) return batch;
+      std::set<int32_t> owned;
+      for (const auto& tp : c->assignment()) owned.insert(tp.second);
+      const auto& partitions = static_cast<const arrow::Int32Array&>(*column);
+      arrow::BooleanBuilder keep;
+      RILL_RETURN_NOT_OK(keep.Reserve(partitions.length()));
+      for (int64_t i = 0; i < partitions.length(); ++i) {
+        keep.UnsafeAppend(partitions.IsValid(i) && owned.count(partitions.Value(i)) > 0);
+      }
+      RILL_ASSIGN_OR_RAISE(auto mask, keep.Finish());
+      RILL_ASSIGN_OR_RAISE(arrow::Datum kept,
+                           arrow::compute::Filter(arrow::Datum(batch), arrow::Datum(mask)));
+      return kept.record_batch();
+    };
+    if (!driven_->SetRowFilter(sink_name, std::move(filter))) {
+      return Status::KeyError("no driven sink '", sink_name, "'");
+    }
+    return Status::OK();
   }
 
   Status Leave(double timeout_seconds) override {
@@ -301,6 +394,11 @@ std::string ClusterStatusJson(const Application& app) {
   number("max_commit_ms", s.commits.max_commit_ms);
   number("producer_restarts", static_cast<double>(s.commits.producer_restarts));
   number("rewinds", static_cast<double>(s.group.rewinds));
+  number("partitions_restored", static_cast<double>(s.group.partitions_restored));
+  number("restored_records", static_cast<double>(s.group.restored_records));
+  number("restored_bytes", static_cast<double>(s.group.restored_bytes));
+  number("last_restore_seconds", s.group.last_restore_seconds);
+  number("partitions_dropped", static_cast<double>(s.group.partitions_dropped));
   flag("fenced", s.commits.fenced);
   text("last_commit_error", s.commits.last_error);
   text("group_state", s.group_state);

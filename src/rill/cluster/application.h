@@ -143,6 +143,13 @@ class Application {
   /// --app` reads to find the members' servers. IOError when the cluster
   /// cannot be reached; Invalid before the consumer exists.
   virtual Status PublishMember(const std::string& url) = 0;
+  /// Write, of the rows of driven sink `sink_name`, only those whose int32
+  /// column `partition_column` is a partition this instance owns now (a global
+  /// view's partials of a keyed table: a partition's partials come from its
+  /// owner alone). OK and nothing when the sinks are not driven
+  /// (exactly_once off).
+  virtual Status WriteOwnedPartitionsOnly(const std::string& sink_name,
+                                          const std::string& partition_column) = 0;
   /// Leave the group now (KafkaSharedConsumer::Leave): the partitions are
   /// committed and handed to the other instances at once. Call while the
   /// engine still ticks (its last polled rows are applied first). OK when

@@ -151,6 +151,13 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     RILL_ASSIGN_OR_RAISE(pipeline::SinkDecl sink_decl,
                          pipeline::ReadSink("kafka", sink, where, n.partial, n.partial));
     RILL_RETURN_NOT_OK(pipeline::StartSink(sink_decl, engine_).status());
+    if (std::find(plan.partial_key.begin(), plan.partial_key.end(), kContributorColumn) ==
+        plan.partial_key.end()) {
+      // A keyed table's partition shard moves whole between instances: its
+      // partials come from its owner alone (the one that dropped it writes
+      // nothing for it, the one that restored it writes its whole state).
+      RILL_RETURN_NOT_OK(app_->WriteOwnedPartitionsOnly(n.partial, "_partition"));
+    }
 
     // Every instance's partials, read from the topic's beginning.
     TableOptions keyed;

@@ -88,6 +88,15 @@ struct KafkaGroupStats {
   /// Handed-back partitions that came back after another member read on (or
   /// whose committed offset could not be read): resumed at the committed offset.
   int64_t partitions_moved_away = 0;
+  /// Partition shards (KafkaShardHook): partitions restored on assign from
+  /// the topic (their start up to the group's committed offset), the records
+  /// and bytes replayed, the seconds the last restore took, and partitions
+  /// whose rows were dropped (gone to another member).
+  int64_t partitions_restored = 0;
+  int64_t restored_records = 0;
+  int64_t restored_bytes = 0;
+  double last_restore_seconds = 0;
+  int64_t partitions_dropped = 0;
   /// Buffered rows discarded at revokes (read again by whoever owns the
   /// partition next).
   int64_t discarded_records = 0;
@@ -96,6 +105,30 @@ struct KafkaGroupStats {
   int64_t rewinds = 0;
   double last_rebalance_at = 0;       ///< wall time (s) of the last assign
   double last_rebalance_seconds = 0;  ///< revoke to assign of the last rebalance
+};
+
+/// Partition shards of an application's tables (issue 28; cluster/ sets it on
+/// the application's consumer). A sharded table holds exactly the rows of the
+/// input partitions its instance owns: a partition assigned that the member
+/// does not hold is restored by replaying its topic partition from the start
+/// up to the group's committed offset before the member reads on, and the
+/// rows of partitions that went to another member are dropped. Called on the
+/// reader thread, inside a rebalance, in the order Begin, Drop, (the replayed
+/// rows are applied), End.
+class KafkaShardHook {
+ public:
+  virtual ~KafkaShardHook() = default;
+  /// Whether `table` (a source's target, fed with metadata columns) is held
+  /// per partition.
+  virtual bool Sharded(const std::string& table) = 0;
+  /// A drop or restore starts: the outputs so far are committed, and no
+  /// commit happens until End.
+  virtual void Begin() = 0;
+  /// Delete the rows of `partitions` from `table`.
+  virtual void Drop(const std::string& table, const std::vector<int32_t>& partitions) = 0;
+  /// The drop and the replayed rows are applied to `table`: they are moves,
+  /// not changes, for its sinks; commits go on.
+  virtual void End(const std::string& table) = 0;
 };
 
 /// Options of a KafkaConnector.
@@ -278,6 +311,9 @@ class KafkaSharedConsumer {
   std::string member_id() const;
   /// The group generation this member last joined (-1 before joining).
   int32_t generation() const;
+  /// Hold the tables of the members' sources per partition (see
+  /// KafkaShardHook); null: no shards. Before the members start.
+  void SetShardHook(std::shared_ptr<KafkaShardHook> hook);
 
   /// For KafkaConnector: read for `member` too (subscribe to its topics) /
   /// stop reading for it; Detach returns when the reader is not inside one of

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <arrow/record_batch.h>
 
 #include "rill/connector/kafka_avro_internal.h"
+#include "rill/connector/kafka_client.h"
 #include "rill/connector/json_stream_connector.h"
 #include "rill/connector/kafka_consumer_internal.h"
 
@@ -257,16 +259,143 @@ void Impl::Rewind() {
 
 void Impl::OnAssign(rd_kafka_topic_partition_list_t* parts) {
   SetStartOffsets(parts);
-  std::lock_guard<std::mutex> lock(mu);
-  for (int i = 0; i < parts->cnt; ++i) {
-    if (Reads(parts->elems[i].topic)) {
-      assigned.emplace(parts->elems[i].topic, parts->elems[i].partition);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < parts->cnt; ++i) {
+      if (Reads(parts->elems[i].topic)) {
+        assigned.emplace(parts->elems[i].topic, parts->elems[i].partition);
+      }
+    }
+    ++group.assigns;
+    const double now = NowSeconds();
+    if (group.last_rebalance_at > 0) group.last_rebalance_seconds = now - group.last_rebalance_at;
+    group.last_rebalance_at = now;
+  }
+  RestoreShards(parts);
+}
+
+void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
+  auto hook = options.consumer ? options.consumer->impl()->ShardHook() : nullptr;
+  if (!hook || !options.metadata_columns) return;
+  const std::string& table = self->target_table();
+  if (!hook->Sharded(table)) return;
+  std::vector<int32_t> drop;
+  ListPtr missing(rd_kafka_topic_partition_list_new(0));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::set<TopicPartition> now;
+    for (int i = 0; i < parts->cnt; ++i) {
+      const auto& p = parts->elems[i];
+      if (!Reads(p.topic)) continue;
+      now.emplace(p.topic, p.partition);
+      if (positions.count({p.topic, p.partition})) continue;  // held (resumed)
+      // Not held: whatever rows of it the table has are stale (it moved away
+      // and back); dropped, then restored.
+      rd_kafka_topic_partition_list_add(missing.get(), p.topic, p.partition);
+      drop.push_back(p.partition);
+    }
+    for (auto it = handed_back.begin(); it != handed_back.end();) {
+      if (now.count(it->first)) {
+        ++it;
+        continue;
+      }
+      drop.push_back(it->first.second);  // went to another member
+      it = handed_back.erase(it);
     }
   }
-  ++group.assigns;
-  const double now = NowSeconds();
-  if (group.last_rebalance_at > 0) group.last_rebalance_seconds = now - group.last_rebalance_at;
-  group.last_rebalance_at = now;
+  if (missing->cnt == 0 && drop.empty()) return;
+  const double t0 = NowSeconds();
+  hook->Begin();
+  if (!drop.empty()) hook->Drop(table, drop);
+  Offsets until;
+  if (missing->cnt > 0 &&
+      rd_kafka_committed(rk, missing.get(), kCommittedTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < missing->cnt; ++i) {
+      const auto& p = missing->elems[i];
+      if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset > 0) {
+        until[{p.topic, p.partition}] = p.offset;
+      }
+    }
+  } else if (missing->cnt > 0) {
+    ReportError("Kafka: restoring partition shards: the group's committed offsets could not be "
+                "read; the partitions start there without their earlier rows");
+  }
+  auto [records, bytes] = until.empty() ? std::pair<int64_t, int64_t>{0, 0} : Replay(until);
+  // The replayed rows are in the table before End (the engine ticks meanwhile).
+  const double deadline = NowSeconds() + 600;
+  while (!stop && NowSeconds() < deadline) {
+    bool settled;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      settled = !unapplied && buffer.stats().buffered_records == 0;
+    }
+    if (settled) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  hook->End(table);
+  std::lock_guard<std::mutex> lock(mu);
+  group.partitions_restored += static_cast<int64_t>(until.size());
+  group.partitions_dropped += static_cast<int64_t>(drop.size()) - missing->cnt;
+  group.restored_records += records;
+  group.restored_bytes += bytes;
+  group.last_restore_seconds = NowSeconds() - t0;
+}
+
+std::pair<int64_t, int64_t> Impl::Replay(const Offsets& until) {
+  std::map<std::string, std::string> config = options.consumer->impl()->options.config;
+  config.erase("group.instance.id");
+  config["group.id"] = config["group.id"] + "-restore";
+  config["enable.auto.commit"] = "false";
+  config["enable.partition.eof"] = "true";
+  config["isolation.level"] = "read_committed";
+  config["client.id"] = self->name() + "-restore";
+  auto made = MakeKafkaClient(RD_KAFKA_CONSUMER, config, "restore consumer");
+  if (!made.ok()) {
+    ReportError("Kafka: restoring partition shards: " + made.status().ToString());
+    return {0, 0};
+  }
+  rd_kafka_t* replay = *made;
+  rd_kafka_poll_set_consumer(replay);
+  Offsets remaining;
+  for (const auto& [tp, end] : until) remaining[tp] = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(replay, kafka_internal::ToList(remaining).get());
+  remaining = until;
+  int64_t records = 0, bytes = 0;
+  std::vector<MessagePtr> batch;
+  const double deadline = NowSeconds() + 600;
+  while (!remaining.empty() && !stop && NowSeconds() < deadline) {
+    MessagePtr m(rd_kafka_consumer_poll(replay, 100));
+    if (!m) continue;
+    const TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
+    auto it = remaining.find(tp);
+    if (it == remaining.end()) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || (!m->err && m->offset >= it->second)) {
+      remaining.erase(it);
+      continue;
+    }
+    if (m->err) {
+      ReportError(std::string("Kafka: restoring partition shards: ") +
+                  rd_kafka_message_errstr(m.get()));
+      continue;
+    }
+    const bool last = m->offset + 1 >= it->second;
+    ++records;
+    bytes += static_cast<int64_t>(m->len + m->key_len);
+    batch.push_back(std::move(m));
+    if (last) remaining.erase(it);
+    if (static_cast<int64_t>(batch.size()) >= options.max_batch_messages) {
+      ProcessBatch(batch);
+      batch.clear();
+    }
+  }
+  if (!batch.empty()) ProcessBatch(batch);
+  batch.clear();
+  if (!remaining.empty()) {
+    ReportError("Kafka: restoring partition shards: " + std::to_string(remaining.size()) +
+                " partitions were not replayed whole");
+  }
+  kafka_internal::CloseAndDestroy(replay, 10);
+  return {records, bytes};
 }
 
 void Impl::SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {

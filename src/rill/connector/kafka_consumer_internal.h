@@ -158,6 +158,14 @@ struct KafkaConnector::Impl {
   /// comment; otherwise the configured start (after a restore, kCommitted
   /// starts at the beginning).
   void SetStartOffsets(rd_kafka_topic_partition_list_t* parts);
+  /// After OnAssign: drop the rows of partitions handed back that went to
+  /// another member, and restore the partitions of `parts` not held, when the
+  /// shared consumer's KafkaShardHook holds this source's table per partition.
+  void RestoreShards(const rd_kafka_topic_partition_list_t* parts);
+  /// Replay each partition of `until` from its start up to that offset
+  /// (exclusive) through ProcessBatch, with a consumer of its own; returns the
+  /// records and bytes replayed.
+  std::pair<int64_t, int64_t> Replay(const Offsets& until);
 
   /// The loop of an own consumer's reader thread.
   void Run();
@@ -200,6 +208,11 @@ struct KafkaSharedConsumer::Impl {
   mutable std::mutex list_mu;
   // SetCommitter: offsets go through it instead of the group's commits.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> committer;  // guarded by list_mu
+  std::shared_ptr<KafkaShardHook> shard_hook;  // guarded by list_mu
+  std::shared_ptr<KafkaShardHook> ShardHook() const {
+    std::lock_guard<std::mutex> lock(list_mu);
+    return shard_hook;
+  }
   // Whether a committer is set: the members' per-tick SendCommit reads only this.
   std::atomic<bool> external_commits{false};
   /// RequestRewind: the reader rewinds its members before its next poll.

@@ -404,8 +404,27 @@ std::vector<KafkaConnector::TopicPartition> KafkaSharedConsumer::assignment() co
 }
 
 KafkaGroupStats KafkaSharedConsumer::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
+  KafkaGroupStats out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    out = impl_->stats;
+  }
+  // The partition shards are restored by the members (one per source).
+  std::lock_guard<std::mutex> list(impl_->list_mu);
+  for (const KafkaConnector::Impl* m : impl_->members) {
+    std::lock_guard<std::mutex> lock(m->mu);
+    out.partitions_restored += m->group.partitions_restored;
+    out.restored_records += m->group.restored_records;
+    out.restored_bytes += m->group.restored_bytes;
+    out.partitions_dropped += m->group.partitions_dropped;
+    out.last_restore_seconds = std::max(out.last_restore_seconds, m->group.last_restore_seconds);
+  }
+  return out;
+}
+
+void KafkaSharedConsumer::SetShardHook(std::shared_ptr<KafkaShardHook> hook) {
+  std::lock_guard<std::mutex> lock(impl_->list_mu);
+  impl_->shard_hook = std::move(hook);
 }
 
 int32_t KafkaSharedConsumer::generation() const {

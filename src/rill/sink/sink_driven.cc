@@ -76,6 +76,19 @@ Status SinkRunner::WriteDriven(void* producer, uint64_t to_version) {
       RILL_ASSIGN_OR_RAISE(rows, KeepVersions(changes.batches, cursor, to_version));
     }
     RILL_ASSIGN_OR_RAISE(BatchVector out, ApplyMode(rows, snapshot));
+    DrivenSinks::RowFilter filter;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      filter = row_filter_;
+    }
+    if (filter) {
+      BatchVector kept;
+      for (const auto& b : out) {
+        RILL_ASSIGN_OR_RAISE(auto k, filter(b));
+        if (k && k->num_rows() > 0) kept.push_back(std::move(k));
+      }
+      out = std::move(kept);
+    }
     ChangeSet written;
     written.from_version = cursor;
     written.to_version = snapshot ? reached : std::min(changes.to_version, to_version);
@@ -184,6 +197,25 @@ void DrivenSinksImpl::Discard(const Cut& cut, const Status& why) {
   for (const auto& [sink, version] : cut.versions) {
     static_cast<SinkRunner&>(*sink).DrivenDiscard(version, why);
   }
+}
+
+void DrivenSinksImpl::Skip(const std::string& table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : sinks_) {
+    if (s->table()->name() == table) s->OnSuccess(s->seen_version(), /*rows=*/-1);
+  }
+}
+
+bool DrivenSinksImpl::SetRowFilter(const std::string& sink_name, RowFilter filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : sinks_) {
+    if (s->name() == sink_name) {
+      std::lock_guard<std::mutex> state(s->shared_->mu);
+      s->row_filter_ = std::move(filter);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace rill::sink_internal

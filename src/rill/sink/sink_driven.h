@@ -25,6 +25,8 @@ class DrivenSinksImpl : public DrivenSinks {
   void Committed(const Cut& cut) override;
   void Aborted(const Cut& cut, const Status& why) override;
   void Discard(const Cut& cut, const Status& why) override;
+  void Skip(const std::string& table) override;
+  bool SetRowFilter(const std::string& sink_name, RowFilter filter) override;
 
  private:
   const std::string kafka_cluster_;

@@ -245,6 +245,7 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
   uint64_t driven_reached_ = 0;  ///< the version WriteDriven brought the target to
   int64_t driven_rows_ = 0;      ///< rows it produced
   bool driven_snapshot_ = false;
+  DrivenSinks::RowFilter row_filter_;  // guarded by shared_->mu (DrivenSinks::SetRowFilter)
 
   friend class DrivenSinksImpl;
 };

@@ -19,6 +19,7 @@
 // inside a tick (engine callbacks); a Sink's thread never blocks the tick.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -81,6 +82,17 @@ class DrivenSinks {
   /// are not written, since the re-read input makes them again (here or on
   /// the partitions' new owner).
   virtual void Discard(const Cut& cut, const Status& why) = 0;
+  /// The changes of `table` so far are not output: its sinks move past them
+  /// without writing (a restored or dropped partition shard: the rows moved
+  /// between instances, they did not change). Call at a tick boundary.
+  virtual void Skip(const std::string& table) = 0;
+  /// Keeps, of the rows a sink is about to write, those to output (the rows
+  /// of the partitions an instance owns, for a global view's partials).
+  using RowFilter = std::function<Result<std::shared_ptr<arrow::RecordBatch>>(
+      const std::shared_ptr<arrow::RecordBatch>&)>;
+  /// Filter the rows of driven sink `sink_name` (null: every row). False when
+  /// no driven sink has that name.
+  virtual bool SetRowFilter(const std::string& sink_name, RowFilter filter) = 0;
 };
 
 /// The sinks of one engine. Created on first use, destroyed with the engine

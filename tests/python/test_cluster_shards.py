@@ -1,0 +1,214 @@
+"""Partition shards (issue 28): a keyed table of a scaled-out application fed
+with the input's metadata columns holds exactly the rows of the partitions its
+instance owns. On the real broker, with 2 `rill serve` instances:
+
+- after a SIGKILL and a restart, the restarted instance restores its
+  partitions by replaying them up to the group's committed offsets: its table
+  equals DuckDB's latest row per key over those partitions;
+- after a graceful leave, the other instance restores the partitions it took
+  over and drops nothing it keeps: its table is the whole reference;
+- a global view over the keyed table equals the reference after each step;
+- a changelog Kafka sink of the table (exactly-once) writes each input record
+  at most once and ends at the reference: the restores and drops are moves,
+  not changes, so they write nothing.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import uuid
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from conftest import requires
+from serve_process import http_request, start_serve, wait_for
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
+TOKEN = "shards-token"
+PARTITIONS = 6
+KEYS = 3000
+
+pytestmark = [requires(not RILL.exists(), f"{RILL} not built"), pytest.mark.timeout(300)]
+
+VIEW = "SELECT region, count(*) AS n, sum(price) AS revenue FROM orders GROUP BY region"
+
+
+def pipeline_text(app, servers, source, output):
+    return f"""cluster:
+  app_id: {app}
+  bootstrap_servers: "{servers}"
+  session_timeout_ms: 6000
+  commit_interval_ms: 100
+engine:
+  trigger_interval_ms: 20
+tables:
+  - name: orders
+    columns: {{id: int64, region: string, price: float64, _topic: string, _partition: int32,
+              _offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}}
+    primary_key: id
+connectors:
+  - type: kafka
+    name: orders_in
+    table: orders
+    topics: [{source}]
+    metadata_columns: true
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+tasks:
+  - name: by_region
+    type: sql
+    scope: global
+    interval_seconds: 0.2
+    sql: {VIEW}
+sinks:
+  - name: orders_out
+    type: kafka
+    table: orders
+    mode: changelog
+    topic: {output}
+    kafka_config: {{"bootstrap.servers": "{servers}"}}
+"""
+
+
+def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka_broker, tmp_path):
+    source = f"orders-{uuid.uuid4().hex[:8]}"
+    output = f"changes-{uuid.uuid4().hex[:8]}"
+    app = f"sh-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(output, 1)
+    servers = kafka_broker.bootstrap_servers
+    pipeline = tmp_path / "app.yaml"
+    pipeline.write_text(pipeline_text(app, servers, source, output))
+    procs = {}
+
+    def start(node, leave=False):
+        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
+                "--instance-id", node, pipeline]
+        if leave:
+            args.insert(-1, "--leave-on-stop")
+        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
+
+    def query(node, sql):
+        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN, json.dumps({"sql": sql}).encode())
+        assert code == 200, body
+        return body["rows"]
+
+    def status(node):
+        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
+        return body if code == 200 else {"partitions": []}
+
+    def owned(node):
+        return {p["partition"] for p in status(node)["partitions"]}
+
+    produced = []  # (id, region, price, partition, offset)
+
+    def produce(first, count, round_):
+        rows = [(i % KEYS, ["eu", "us", "apac"][(i + round_) % 3], float((i * 7 + round_) % 101))
+                for i in range(first, first + count)]
+        where = kafka_broker.produce(source, [json.dumps({"id": k, "region": r, "price": p}) for k, r, p in rows],
+                                     keys=[str(k).encode() for k, _, _ in rows])
+        produced.extend((k, r, p, part, off) for (k, r, p), (part, off) in zip(rows, where))
+
+    def reference(partitions=None):
+        """The latest row per key (by partition and offset: one key, one partition)."""
+        latest = {}
+        for k, r, p, part, off in produced:
+            if partitions is None or part in partitions:
+                latest[k] = (k, r, p)
+        return sorted(latest.values())
+
+    def table_rows(node):
+        return sorted((r["id"], r["region"], r["price"]) for r in query(node, "SELECT id, region, price FROM orders"))
+
+    def view_ok(node):
+        con = duckdb.connect()
+        rows = reference()
+        con.register("orders", pa.table({"id": [r[0] for r in rows], "region": [r[1] for r in rows],
+                                         "price": [r[2] for r in rows]}))
+        want = con.execute(VIEW + " ORDER BY region").fetchall()
+        got = [(r["region"], r["n"], r["revenue"]) for r in
+               query(node, "SELECT region, n, revenue FROM by_region ORDER BY region")]
+        return len(got) == len(want) and all(
+            g[0] == w[0] and g[1] == w[1] and abs(g[2] - w[2]) < 1e-6 for g, w in zip(got, want))
+
+    try:
+        start("node-1")
+        start("node-2", leave=True)
+        wait_for(lambda: len(owned("node-1")) == 3 and len(owned("node-2")) == 3, 90, "the assignment")
+        produce(0, 6000, 0)
+        for node in ("node-1", "node-2"):
+            wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node}'s shards")
+        wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view")
+
+        # SIGKILL node-2 and restart it at once (static membership: its partitions
+        # come back to it, with an empty table): it restores them.
+        mine = owned("node-2")
+        procs["node-2"][0].kill()
+        procs["node-2"][0].wait(timeout=30)
+        start("node-2", leave=True)
+        wait_for(lambda: owned("node-2") == mine, 60, "node-2's partitions back")
+        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's restored shards")
+        st = status("node-2")
+        assert st["partitions_restored"] == len(mine) and st["restored_records"] > 0, st
+        produce(6000, 3000, 1)
+        for node in ("node-1", "node-2"):
+            wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node} after more input")
+        wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view after the restart")
+
+        # node-2 leaves: node-1 restores node-2's partitions and holds everything.
+        procs["node-2"][0].terminate()
+        procs["node-2"][0].wait(timeout=60)
+        wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 owning every partition")
+        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 holding every key")
+        produce(9000, 2000, 2)
+        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 after more input")
+        wait_for(lambda: view_ok("node-1"), 60, "the global view after the leave")
+        assert status("node-1")["partitions_restored"] >= PARTITIONS - len(mine)
+
+        # The changelog sink: every input record exactly once (restores wrote nothing).
+        from confluent_kafka import Consumer, TopicPartition
+        reader = Consumer({"bootstrap.servers": servers, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                           "isolation.level": "read_committed", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        try:
+            reader.assign([TopicPartition(output, 0, 0)])
+            seen = []
+
+            def read_all():
+                while True:
+                    m = reader.poll(1.0)
+                    if m is None:
+                        return
+                    if not m.error():
+                        seen.append(json.loads(m.value()))
+            def latest_written():
+                read_all()
+                latest = {}
+                for r in seen:
+                    if r["_op"] == "delete":
+                        latest.pop(r["id"], None)
+                    else:
+                        latest[r["id"]] = (r["id"], r["region"], r["price"])
+                return sorted(latest.values())
+            wait_for(lambda: latest_written() == reference(), 60, "the sink's output")
+        finally:
+            reader.close()
+        # One write holds the last row per key: a change per record at most,
+        # and a restore (a replay of records already applied) none.
+        written = [(r["_partition"], r["_offset"]) for r in seen]
+        assert len(written) == len(set(written)), "a restore wrote rows to the sink again"
+        assert set(written) <= {(part, off) for _, _, _, part, off in produced}
+        assert not [r for r in seen if r["_op"] == "delete"], "a dropped shard wrote deletes"
+        print(f"{len(produced)} records, {len(seen)} changes written, "
+              f"restored on node-1: {status('node-1')['restored_records']} records")
+    finally:
+        for proc, _ in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc, _ in procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
