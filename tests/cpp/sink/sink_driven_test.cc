@@ -196,3 +196,63 @@ TEST_F(SinkDrivenTest, AbortedCutsAreWrittenAgainAndTheOutputIsTheChangeLogOnce)
 
 }  // namespace
 }  // namespace rill
+
+namespace rill {
+namespace {
+
+/// (op, id) of each row: what the tests below compare.
+std::vector<std::pair<std::string, int64_t>> OpsAndIds(const std::vector<test::Row>& rows) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& r : rows) out.emplace_back(r.op, r.id);
+  return out;
+}
+
+// A partition shard that moved (restored, or dropped) is not a change: Skip
+// moves the table's driven sinks past it without writing; a row filter keeps
+// the rows a sink writes (a global view's partials of owned partitions).
+TEST_F(SinkDrivenTest, SkippedChangesAreNotWrittenAndARowFilterKeepsOnlyItsRows) {
+  SinkSet& sinks = SinkSet::For(engine_.get());
+  auto driven = sinks.DriveKafkaSinks("broker:9092");
+  ASSERT_TRUE(sinks.Add(Options("out"), std::make_unique<TransactionWriter>("broker:9092")).ok());
+  FakeTransaction txn;
+
+  ASSERT_TRUE(table_->Write(Batch({{1, 10}, {2, 20}})).ok());
+  ASSERT_TRUE(table_->Delete(Batch({{2, 0}})).ok());
+  driven->Skip("other_table");  // another table's sinks only
+  EXPECT_TRUE(driven->HasChanges(driven->Capture()));
+  driven->Skip("t");
+  EXPECT_FALSE(CommitCut(*driven, txn, false)) << "skipped: nothing to write";
+  EXPECT_TRUE(txn.committed.empty());
+
+  ASSERT_TRUE(table_->Write(Batch({{3, 30}, {4, 40}})).ok());
+  ASSERT_TRUE(CommitCut(*driven, txn, false));
+  using Ops = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(OpsAndIds(txn.committed), (Ops{{"insert", 3}, {"insert", 4}}));
+
+  // Keep the rows with an even id.
+  EXPECT_FALSE(driven->SetRowFilter("nope", nullptr));
+  ASSERT_TRUE(driven->SetRowFilter(
+      "out", [](const std::shared_ptr<arrow::RecordBatch>& b)
+                 -> Result<std::shared_ptr<arrow::RecordBatch>> {
+        const auto& ids = static_cast<const arrow::Int64Array&>(*b->GetColumnByName("id"));
+        std::vector<std::shared_ptr<arrow::RecordBatch>> kept;
+        for (int64_t i = 0; i < ids.length(); ++i) {
+          if (ids.Value(i) % 2 == 0) kept.push_back(b->Slice(i, 1));
+        }
+        if (kept.empty()) return b->Slice(0, 0);
+        RILL_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(b->schema(), kept));
+        RILL_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
+        return combined;
+      }));
+  ASSERT_TRUE(table_->Write(Batch({{5, 50}, {6, 60}, {7, 70}})).ok());
+  ASSERT_TRUE(CommitCut(*driven, txn, false));
+  EXPECT_EQ(OpsAndIds(txn.committed), (Ops{{"insert", 3}, {"insert", 4}, {"insert", 6}}));
+  // A cut whose rows are all filtered out still moves on.
+  ASSERT_TRUE(table_->Write(Batch({{9, 90}})).ok());
+  ASSERT_TRUE(CommitCut(*driven, txn, false));
+  EXPECT_FALSE(driven->HasChanges(driven->Capture()));
+  EXPECT_EQ(txn.committed.size(), 3u);
+}
+
+}  // namespace
+}  // namespace rill
