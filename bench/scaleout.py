@@ -24,14 +24,17 @@ scaling is visible on a 2-core machine. Prints one JSON line per figure:
                table; batches produced every 50 ms: time from a batch's produce
                to node-1's view counting it, p50/p99/max.
 
+  restore_rate a keyed table of --restore-mb (1024) MB of input on one instance:
+               SIGKILL, restart, the partition shards' restore by replay of the
+               topic up to the committed offsets: MB/s, records/s.
   soak         3 instances under 5,000 records/s for --soak-minutes (30): the
                rebalances the members saw (none expected) and the generations.
   failures     tests/python/test_cluster_failures.py's SIGKILL test at length:
                --failure-records (10,000,000) and --kills (20): lost, duplicates.
 
 Usage: bench/scaleout.py [--records N] [--quota CPUS] [--trials N] [--quick]
-                         [--only throughput,eos,takeover,latency,soak,failures]
-                         [--soak-minutes M] [--failure-records N] [--kills K]
+                         [--only throughput,eos,takeover,latency,restore,soak,failures]
+                         [--soak-minutes M] [--restore-mb MB] [--failure-records N] [--kills K]
 """
 from __future__ import annotations
 
@@ -97,20 +100,24 @@ class Application:
     """N `rill serve` instances of one application (a fresh app_id)."""
 
     def __init__(self, broker, workdir, source, output, exactly_once=True, commit_ms=100,
-                 quota=None, metadata_columns=False, extra=""):
+                 quota=None, metadata_columns=False, extra="", columns=None, keyed=False):
         self.broker, self.workdir = broker, workdir
         self.app = f"bench-{uuid.uuid4().hex[:8]}"
         self.quota = quota
         self.pipeline = workdir / f"{self.app}.yaml"
-        columns = "{id: int64, k: int64, ts: float64}"
+        columns = columns or "id: int64, k: int64, ts: float64"
         if metadata_columns:
-            columns = ("{id: int64, k: int64, ts: float64, _topic: string, _partition: int32, "
-                       '_offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}')
-        self.pipeline.write_text(application_pipeline(
-            self.app, broker.bootstrap_servers, source, columns,
+            columns += (', _topic: string, _partition: int32, _offset: int64, _key: binary, '
+                        '"_timestamp": "timestamp[ms]"')
+        text = application_pipeline(
+            self.app, broker.bootstrap_servers, source, "{" + columns + "}",
             output=output, session_timeout_ms=SESSION_MS, commit_interval_ms=commit_ms,
             exactly_once=exactly_once, transaction_timeout_ms=10000, max_rows=200000,
-            metadata_columns=metadata_columns) + extra)
+            metadata_columns=metadata_columns) + extra
+        if keyed:  # a keyed table (partition shards) instead of the append one
+            text = text.replace("    mode: append\n    retention: {max_rows: 200000}\n",
+                                "    primary_key: id\n")
+        self.pipeline.write_text(text)
         self.procs = {}
         self.groups = []
 
@@ -384,6 +391,59 @@ def soak(broker, workdir, minutes, per_batch=1000, every_s=0.2):
           "all_committed_after_s": round(done, 1), "session_timeout_s": SESSION_MS / 1000})
 
 
+def restore_rate(broker, workdir, megabytes, record_bytes=256):
+    """A keyed table of `megabytes` of input (12 partitions, one instance):
+    SIGKILL, restart, and the time its partition shards take to restore by
+    replaying the topic up to the committed offsets: MB/s and records/s."""
+    source = f"rs-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(source, PARTITIONS)
+    records = int(megabytes * 1e6 / record_bytes)
+    pad = "x" * (record_bytes - 60)
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20,
+                         "batch.size": 1000000, "compression.type": "none"})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(source, key=str(i).encode(),
+                                 value=f'{{"id":{i},"k":{i % 1000},"ts":0.5,"pad":"{pad}"}}')
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(600)
+    app = Application(broker, workdir, source, None, metadata_columns=True, keyed=True,
+                      columns="id: int64, k: int64, ts: float64, pad: string")
+    try:
+        app.start("node-1")
+        run_until_committed(broker, app, source, records, timeout=1800)
+        time.sleep(1)
+        app.procs["node-1"][0].send_signal(signal.SIGKILL)
+        app.procs["node-1"][0].wait()
+        t0 = time.monotonic()
+        app.start("node-1")
+        deadline = time.monotonic() + 1800
+        st = {}
+        while time.monotonic() < deadline:
+            st = app.status("node-1")
+            if st.get("partitions_restored", 0) >= PARTITIONS:
+                break
+            time.sleep(0.2)
+        to_serving = time.monotonic() - t0
+        code, body = http_request(app.procs["node-1"][1], "/api/v1/query", TOKEN,
+                                  b'{"sql": "SELECT count(*) AS n FROM orders"}')
+        rows = body["rows"][0]["n"] if code == 200 else None
+    finally:
+        app.stop()
+    seconds = st.get("last_restore_seconds") or float("nan")
+    emit({"figure": "restore_rate", "source": "the input topic (replay to the committed offsets)",
+          "megabytes": round(st.get("restored_bytes", 0) / 1e6, 1),
+          "records": st.get("restored_records"), "rows_in_table": rows,
+          "restore_s": round(seconds, 2),
+          "mb_per_s": round(st.get("restored_bytes", 0) / 1e6 / seconds, 1),
+          "records_per_s": round(st.get("restored_records", 0) / seconds),
+          "restart_to_restored_s": round(to_serving, 2)})
+
+
 def failures(records, kills):
     """The SIGKILL test of the test command at length (tests/python/test_cluster_failures.py):
     3 instances, `records` records, `kills` SIGKILLs; 0 lost, 0 duplicates."""
@@ -406,9 +466,11 @@ def main():
     ap.add_argument("--quota", type=float, default=0.5, help="CPUs per instance")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="throughput,eos,takeover,latency,soak,failures",
-                    help="comma-separated: throughput, eos, takeover, latency, soak, failures")
+    ap.add_argument("--only", default="throughput,eos,takeover,latency,restore,soak,failures",
+                    help="comma-separated: throughput, eos, takeover, latency, restore, soak, "
+                         "failures")
     ap.add_argument("--soak-minutes", type=float, default=30)
+    ap.add_argument("--restore-mb", type=float, default=1024)
     ap.add_argument("--failure-records", type=int, default=10_000_000)
     ap.add_argument("--kills", type=int, default=20)
     args = ap.parse_args()
@@ -416,6 +478,7 @@ def main():
     if args.quick:
         args.records, args.trials = 300_000, 3
         args.soak_minutes, args.failure_records, args.kills = 2, 1_000_000, 5
+        args.restore_mb = 64
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="rill-scaleout-"))
     broker = KafkaBroker(workdir / "kafka").start()
     try:
@@ -447,6 +510,8 @@ def main():
             global_view_latency(broker, workdir)
         if "takeover" in only:
             takeover_trials(broker, workdir, args.trials)
+        if "restore" in only:
+            restore_rate(broker, workdir, args.restore_mb)
         if "soak" in only:
             soak(broker, workdir, args.soak_minutes)
     finally:
