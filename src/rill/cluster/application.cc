@@ -48,6 +48,13 @@ class ApplicationImpl final : public Application, public EngineExtension {
 
   ~ApplicationImpl() override {
     engine_->SetKafkaGroupProvider(nullptr);
+    if (shards_) {
+      consumer_->SetShardHook(nullptr);
+      // A restore under way (it holds commit_mu_) gives up waiting for the
+      // stopped engine and ends before the last commit below.
+      consumer_->AbortRestores();
+      shards_->Detach();
+    }
     // The engine's loop has stopped (extensions go after it): one last
     // transaction with what the last ticks applied. The connectors stop
     // later; the consumer keeps the committer (shared) for a last revoke.
@@ -93,7 +100,8 @@ class ApplicationImpl final : public Application, public EngineExtension {
     // Input written by upstream applications' transactions: only committed.
     o.config.emplace("isolation.level", "read_committed");
     RILL_ASSIGN_OR_RAISE(consumer_, KafkaSharedConsumer::Make(std::move(o)));
-    consumer_->SetShardHook(std::make_shared<Shards>(this));
+    shards_ = std::make_shared<Shards>(this);
+    consumer_->SetShardHook(shards_);
     if (!options_.exactly_once) return Status::OK();
     // One transactional producer per instance; init_transactions fences a
     // zombie of this instance.
@@ -161,20 +169,36 @@ class ApplicationImpl final : public Application, public EngineExtension {
 
   /// Partition shards (KafkaShardHook): keyed tables fed with the input's
   /// metadata columns hold exactly the rows of the partitions owned.
+  /// It outlives the application (the consumer holds it): once the
+  /// application is gone (Detach), every call does nothing.
   class Shards final : public KafkaShardHook {
    public:
     explicit Shards(ApplicationImpl* app) : app_(app) {}
+    /// The application is going: no call reaches it after this returns (a
+    /// restore between Begin and End keeps commit_mu_, which the
+    /// application's last commit waits for).
+    void Detach() {
+      std::lock_guard<std::mutex> lock(mu_);
+      app_ = nullptr;
+    }
     bool Sharded(const std::string& table) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!app_) return false;
       auto t = app_->engine_->GetTable(table);
       return t.ok() && (*t)->mode() == TableMode::kSnapshot && !(*t)->primary_key().empty() &&
              (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
     }
     void Begin() override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!app_ || holder_) return;
       // What the engine applied so far goes out first; nothing more until End.
       if (app_->committer_) (void)app_->CommitCut(nullptr);
       app_->commit_mu_.lock();
+      holder_ = app_;
     }
     void Drop(const std::string& table, const std::vector<int32_t>& partitions) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!app_) return;
       Status st = app_->DropPartitions(table, partitions);
       if (!st.ok()) {
         app_->engine_->RecordEvent(EngineEvent::Engine(
@@ -183,17 +207,24 @@ class ApplicationImpl final : public Application, public EngineExtension {
       }
     }
     void End(const std::string& table) override {
-      if (app_->driven_) {
-        (void)app_->engine_->AtTickBoundary([&] {
-          app_->driven_->Skip(table);
+      std::lock_guard<std::mutex> lock(mu_);
+      // Even when detached meanwhile: the application waits for commit_mu_.
+      ApplicationImpl* app = holder_;
+      if (!app) return;
+      if (app->driven_) {
+        (void)app->engine_->AtTickBoundary([&] {
+          app->driven_->Skip(table);
           return Status::OK();
         });
       }
-      app_->commit_mu_.unlock();
+      holder_ = nullptr;
+      app->commit_mu_.unlock();
     }
 
    private:
-    ApplicationImpl* app_;
+    std::mutex mu_;
+    ApplicationImpl* app_;               // guarded by mu_; null once detached
+    ApplicationImpl* holder_ = nullptr;  // guarded by mu_: Begin took its commit_mu_
   };
 
   /// Delete the rows of `partitions` from the keyed `table`, at a tick boundary.
@@ -332,6 +363,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_ (set once)
   std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
   std::shared_ptr<DrivenSinks> driven_;            // set once with committer_
+  std::shared_ptr<Shards> shards_;                 // set once with consumer_
   std::mutex commit_mu_;                           // one CommitCut at a time
   // The group's description, read at most once a second (status()).
   mutable std::mutex describe_mu_;

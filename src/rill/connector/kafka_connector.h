@@ -314,6 +314,9 @@ class KafkaSharedConsumer {
   /// Hold the tables of the members' sources per partition (see
   /// KafkaShardHook); null: no shards. Before the members start.
   void SetShardHook(std::shared_ptr<KafkaShardHook> hook);
+  /// The engine stops applying rows: a restore under way (and any member
+  /// waiting for room) gives up instead of waiting. For good.
+  void AbortRestores();
 
   /// For KafkaConnector: read for `member` too (subscribe to its topics) /
   /// stop reading for it; Detach returns when the reader is not inside one of

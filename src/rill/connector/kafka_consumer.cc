@@ -205,6 +205,10 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
   }
 }
 
+bool Impl::Halted() const {
+  return stop || (options.consumer && options.consumer->impl()->abort_restores);
+}
+
 void Impl::WaitForApplied() {
   std::unique_lock<std::mutex> lock(mu);
   applied_cv.wait_for(lock, kAppliedWait, [this] { return !unapplied || stop.load(); });
@@ -321,15 +325,24 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
                 "read; the partitions start there without their earlier rows");
   }
   auto [records, bytes] = until.empty() ? std::pair<int64_t, int64_t>{0, 0} : Replay(until);
-  // The replayed rows are in the table before End (the engine ticks meanwhile).
-  const double deadline = NowSeconds() + 600;
-  while (!stop && NowSeconds() < deadline) {
+  // The replayed rows are in the table before End (the engine ticks
+  // meanwhile); a stalled engine (stopping) is waited for 10 s at most.
+  double progress_at = NowSeconds();
+  int64_t removed = buffer.removed_records();
+  while (!Halted()) {
     bool settled;
     {
       std::lock_guard<std::mutex> lock(mu);
       settled = !unapplied && buffer.stats().buffered_records == 0;
     }
     if (settled) break;
+    if (buffer.removed_records() != removed) {
+      removed = buffer.removed_records();
+      progress_at = NowSeconds();
+    } else if (NowSeconds() - progress_at > 10) {
+      ReportError("Kafka: restoring partition shards: the engine applied nothing for 10 s");
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   hook->End(table);
@@ -363,7 +376,7 @@ std::pair<int64_t, int64_t> Impl::Replay(const Offsets& until) {
   int64_t records = 0, bytes = 0;
   std::vector<MessagePtr> batch;
   const double deadline = NowSeconds() + 600;
-  while (!remaining.empty() && !stop && NowSeconds() < deadline) {
+  while (!remaining.empty() && !Halted() && NowSeconds() < deadline) {
     MessagePtr m(rd_kafka_consumer_poll(replay, 100));
     if (!m) continue;
     const TopicPartition tp(rd_kafka_topic_name(m->rkt), m->partition);
@@ -622,7 +635,7 @@ bool Impl::Deliver(DecodedMessages* decoded,
       std::lock_guard<std::mutex> lock(mu);
       retried_records += rows;
     }
-    if (stop) return false;
+    if (Halted()) return false;
     Pause();
   }
 }

@@ -150,6 +150,8 @@ struct KafkaConnector::Impl {
   void Rewind();
   /// Wait (at most 5 s) until the engine applied the rows of the last Poll.
   void WaitForApplied();
+  /// Stopped, or the shared consumer's restores aborted (the engine stops).
+  bool Halted() const;
   /// Set the start offset of every partition of `parts` this connector reads
   /// and take them as owned. The reader thread, inside a rebalance.
   void OnAssign(rd_kafka_topic_partition_list_t* parts);
@@ -217,6 +219,8 @@ struct KafkaSharedConsumer::Impl {
   std::atomic<bool> external_commits{false};
   /// RequestRewind: the reader rewinds its members before its next poll.
   std::atomic<bool> rewind_requested{false};
+  /// AbortRestores: a restore under way stops waiting for the engine.
+  std::atomic<bool> abort_restores{false};
   /// The committer, if any (a copy). Any thread.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> Committer() const {
     std::lock_guard<std::mutex> lock(list_mu);

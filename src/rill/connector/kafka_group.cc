@@ -427,6 +427,8 @@ void KafkaSharedConsumer::SetShardHook(std::shared_ptr<KafkaShardHook> hook) {
   impl_->shard_hook = std::move(hook);
 }
 
+void KafkaSharedConsumer::AbortRestores() { impl_->abort_restores = true; }
+
 int32_t KafkaSharedConsumer::generation() const {
   rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata(impl_->rk);
   if (md == nullptr) return -1;
