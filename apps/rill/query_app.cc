@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <arrow/api.h>
+#include <arrow/csv/writer.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
 #include <simdjson.h>
@@ -16,7 +17,8 @@
 #include "rill/cluster/application.h"
 #include "rill/connector/kafka_client.h"
 #include "rill/connector/kafka_connector.h"
-#include "rill/server/webhook.h"  // JsonQuote
+#include "rill/server/json_writer.h"  // TableToJson
+#include "rill/server/webhook.h"      // JsonQuote
 #include "rill/sql/global_plan.h"
 #include "rill/sql/sql_engine.h"
 
@@ -323,7 +325,27 @@ int RunAppQuery(const QueryOptions& o, std::string* out, std::string* err) {
       *err = "merging the partials: " + result.status().message();
       return 1;
     }
-    *out = FormatTable(ToQueryTable(**result));
+    if (o.format == "json") {
+      auto json = server::TableToJson(**result, 0);
+      if (!json.ok()) {
+        *err = json.status().message();
+        return 2;
+      }
+      *out = *json + "\n";
+    } else if (o.format == "csv") {
+      auto sink = arrow::io::BufferOutputStream::Create();
+      Status st = sink.ok() ? arrow::csv::WriteCSV(**result, arrow::csv::WriteOptions::Defaults(),
+                                                   sink->get())
+                            : sink.status();
+      auto buffer = st.ok() ? (*sink)->Finish() : Result<std::shared_ptr<arrow::Buffer>>(st);
+      if (!buffer.ok()) {
+        *err = buffer.status().message();
+        return 2;
+      }
+      *out = (*buffer)->ToString();
+    } else {
+      *out = FormatTable(ToQueryTable(**result));
+    }
     return 0;
   }
   *err = failure.message;

@@ -7,7 +7,9 @@ instance owns. On the real broker, with 2 `rill serve` instances:
   equals DuckDB's latest row per key over those partitions;
 - after a graceful leave, the other instance restores the partitions it took
   over and drops nothing it keeps: its table is the whole reference;
-- a global view over the keyed table equals the reference after each step;
+- a global view over the keyed table equals the reference after each step,
+  and `rill query --app` answers (it refuses a partition not held whole)
+  after the restart;
 - a changelog Kafka sink of the table (exactly-once) writes each input record
   at most once and ends at the reference: the restores and drops are moves,
   not changes, so they write nothing.
@@ -156,6 +158,16 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         for node in ("node-1", "node-2"):
             wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node} after more input")
         wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view after the restart")
+        # rill query --app answers again: node-2 holds its restored partitions whole.
+        out = subprocess.run([str(RILL), "query", "--app", app, "--bootstrap-servers", servers,
+                              "--token", TOKEN, "--format", "json", VIEW],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        got = {r["region"]: r["n"] for r in json.loads(out.stdout)["rows"]}
+        want = {}
+        for _, region, _ in reference():
+            want[region] = want.get(region, 0) + 1
+        assert got == want, (got, want)
 
         # node-2 leaves: node-1 restores node-2's partitions and holds everything.
         procs["node-2"][0].terminate()
