@@ -5,7 +5,7 @@
 // GET /api/v1/telemetry/cluster every 2 s while shown. Model: cluster_model.js.
 import {h, setChildren, setText} from './dom.js';
 import {ROUTES} from './api.js';
-import {clusterModel, ownerColors} from './cluster_model.js';
+import {clusterModel, ownerColors, restoreText} from './cluster_model.js';
 import {formatDuration} from './format.js';
 
 const POLL_INTERVAL_MS = 2000;
@@ -119,6 +119,8 @@ export class ClusterView {
       ['Aborted', String(s.commit_aborts)],
       ['Last / max commit', `${Number(s.last_commit_ms).toFixed(1)} / ${Number(s.max_commit_ms).toFixed(1)} ms`],
       ['Rewinds', String(s.rewinds ?? 0)],
+      ['Shards restored', restoreText(s)],
+      ['Shards dropped', String(s.partitions_dropped ?? 0)],
       ['Fenced', s.fenced ? 'yes' : 'no'],
       ['Last commit error', s.last_commit_error || '—'],
     ];

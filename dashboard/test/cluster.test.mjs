@@ -1,7 +1,7 @@
 // Unit tests of the Cluster view's model (node --test).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import {clusterModel, ownerColors} from '../src/cluster_model.js';
+import {clusterModel, ownerColors, restoreText} from '../src/cluster_model.js';
 
 const part = (topic, partition) => ({topic, partition});
 
@@ -47,4 +47,13 @@ test('before the group is described, this instance shows with its own partitions
   assert.equal(m.members.length, 1);
   assert.ok(m.members[0].self);
   assert.deepEqual(m.topics[0].partitions.map((p) => p.owners), [[], ['n1']]);
+});
+
+test('the restores of partition shards read as partitions, records, megabytes and the last one\'s time', () => {
+  assert.equal(restoreText({}), 'none');
+  assert.equal(restoreText({partitions_restored: 0, restored_records: 0}), 'none');
+  assert.equal(restoreText({partitions_restored: 3, restored_records: 4491, restored_bytes: 250000,
+    last_restore_seconds: 0.5}), '3 partitions, 4491 records (0.3 MB), last restore 0.50 s');
+  assert.equal(restoreText({partitions_restored: 1, restored_records: 10, restored_bytes: 0}),
+    '1 partition, 10 records (0.0 MB)');
 });
