@@ -18,7 +18,8 @@ scaling is visible on a 2-core machine. Prints one JSON line per figure:
                over --trials, split into detection (kill -> the survivor's revoke:
                the session timeout), rebalance (revoke -> assign), restore (0:
                partition shards are not restored yet) and catch-up (assign -> the
-               last orphaned partition's first commit).
+               last orphaned partition's first commit). takeover_keyed: the same
+               with a keyed table, whose orphaned shards the survivor restores.
   global_view_latency
                2 instances with a global view (scope = 'global') over an append
                table; batches produced every 50 ms: time from a batch's produce
@@ -33,7 +34,8 @@ scaling is visible on a 2-core machine. Prints one JSON line per figure:
                --failure-records (10,000,000) and --kills (20): lost, duplicates.
 
 Usage: bench/scaleout.py [--records N] [--quota CPUS] [--trials N] [--quick]
-                         [--only throughput,eos,takeover,latency,restore,soak,failures]
+                         [--only throughput,eos,takeover,takeover_keyed,latency,restore,
+                                 soak,failures]
                          [--soak-minutes M] [--restore-mb MB] [--failure-records N] [--kills K]
 """
 from __future__ import annotations
@@ -211,17 +213,24 @@ def throughput(broker, workdir, source, records, instances, quota, exactly_once=
         app.stop()
 
 
-def takeover_trials(broker, workdir, trials, rate_per_s=20000):
+def takeover_trials(broker, workdir, trials, rate_per_s=20000, keyed=False):
     """Kill node-2 of 2 (not restarted); time until each of its partitions has a
-    committed offset past what was committed at the kill."""
+    committed offset past what was committed at the kill. `keyed`: the table is
+    keyed with the metadata columns (partition shards: the survivor restores the
+    orphaned partitions, a fresh topic per trial so each restore replays ~3 s
+    of input)."""
     source = f"to-{uuid.uuid4().hex[:8]}"
     output = f"too-{uuid.uuid4().hex[:8]}"
     broker.create_topic(source, PARTITIONS)
     broker.create_topic(output, PARTITIONS)
     times = []
     parts = []
+    name = "takeover_keyed" if keyed else "takeover"
     for trial in range(trials):
-        app = Application(broker, workdir, source, output)
+        if keyed:
+            source = f"tok-{uuid.uuid4().hex[:8]}"
+            broker.create_topic(source, PARTITIONS)
+        app = Application(broker, workdir, source, output, metadata_columns=keyed, keyed=keyed)
         stop = threading.Event()
 
         def feed():
@@ -258,14 +267,19 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
                 time.sleep(0.05)
             worst = max(first.values()) if first else float("nan")
             times.append(worst)
-            # The survivor's last rebalance: revoke (detection) -> assign.
+            # The survivor's last rebalance: revoke (detection) -> assign, which
+            # ends after the shards' restore.
             st = app.status("node-1")
             assigned = st.get("last_rebalance_at", 0) - killed_wall
             rebalance = st.get("last_rebalance_seconds", 0)
-            split = {"detection_s": round(assigned - rebalance, 3), "rebalance_s": round(rebalance, 3),
-                     "restore_s": 0.0, "catch_up_s": round(worst - assigned, 3)}
+            restore = st.get("last_restore_seconds", 0) if keyed else 0.0
+            split = {"detection_s": round(assigned - rebalance, 3),
+                     "rebalance_s": round(rebalance - restore, 3), "restore_s": round(restore, 3),
+                     "catch_up_s": round(worst - assigned, 3)}
+            if keyed:
+                split["restored_records"] = st.get("restored_records", 0)
             parts.append(split)
-            emit({"figure": "takeover_trial", "trial": trial, "orphaned_partitions": len(orphans),
+            emit({"figure": f"{name}_trial", "trial": trial, "orphaned_partitions": len(orphans),
                   "rebalanced_s": owned_at, "first_commit_s_max": worst,
                   "first_commit_s_min": min(first.values()) if first else None,
                   "session_timeout_s": SESSION_MS / 1000, **split})
@@ -275,12 +289,14 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000):
                 feeder.join(timeout=30)
             app.stop()
     times.sort()
-    emit({"figure": "takeover", "trials": len(times), "p50_s": statistics.median(times),
+    emit({"figure": name, "trials": len(times), "p50_s": statistics.median(times),
           "p95_s": times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))],
           "max_s": times[-1], "session_timeout_s": SESSION_MS / 1000,
           **{f"median_{k}": round(statistics.median(p[k] for p in parts), 3) for k in parts[0]},
           "note": "kill -> every orphaned partition's first committed offset past the kill; "
-                  "detection is the session timeout; restore 0: shards are not restored yet"})
+                  "detection is the session timeout; " +
+                  ("restore: the survivor replays the orphaned partitions" if keyed
+                   else "restore 0: an append table is not sharded")})
 
 
 def global_view_latency(broker, workdir, seconds=30, batch=200, every_s=0.05):
@@ -466,9 +482,10 @@ def main():
     ap.add_argument("--quota", type=float, default=0.5, help="CPUs per instance")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="throughput,eos,takeover,latency,restore,soak,failures",
-                    help="comma-separated: throughput, eos, takeover, latency, restore, soak, "
-                         "failures")
+    ap.add_argument("--only",
+                    default="throughput,eos,takeover,takeover_keyed,latency,restore,soak,failures",
+                    help="comma-separated: throughput, eos, takeover, takeover_keyed, latency, "
+                         "restore, soak, failures")
     ap.add_argument("--soak-minutes", type=float, default=30)
     ap.add_argument("--restore-mb", type=float, default=1024)
     ap.add_argument("--failure-records", type=int, default=10_000_000)
@@ -510,6 +527,8 @@ def main():
             global_view_latency(broker, workdir)
         if "takeover" in only:
             takeover_trials(broker, workdir, args.trials)
+        if "takeover_keyed" in only:
+            takeover_trials(broker, workdir, args.trials, keyed=True)
         if "restore" in only:
             restore_rate(broker, workdir, args.restore_mb)
         if "soak" in only:

@@ -362,6 +362,9 @@ std::pair<int64_t, int64_t> Impl::Replay(const Offsets& until) {
   config["enable.partition.eof"] = "true";
   config["isolation.level"] = "read_committed";
   config["client.id"] = self->name() + "-restore";
+  // The end of each partition is found by fetching up to it: do not wait at
+  // the end for more data (librdkafka's 500 ms) before saying so.
+  config["fetch.wait.max.ms"] = "10";
   auto made = MakeKafkaClient(RD_KAFKA_CONSUMER, config, "restore consumer");
   if (!made.ok()) {
     ReportError("Kafka: restoring partition shards: " + made.status().ToString());
