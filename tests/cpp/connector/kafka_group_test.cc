@@ -317,6 +317,83 @@ TEST(KafkaGroup, ASharedConsumerCoPartitionsTheTopicsOfItsConnectors) {
   }
 }
 
+/// A shard hook that records its calls (cluster::Application's holds tables).
+class RecordingShardHook : public KafkaShardHook {
+ public:
+  bool Sharded(const std::string& table) override { return table == "orders"; }
+  void Begin() override {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back("begin");
+  }
+  void Drop(const std::string& table, const std::vector<int32_t>& partitions) override {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back("drop " + table + " " + std::to_string(partitions.size()));
+  }
+  void End(const std::string& table) override {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back("end " + table);
+  }
+  std::vector<std::string> Calls() {
+    std::lock_guard<std::mutex> lock(mu);
+    return calls;
+  }
+  std::mutex mu;
+  std::vector<std::string> calls;
+};
+
+// Partition shards: a member assigned partitions it does not hold replays them
+// from their start up to the group's committed offsets, through its own
+// decoding, before it reads on; the hook brackets the restore.
+TEST(KafkaGroup, PartitionsNotHeldAreReplayedUpToTheCommittedOffsetsFirst) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("orders", kPartitions));
+  const std::string group = "app-" + TestName();
+  auto make = [&](const std::string& instance, std::shared_ptr<RecordingShardHook> hook) {
+    KafkaSharedConsumerOptions so;
+    so.config = GroupConfig(*cluster, group);
+    so.config["client.id"] = instance;
+    so.poll_timeout_ms = 20;
+    auto consumer = KafkaSharedConsumer::Make(so).ValueOrDie();
+    consumer->SetShardHook(hook);
+    KafkaOptions o = Options(*cluster, "orders", group);
+    o.consumer = consumer;
+    o.name = "orders";
+    o.metadata_columns = true;
+    return std::make_pair(consumer,
+                          std::make_unique<Member>(KafkaConnector::Make("orders", o).ValueOrDie()));
+  };
+  // The first member reads 200 rows and commits them, then goes away.
+  auto first_hook = std::make_shared<RecordingShardHook>();
+  {
+    auto [consumer, member] = make("node-1", first_hook);
+    ASSERT_TRUE(WaitFor([&] { return consumer->assignment().size() == kPartitions; }));
+    Produce(*cluster, "orders", 0, 200);
+    ASSERT_TRUE(WaitFor([&] { return member->ids().size() == 200; }));
+    member->Stop();  // commits what it applied
+    EXPECT_EQ(consumer->stats().partitions_restored, 0) << "nothing was committed before";
+  }
+  EXPECT_EQ(first_hook->Calls(),
+            (std::vector<std::string>{"begin", "drop orders 4", "end orders"}));
+  // A new member (empty tables) gets every partition: it replays the 200 rows
+  // first, then reads on.
+  auto hook = std::make_shared<RecordingShardHook>();
+  auto [consumer, member] = make("node-2", hook);
+  ASSERT_TRUE(WaitFor([&] { return consumer->assignment().size() == kPartitions; }));
+  Produce(*cluster, "orders", 200, 300);
+  ASSERT_TRUE(WaitFor([&] { return member->ids().size() >= 300; }));
+  std::vector<int64_t> ids = member->ids();
+  std::sort(ids.begin(), ids.end());
+  std::vector<int64_t> want(300);
+  for (int64_t i = 0; i < 300; ++i) want[i] = i;
+  EXPECT_EQ(ids, want) << "every row once: the replay up to the committed offsets, then the rest";
+  EXPECT_EQ(hook->Calls(), (std::vector<std::string>{"begin", "drop orders 4", "end orders"}));
+  const KafkaGroupStats st = consumer->stats();
+  EXPECT_EQ(st.partitions_restored, kPartitions);
+  EXPECT_EQ(st.restored_records, 200);
+  EXPECT_GT(st.restored_bytes, 0);
+  member->Stop();
+}
+
 TEST(KafkaGroup, ClosingAMemberDuringARebalanceReturns) {
   RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
   RILL_ASSERT_OK(cluster->CreateTopic("a", kPartitions));
