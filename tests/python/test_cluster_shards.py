@@ -18,6 +18,7 @@ import json
 import os
 import pathlib
 import subprocess
+import urllib.request
 import uuid
 
 import duckdb
@@ -154,6 +155,13 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's restored shards")
         st = status("node-2")
         assert st["partitions_restored"] == len(mine) and st["restored_records"] > 0, st
+        req = urllib.request.Request(f"http://{procs['node-2'][1]}/metrics",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            metrics = r.read().decode()
+        labels = f'{{app_id="{app}",instance_id="node-2"}}'
+        assert f"rill_cluster_partitions_restored_total{labels} {len(mine)}" in metrics
+        assert f"rill_cluster_restored_records_total{labels} {st['restored_records']}" in metrics
         produce(6000, 3000, 1)
         for node in ("node-1", "node-2"):
             wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node} after more input")

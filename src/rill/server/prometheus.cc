@@ -219,6 +219,21 @@ std::string RenderPrometheus(ServerContext& ctx) {
     w.Family("rill_cluster_fenced", "gauge",
              "1 once the instance's producer was fenced (another took its transactional id).");
     w.Sample("rill_cluster_fenced", st.commits.fenced ? 1.0 : 0.0, labels);
+    w.Family("rill_cluster_partitions_restored_total", "counter",
+             "Partition shards restored by replaying their input (keyed tables).");
+    w.Sample("rill_cluster_partitions_restored_total",
+             static_cast<double>(st.group.partitions_restored), labels);
+    w.Family("rill_cluster_restored_records_total", "counter",
+             "Input records replayed to restore partition shards.");
+    w.Sample("rill_cluster_restored_records_total",
+             static_cast<double>(st.group.restored_records), labels);
+    w.Family("rill_cluster_restored_bytes_total", "counter",
+             "Input bytes replayed to restore partition shards.");
+    w.Sample("rill_cluster_restored_bytes_total", static_cast<double>(st.group.restored_bytes),
+             labels);
+    w.Family("rill_cluster_last_restore_seconds", "gauge",
+             "Duration of the last partition shard restore (replay and apply).");
+    w.Sample("rill_cluster_last_restore_seconds", st.group.last_restore_seconds, labels);
   }
 
   w.Family("rill_table_rows", "gauge", "Live rows per table.");
