@@ -143,6 +143,8 @@ struct SqlTaskSpec {
   pipeline::Options given;
   IncrementalMode incremental = IncrementalMode::kAuto;
   std::string scope = "local";  ///< local | global (cluster/global_view.h)
+  std::string app_id;             ///< scope global, read-only (pipeline/global_reader.h)
+  std::string bootstrap_servers;  ///< with app_id
 };
 
 struct JoinTaskSpec {

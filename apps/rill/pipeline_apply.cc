@@ -56,6 +56,8 @@ Status ApplyPipeline(const Pipeline& pipeline, Engine& engine, MetricsStore* met
     decl.primary_key = t.primary_key;
     decl.incremental = t.incremental;
     decl.scope = t.scope;
+    decl.app_id = t.app_id;
+    decl.bootstrap_servers = t.bootstrap_servers;
     decl.given = t.given;
     RILL_RETURN_NOT_OK(t.where.Wrap(catalog.CreateMaterializedView(decl, origin)));
   }

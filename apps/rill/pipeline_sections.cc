@@ -294,7 +294,8 @@ Status Parser::ParseTask(const At& at, Pipeline* p) const {
                          pipeline::ReadMaterializedView(options, Ref(at).ToString()));
     p->sql_tasks.push_back(SqlTaskSpec{Ref(at), decl.name, decl.sql, decl.output,
                                        decl.interval_seconds, decl.primary_key,
-                                       std::move(decl.given), decl.incremental, decl.scope});
+                                       std::move(decl.given), decl.incremental, decl.scope,
+                                       decl.app_id, decl.bootstrap_servers});
     return Status::OK();
   }
   RILL_RETURN_NOT_OK(

@@ -1,8 +1,9 @@
 """Global views (issue 28): `CREATE MATERIALIZED VIEW ... WITH (scope = 'global')`
 on the `rill serve` instances of one application, on the real broker. Each
 instance holds only the rows of its own input partitions; the global view on
-every instance (read over the REST API and over pgwire with psycopg) equals
-DuckDB over everything produced, and follows later input. The view declared
+every instance (read over the REST API and over pgwire with psycopg), and on
+a separate Rill that only reads the partials topic, equals DuckDB over
+everything produced, and follows later input. The view declared
 in the pipeline file and the one declared over SQL both work; a query that
 does not decompose, a table without _partition and an engine that is no
 application's instance are refused, naming why.
@@ -151,6 +152,31 @@ def test_global_view_on_every_instance_equals_duckdb_over_all_input(kafka_broker
                      f"the global view on {node} after more input")
             wait_for(lambda: close_to(view_rows(node, "SELECT hi, n, ids FROM totals"), want_top),
                      60, f"totals on {node} after more input")
+
+        # A separate Rill, no instance of the application, serves the same answer
+        # from the partials topic (the query's table declared with its columns).
+        import rills
+        reader = rills.RillEngine(metrics_path=None, trigger_interval_ms=50)
+        try:
+            reader.execute_ddl("CREATE TABLE orders (id BIGINT, region TEXT, price DOUBLE, "
+                               "_partition INTEGER) WITH (mode = 'append', max_rows = 10)")
+            reader.execute_ddl(f"CREATE MATERIALIZED VIEW by_region WITH (scope = 'global', "
+                               f"app_id = '{app}', bootstrap_servers = '{servers}', "
+                               f"interval_seconds = 0.2) AS {BY_REGION}")
+            reader.start()
+
+            def reader_rows():
+                t = reader.query_sql(VIEW_ROWS)
+                return list(zip(*[t.column(c).to_pylist() for c in t.column_names]))
+            wait_for(lambda: close_to(reader_rows(), want), 60, "a separate Rill's global view")
+            with pytest.raises(rills.DDLError, match="go together"):
+                reader.execute_ddl(f"CREATE MATERIALIZED VIEW v2 WITH (scope = 'global', "
+                                   f"app_id = '{app}') AS {BY_REGION}")
+            reader.execute_ddl("DROP MATERIALIZED VIEW by_region")
+            assert reader.query_sql("SELECT count(*) AS n FROM information_schema.tables WHERE "
+                                    "table_name LIKE 'by_region%'").column("n")[0].as_py() == 0
+        finally:
+            reader.close()
 
         # SHOW VIEWS lists it with its scope; the partials topic exists.
         code, body = ddl("node-1", "SHOW VIEWS")

@@ -11,6 +11,7 @@
 #include "rill/connector/kafka_client.h"
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
+#include "rill/pipeline/global_reader.h"
 #include "rill/sink/sink_set.h"
 #include "rill/sql/global_plan.h"
 #include "rill/table/schema.h"
@@ -22,12 +23,6 @@ namespace {
 using pipeline::DeclError;
 using pipeline::OptionValue;
 
-std::string Quoted(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::string Joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -35,9 +30,9 @@ std::string Joined(const std::vector<std::string>& names) {
 }
 
 struct Names {
-  std::string view, partial, partials, source;
+  std::string view, partial, partials;
   explicit Names(const std::string& v)
-      : view(v), partial(v + "__partial"), partials(v + "__partials"), source(v + "__partials_in") {}
+      : view(v), partial(v + "__partial"), partials(v + "__partials") {}
 };
 
 class GlobalViews final : public pipeline::GlobalViewMaker {
@@ -105,10 +100,7 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
 
   Status Drop(const std::string& name) override {
     const Names n(name);
-    (void)engine_->RemoveSqlTask(n.view);
-    (void)engine_->DropTable(n.view);
-    (void)engine_->RemoveConnector(n.source);
-    (void)engine_->DropTable(n.partials);
+    pipeline::DropGlobalReader(engine_, n.view);
     SinkSet::For(engine_).Remove(n.partial);
     (void)engine_->RemoveSqlTask(n.partial);
     (void)engine_->DropTable(n.partial);
@@ -140,7 +132,7 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     // committed partials and input offsets agree.
     partial.interval_seconds = 1e-6;
     partial.incremental = decl.incremental;
-    RILL_RETURN_NOT_OK(AddView(partial));
+    RILL_RETURN_NOT_OK(pipeline::AddAndRunView(engine_, partial));
     RILL_ASSIGN_OR_RAISE(auto partial_table, engine_->GetTable(n.partial));
 
     // ... upserted to the compacted topic (in the instance's transactions).
@@ -159,54 +151,16 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
       RILL_RETURN_NOT_OK(app_->WriteOwnedPartitionsOnly(n.partial, "_partition"));
     }
 
-    // Every instance's partials, read from the topic's beginning.
-    TableOptions keyed;
-    keyed.primary_key = plan.partial_key;
-    keyed.clock = engine_->options().clock;
-    RILL_RETURN_NOT_OK(
-        engine_->RegisterTable(n.partials, partial_table->user_schema(), keyed).status());
-    pipeline::Options source = KafkaOptions(servers);
-    source.emplace_back("name", OptionValue::Scalar(n.source));
-    source.emplace_back("topics", OptionValue::Scalar(topic));
-    source.emplace_back("start", OptionValue::Scalar("earliest"));
-    source.emplace_back("key_columns", OptionValue::Scalar(Joined(plan.partial_key)));
-    source.emplace_back("application_group", OptionValue::Scalar("false"));
-    source.emplace_back("on_overflow", OptionValue::Scalar("error"));  // wait, never drop
-    source.emplace_back("group.id", OptionValue::Scalar(app_->options().app_id + "-" +
-                                                        app_->options().instance_id + "-" +
-                                                        n.view + "-partials"));
-    source.emplace_back("isolation.level", OptionValue::Scalar("read_committed"));
-    // The partials arrive in small transactions every commit interval: a
-    // fetch that waits for more data (librdkafka's 500 ms) would be most of
-    // the view's delay.
-    source.emplace_back("fetch.wait.max.ms", OptionValue::Scalar("20"));
-    RILL_ASSIGN_OR_RAISE(pipeline::SourceDecl source_decl,
-                         pipeline::ReadSource("kafka", source, where, n.partials));
-    RILL_ASSIGN_OR_RAISE(auto connector,
-                         pipeline::MakeSource(source_decl, partial_table->user_schema()));
-    RILL_RETURN_NOT_OK(engine_->AddConnector(connector));
-
-    // The application-wide answer.
-    pipeline::MaterializedViewDecl final_view;
-    final_view.name = final_view.output = n.view;
-    final_view.sql = FinalSqlOver(plan, Quoted(n.partials));
-    final_view.primary_key = plan.group_columns;
-    final_view.interval_seconds = decl.interval_seconds;
-    final_view.incremental = decl.incremental;
-    return AddView(final_view);
-  }
-
-  /// Add and run once a view (its output table exists after).
-  Status AddView(const pipeline::MaterializedViewDecl& view) {
-    RILL_ASSIGN_OR_RAISE(auto task, pipeline::MakeMaterializedView(view));
-    RILL_RETURN_NOT_OK(engine_->AddSqlTask(task));
-    RILL_RETURN_NOT_OK(engine_->RunTaskNow(view.name));
-    auto stats = engine_->TaskStatistics();
-    auto it = stats.find(view.name);
-    if (it != stats.end() && it->second.errors > 0) {
-      return Status::Invalid("\"", view.name, "\": ", it->second.last_error);
-    }
-    return Status::OK();
+    // Every instance's partials, read back, and the application-wide answer.
+    pipeline::GlobalReaderSpec reader;
+    reader.decl = decl;
+    reader.plan = plan;
+    reader.partial_schema = partial_table->user_schema();
+    reader.topic = topic;
+    reader.kafka = KafkaOptions(servers);
+    reader.group_id = app_->options().app_id + "-" + app_->options().instance_id + "-" + n.view +
+                      "-partials";
+    return pipeline::MakeGlobalReader(engine_, reader);
   }
 
   /// The compacted topic, with partitions_per_table partitions (0: as many as
@@ -246,7 +200,7 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
 }  // namespace
 
 std::string PartialsTopic(const std::string& app_id, const std::string& view) {
-  return app_id + "-" + view + "-partials";
+  return pipeline::GlobalPartialsTopic(app_id, view);
 }
 
 std::shared_ptr<pipeline::GlobalViewMaker> MakeGlobalViews(Engine* engine, Application* app) {

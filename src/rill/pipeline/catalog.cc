@@ -12,6 +12,7 @@
 #include "rill/engine/task.h"
 #include "rill/metrics/metrics_store.h"
 #include "rill/pipeline/catalog_internal.h"
+#include "rill/pipeline/global_reader.h"
 #include "rill/sink/sink_set.h"
 #include "rill/sql/sql_engine.h"
 
@@ -468,6 +469,12 @@ Status CatalogImpl::DropEntryLocked(const CatalogEntry& e) {
           g != global_names_.end()) {
         global_names_.erase(g);
         return global_views_ ? global_views_->Drop(e.name) : Status::OK();
+      }
+      if (auto g = std::find(global_readers_.begin(), global_readers_.end(), e.name);
+          g != global_readers_.end()) {
+        global_readers_.erase(g);
+        DropGlobalReader(engine_, e.name);
+        return Status::OK();
       }
       [[fallthrough]];
     case DdlObject::kStreamView: {

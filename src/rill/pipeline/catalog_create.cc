@@ -1,12 +1,16 @@
 // Catalog: creating each kind of object (see catalog.h).
 #include <algorithm>
+#include <chrono>
 
+#include <arrow/table.h>
 #include <arrow/type.h>
 
 #include "rill/engine/stream_sql_task.h"
 #include "rill/engine/task.h"
 #include "rill/engine/window_task.h"
 #include "rill/metrics/metrics_store.h"
+#include "rill/pipeline/global_reader.h"
+#include "rill/sql/global_plan.h"
 #include "rill/pipeline/catalog_internal.h"
 #include "rill/sink/sink_set.h"
 
@@ -197,12 +201,17 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
 
 Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
                                            const std::string& origin) {
-  if (!global_views_) {
+  if (decl.app_id.empty() != decl.bootstrap_servers.empty()) {
+    return DeclError(kSqlStateBadValue,
+                     "\"" + decl.name + "\": app_id and bootstrap_servers go together");
+  }
+  if (!global_views_ && decl.app_id.empty()) {
     return DeclError(kSqlStateBadValue,
                      "\"" + decl.name +
                          "\": scope = 'global' needs this engine to be an instance of an "
                          "application (a pipeline file's cluster: section, "
-                         "RillEngine(app_id=..., instance_id=...), rill serve --app-id)");
+                         "RillEngine(app_id=..., instance_id=...), rill serve --app-id), or "
+                         "app_id and bootstrap_servers to read an application's view");
   }
   if (decl.output != decl.name) {
     return DeclError(kSqlStateBadValue, "\"" + decl.name +
@@ -210,9 +219,10 @@ Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
                                             "(output is not taken with scope = 'global')");
   }
   RILL_ASSIGN_OR_RAISE(std::vector<std::string> reads, QueryTablesLocked(decl.sql, true));
-  auto writes = global_views_->Create(decl);
+  const bool reader = !decl.app_id.empty();
+  auto writes = reader ? CreateGlobalReaderLocked(decl) : global_views_->Create(decl);
   if (!writes.ok()) return Refused(writes.status(), decl.name);
-  global_names_.push_back(decl.name);
+  (reader ? global_readers_ : global_names_).push_back(decl.name);
   CatalogEntry e;
   e.kind = DdlObject::kMaterializedView;
   e.name = decl.name;
@@ -226,6 +236,40 @@ Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
                                           decl.incremental);
   RecordLocked(std::move(e));
   return Status::OK();
+}
+
+Result<std::vector<std::string>> CatalogImpl::CreateGlobalReaderLocked(
+    const MaterializedViewDecl& decl) {
+  auto refuse_plan = [&](const Status& st) {
+    return DeclError(kSqlStateNotSupported,
+                     "\"" + decl.name + "\": scope = 'global': " + st.message());
+  };
+  auto planned = PlanGlobal(decl.sql);
+  if (!planned.ok()) return refuse_plan(planned.status());
+  RILL_ASSIGN_OR_RAISE(auto table, engine_->GetTable(planned->table));
+  if (table->mode() == TableMode::kAppend) {
+    // The instances key an append table's partials by contributor too.
+    planned = PlanGlobal(decl.sql, "_partition", "reader");
+    if (!planned.ok()) return refuse_plan(planned.status());
+  }
+  for (const std::string& taken : {decl.name + "__partials"}) {
+    RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, taken));
+  }
+  // The partial rows' columns, as the instances' partial views make them.
+  RILL_ASSIGN_OR_RAISE(auto empty, engine_->Query("SELECT * FROM (" + planned->partial_sql +
+                                                  ") AS rill_partials LIMIT 0"));
+  GlobalReaderSpec spec;
+  spec.decl = decl;
+  spec.plan = *planned;
+  spec.partial_schema = empty->schema();
+  spec.topic = GlobalPartialsTopic(decl.app_id, decl.name);
+  spec.kafka.emplace_back("bootstrap.servers", OptionValue::Scalar(decl.bootstrap_servers));
+  spec.group_id = "rill-reader-" + decl.name + "-" +
+                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  RILL_RETURN_NOT_OK(MakeGlobalReader(engine_, spec));
+  return std::vector<std::string>{decl.name, decl.name + "__partials"};
 }
 
 Status CatalogImpl::CreateStreamViewLocked(const StreamViewDecl& decl,

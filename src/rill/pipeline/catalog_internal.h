@@ -78,6 +78,8 @@ class CatalogImpl : public Catalog, public EngineExtension {
   Status CreateMaterializedViewLocked(const MaterializedViewDecl& decl,
                                       const std::string& origin);
   Status CreateGlobalViewLocked(const MaterializedViewDecl& decl, const std::string& origin);
+  /// scope global with app_id: the read half only (global_reader.h).
+  Result<std::vector<std::string>> CreateGlobalReaderLocked(const MaterializedViewDecl& decl);
   Status CreateStreamViewLocked(const StreamViewDecl& decl, const std::string& origin);
   Status CreateWindowLocked(const WindowDecl& decl, const std::string& origin);
   Status CreateSinkLocked(const SinkDecl& decl, const std::string& origin);
@@ -108,6 +110,7 @@ class CatalogImpl : public Catalog, public EngineExtension {
   MetricsStore* metrics_ = nullptr;  // guarded by mu_
   std::shared_ptr<GlobalViewMaker> global_views_;  // guarded by mu_
   std::vector<std::string> global_names_;          // guarded by mu_: views of scope global
+  std::vector<std::string> global_readers_;        // guarded by mu_: ... read with app_id
   mutable std::mutex mu_;
   std::vector<CatalogEntry> entries_;     // guarded by mu_, creation order
   std::map<std::string, SinkDecl> pending_sinks_;  // guarded by mu_

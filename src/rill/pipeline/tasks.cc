@@ -148,6 +148,21 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
                       s->scope = v.s;
                       return Status::OK();
                     }});
+  t.defs.push_back({"app_id", OptionType::kString,
+                    "scope global: read this application's view without being its instance "
+                    "(the query's table declared here with its columns)",
+                    [](const Converted& v, Spec* s) {
+                      RILL_RETURN_NOT_OK(NotEmpty("app_id", v.s));
+                      s->app_id = v.s;
+                      return Status::OK();
+                    }});
+  t.defs.push_back({"bootstrap_servers", OptionType::kString,
+                    "with app_id: the application's Kafka cluster (host:port,...)",
+                    [](const Converted& v, Spec* s) {
+                      RILL_RETURN_NOT_OK(NotEmpty("bootstrap_servers", v.s));
+                      s->bootstrap_servers = v.s;
+                      return Status::OK();
+                    }});
   // A string, not a boolean: it has a third value (YAML's true / false arrive
   // as their text and parse here alike).
   t.defs.push_back(

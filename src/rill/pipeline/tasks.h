@@ -71,6 +71,11 @@ struct MaterializedViewDecl {
   /// instance keeps partial aggregates per input partition and publishes them
   /// to a compacted topic, which every instance reads and merges.
   std::string scope = "local";
+  /// scope global: read application `app_id`'s view on the Kafka cluster
+  /// `bootstrap_servers` without being its instance (global_reader.h); the
+  /// table of the query must be declared here with the application's columns.
+  std::string app_id;
+  std::string bootstrap_servers;
   /// The options as given (dump, SHOW VIEWS), without `name` and `sql`, which
   /// are the fields above.
   Options given;
