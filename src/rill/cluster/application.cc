@@ -271,8 +271,13 @@ class ApplicationImpl final : public Application, public EngineExtension {
       auto c = weak.lock();
       auto column = batch->GetColumnByName(partition_column);
       if (!c || !column || column->type_id() != arrow::Type::INT32) return batch;
+      // Owned, counting a rebalance under way: the partitions being handed
+      // back until the revoke completes (the group's assignment drops them
+      // last) and those being assigned from its start (the sources take them
+      // first), whose restore's partials are committed within the assign.
       std::set<int32_t> owned;
       for (const auto& tp : c->assignment()) owned.insert(tp.second);
+      for (const auto& st : c->PartitionStates()) owned.insert(st.partition);
       const auto& partitions = static_cast<const arrow::Int32Array&>(*column);
       arrow::BooleanBuilder keep;
       RILL_RETURN_NOT_OK(keep.Reserve(partitions.length()));
