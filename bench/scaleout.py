@@ -56,7 +56,7 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from kafka_broker import KafkaBroker  # noqa: E402
-from serve_process import application_pipeline, http_request, start_serve  # noqa: E402
+from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve  # noqa: E402
 
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
 TOKEN = "scaleout-bench"
@@ -109,8 +109,7 @@ class Application:
         self.pipeline = workdir / f"{self.app}.yaml"
         columns = columns or "id: int64, k: int64, ts: float64"
         if metadata_columns:
-            columns += (', _topic: string, _partition: int32, _offset: int64, _key: binary, '
-                        '"_timestamp": "timestamp[ms]"')
+            columns += ", " + METADATA_COLUMNS
         text = application_pipeline(
             self.app, broker.bootstrap_servers, source, "{" + columns + "}",
             output=output, session_timeout_ms=SESSION_MS, commit_interval_ms=commit_ms,

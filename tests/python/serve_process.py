@@ -42,6 +42,25 @@ def http_request(address, path, token, data=None):
         return e.code, json.loads(e.read() or b"{}")
 
 
+# The columns a Kafka source's metadata_columns add, as a pipeline file's
+# `columns:` mapping entries (after a table's own columns).
+METADATA_COLUMNS = ('_topic: string, _partition: int32, _offset: int64, _key: binary, '
+                    '"_timestamp": "timestamp[ms]"')
+
+
+def stop_all(procs):
+    """Terminate every (process, address) of `procs` (a dict) still running, then
+    wait for each, killing one that takes over 30 s."""
+    for proc, _ in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
+    for proc, _ in procs.values():
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def wait_for(predicate, timeout=60.0, what="condition", interval=0.1):
     """Poll `predicate` until true; AssertionError naming `what` after `timeout` s."""
     deadline = time.time() + timeout

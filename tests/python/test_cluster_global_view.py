@@ -10,7 +10,6 @@ application's instance are refused, naming why.
 """
 import os
 import pathlib
-import subprocess
 import uuid
 
 import duckdb
@@ -19,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import application_pipeline, http_request, start_serve, wait_for
+from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -67,8 +66,7 @@ def test_global_view_on_every_instance_equals_duckdb_over_all_input(kafka_broker
     pipeline = tmp_path / "app.yaml"
     pipeline.write_text(application_pipeline(
         app, servers, topic,
-        '{id: int64, region: string, price: float64, _topic: string, _partition: int32, '
-        '_offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}',
+        "{id: int64, region: string, price: float64, " + METADATA_COLUMNS + "}",
         metadata_columns=True, commit_interval_ms=100) + f"""tasks:
   - name: by_region
     type: sql
@@ -199,14 +197,7 @@ def test_global_view_on_every_instance_equals_duckdb_over_all_input(kafka_broker
         tables = {r["name"] for r in query("node-1", "SELECT table_name AS name FROM information_schema.tables")}
         assert not {"totals", "totals__partial", "totals__partials"} & tables, tables
     finally:
-        for proc, _ in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)
 
 
 def test_global_scope_outside_an_application_is_refused():

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import application_pipeline, http_request, start_serve, wait_for
+from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -35,8 +35,7 @@ def test_rill_query_app_fans_out_and_merges_every_partition_once(kafka_broker, t
     pipeline = tmp_path / "app.yaml"
     pipeline.write_text(application_pipeline(
         app, servers, topic,
-        '{id: int64, region: string, price: float64, _topic: string, _partition: int32, '
-        '_offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}',
+        "{id: int64, region: string, price: float64, " + METADATA_COLUMNS + "}",
         metadata_columns=True))
     procs = {}
 
@@ -105,11 +104,4 @@ def test_rill_query_app_fans_out_and_merges_every_partition_once(kafka_broker, t
         assert refused.returncode == 1, refused.stdout
         assert "does not hold" in refused.stderr and "node-2" in refused.stderr, refused.stderr
     finally:
-        for proc, _ in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import http_request, start_serve, wait_for
+from serve_process import METADATA_COLUMNS, http_request, start_serve, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -49,8 +49,7 @@ engine:
   trigger_interval_ms: 20
 tables:
   - name: orders
-    columns: {{id: int64, region: string, price: float64, _topic: string, _partition: int32,
-              _offset: int64, _key: binary, "_timestamp": "timestamp[ms]"}}
+    columns: {{id: int64, region: string, price: float64, {METADATA_COLUMNS}}}
     primary_key: id
 connectors:
   - type: kafka
@@ -224,11 +223,4 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         print(f"{len(produced)} records, {len(seen)} changes written, "
               f"restored on node-1: {status('node-1')['restored_records']} records")
     finally:
-        for proc, _ in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)

@@ -8,13 +8,12 @@ The screenshot is saved under build/test-artifacts/dashboard/cluster.png.
 """
 import os
 import pathlib
-import subprocess
 import uuid
 
 import pytest
 
 from conftest import requires
-from serve_process import application_pipeline, http_request, start_serve, wait_for
+from serve_process import application_pipeline, http_request, start_serve, stop_all, wait_for
 # The browser fixtures of the dashboard tests (chromium driven by Playwright).
 from test_dashboard import ARTIFACTS, CHROMIUM, DIST, browser, page  # noqa: F401
 
@@ -92,11 +91,4 @@ def test_cluster_view_shows_every_member_and_who_owns_each_partition(kafka_broke
             f" && [...document.querySelectorAll('#cluster-map .cluster-cell')].filter("
             f"c => c.dataset.owner === 'node-1').length === {PARTITIONS}", timeout=30000)
     finally:
-        for proc, _ in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)

@@ -23,12 +23,6 @@ namespace {
 using pipeline::DeclError;
 using pipeline::OptionValue;
 
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 struct Names {
   std::string view, partial, partials;
   explicit Names(const std::string& v)
@@ -47,33 +41,8 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
 
   Result<std::vector<std::string>> Create(const pipeline::MaterializedViewDecl& decl) override {
     const Names n(decl.name);
-    auto not_global = [&n](const Status& st) {
-      return DeclError(pipeline::kSqlStateNotSupported,
-                       "\"" + n.view + "\": scope = 'global': " + st.message());
-    };
-    auto planned = PlanGlobal(decl.sql);
-    if (!planned.ok()) return not_global(planned.status());
-    auto table = engine_->GetTable(planned->table);
-    if (!table.ok()) {
-      return DeclError(pipeline::kSqlStateUndefined,
-                       "\"" + n.view + "\": table \"" + planned->table + "\" does not exist");
-    }
-    // An append table's rows are events each instance applied once: the
-    // partials of every instance (and of each life of an instance) add up.
-    // A keyed table's partition is one state: its owner's partials replace
-    // the earlier owner's.
-    if ((*table)->mode() == TableMode::kAppend) {
-      planned = PlanGlobal(decl.sql, "_partition", contributor_);
-      if (!planned.ok()) return not_global(planned.status());
-    }
-    const GlobalPlan& plan = *planned;
-    if ((*table)->user_schema()->GetFieldIndex("_partition") < 0) {
-      return DeclError(pipeline::kSqlStateBadValue,
-                       "\"" + n.view + "\": scope = 'global' needs the input partition of each "
-                       "row, and table \"" + plan.table +
-                           "\" has no column _partition (declare it, with its Kafka source's "
-                           "metadata_columns = true)");
-    }
+    RILL_ASSIGN_OR_RAISE(const GlobalPlan plan,
+                         pipeline::PlanGlobalView(engine_, decl, contributor_));
     auto consumer = app_->consumer();
     if (!consumer) {
       return DeclError(pipeline::kSqlStateBadValue,
@@ -139,7 +108,7 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     pipeline::Options sink = KafkaOptions(servers);
     sink.emplace_back("topic", OptionValue::Scalar(topic));
     sink.emplace_back("mode", OptionValue::Scalar("upsert"));
-    sink.emplace_back("key_columns", OptionValue::Scalar(Joined(plan.partial_key)));
+    sink.emplace_back("key_columns", OptionValue::List(plan.partial_key));
     RILL_ASSIGN_OR_RAISE(pipeline::SinkDecl sink_decl,
                          pipeline::ReadSink("kafka", sink, where, n.partial, n.partial));
     RILL_RETURN_NOT_OK(pipeline::StartSink(sink_decl, engine_).status());

@@ -465,16 +465,14 @@ Status CatalogImpl::DropEntryLocked(const CatalogEntry& e) {
       return st.IsKeyError() ? Status::OK() : st;
     }
     case DdlObject::kMaterializedView:
-      if (auto g = std::find(global_names_.begin(), global_names_.end(), e.name);
-          g != global_names_.end()) {
-        global_names_.erase(g);
+      if (auto g = global_made_.find(e.name); g != global_made_.end()) {
+        const bool read_only = g->second;
+        global_made_.erase(g);
+        if (read_only) {
+          DropGlobalReader(engine_, e.name);
+          return Status::OK();
+        }
         return global_views_ ? global_views_->Drop(e.name) : Status::OK();
-      }
-      if (auto g = std::find(global_readers_.begin(), global_readers_.end(), e.name);
-          g != global_readers_.end()) {
-        global_readers_.erase(g);
-        DropGlobalReader(engine_, e.name);
-        return Status::OK();
       }
       [[fallthrough]];
     case DdlObject::kStreamView: {

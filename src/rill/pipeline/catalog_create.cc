@@ -10,7 +10,6 @@
 #include "rill/engine/window_task.h"
 #include "rill/metrics/metrics_store.h"
 #include "rill/pipeline/global_reader.h"
-#include "rill/sql/global_plan.h"
 #include "rill/pipeline/catalog_internal.h"
 #include "rill/sink/sink_set.h"
 
@@ -184,18 +183,7 @@ Status CatalogImpl::CreateMaterializedViewLocked(const MaterializedViewDecl& dec
     (void)engine_->DropTable(decl.output);
     return Refused(ran, decl.name);
   }
-  CatalogEntry e;
-  e.kind = DdlObject::kMaterializedView;
-  e.name = decl.name;
-  e.reads = std::move(reads);
-  e.writes = {decl.output};
-  e.origin = origin;
-  e.statement.object = DdlObject::kMaterializedView;
-  e.statement.name = decl.name;
-  e.statement.query = decl.sql;
-  e.statement.with = CanonicalIncremental(Without(decl.given, {"name", "sql", "type"}),
-                                          decl.incremental);
-  RecordLocked(std::move(e));
+  RecordMaterializedViewLocked(decl, origin, std::move(reads), {decl.output});
   return Status::OK();
 }
 
@@ -222,45 +210,23 @@ Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
   const bool reader = !decl.app_id.empty();
   auto writes = reader ? CreateGlobalReaderLocked(decl) : global_views_->Create(decl);
   if (!writes.ok()) return Refused(writes.status(), decl.name);
-  (reader ? global_readers_ : global_names_).push_back(decl.name);
-  CatalogEntry e;
-  e.kind = DdlObject::kMaterializedView;
-  e.name = decl.name;
-  e.reads = std::move(reads);
-  e.writes = std::move(*writes);
-  e.origin = origin;
-  e.statement.object = DdlObject::kMaterializedView;
-  e.statement.name = decl.name;
-  e.statement.query = decl.sql;
-  e.statement.with = CanonicalIncremental(Without(decl.given, {"name", "sql", "type"}),
-                                          decl.incremental);
-  RecordLocked(std::move(e));
+  global_made_[decl.name] = reader;
+  RecordMaterializedViewLocked(decl, origin, std::move(reads), std::move(*writes));
   return Status::OK();
 }
 
 Result<std::vector<std::string>> CatalogImpl::CreateGlobalReaderLocked(
     const MaterializedViewDecl& decl) {
-  auto refuse_plan = [&](const Status& st) {
-    return DeclError(kSqlStateNotSupported,
-                     "\"" + decl.name + "\": scope = 'global': " + st.message());
-  };
-  auto planned = PlanGlobal(decl.sql);
-  if (!planned.ok()) return refuse_plan(planned.status());
-  RILL_ASSIGN_OR_RAISE(auto table, engine_->GetTable(planned->table));
-  if (table->mode() == TableMode::kAppend) {
-    // The instances key an append table's partials by contributor too.
-    planned = PlanGlobal(decl.sql, "_partition", "reader");
-    if (!planned.ok()) return refuse_plan(planned.status());
-  }
-  for (const std::string& taken : {decl.name + "__partials"}) {
-    RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, taken));
-  }
+  // The contributor only names the partial rows' column (the instances'
+  // values differ): the schema is the same.
+  RILL_ASSIGN_OR_RAISE(const GlobalPlan plan, PlanGlobalView(engine_, decl, "reader"));
+  RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.name + "__partials"));
   // The partial rows' columns, as the instances' partial views make them.
-  RILL_ASSIGN_OR_RAISE(auto empty, engine_->Query("SELECT * FROM (" + planned->partial_sql +
+  RILL_ASSIGN_OR_RAISE(auto empty, engine_->Query("SELECT * FROM (" + plan.partial_sql +
                                                   ") AS rill_partials LIMIT 0"));
   GlobalReaderSpec spec;
   spec.decl = decl;
-  spec.plan = *planned;
+  spec.plan = plan;
   spec.partial_schema = empty->schema();
   spec.topic = GlobalPartialsTopic(decl.app_id, decl.name);
   spec.kafka.emplace_back("bootstrap.servers", OptionValue::Scalar(decl.bootstrap_servers));
@@ -270,6 +236,24 @@ Result<std::vector<std::string>> CatalogImpl::CreateGlobalReaderLocked(
                                      .count());
   RILL_RETURN_NOT_OK(MakeGlobalReader(engine_, spec));
   return std::vector<std::string>{decl.name, decl.name + "__partials"};
+}
+
+void CatalogImpl::RecordMaterializedViewLocked(const MaterializedViewDecl& decl,
+                                               const std::string& origin,
+                                               std::vector<std::string> reads,
+                                               std::vector<std::string> writes) {
+  CatalogEntry e;
+  e.kind = DdlObject::kMaterializedView;
+  e.name = decl.name;
+  e.reads = std::move(reads);
+  e.writes = std::move(writes);
+  e.origin = origin;
+  e.statement.object = DdlObject::kMaterializedView;
+  e.statement.name = decl.name;
+  e.statement.query = decl.sql;
+  e.statement.with = CanonicalIncremental(Without(decl.given, {"name", "sql", "type"}),
+                                          decl.incremental);
+  RecordLocked(std::move(e));
 }
 
 Status CatalogImpl::CreateStreamViewLocked(const StreamViewDecl& decl,

@@ -80,6 +80,10 @@ class CatalogImpl : public Catalog, public EngineExtension {
   Status CreateGlobalViewLocked(const MaterializedViewDecl& decl, const std::string& origin);
   /// scope global with app_id: the read half only (global_reader.h).
   Result<std::vector<std::string>> CreateGlobalReaderLocked(const MaterializedViewDecl& decl);
+  /// The catalog entry of a materialized view (local or global).
+  void RecordMaterializedViewLocked(const MaterializedViewDecl& decl, const std::string& origin,
+                                    std::vector<std::string> reads,
+                                    std::vector<std::string> writes);
   Status CreateStreamViewLocked(const StreamViewDecl& decl, const std::string& origin);
   Status CreateWindowLocked(const WindowDecl& decl, const std::string& origin);
   Status CreateSinkLocked(const SinkDecl& decl, const std::string& origin);
@@ -109,8 +113,9 @@ class CatalogImpl : public Catalog, public EngineExtension {
   Engine* engine_;
   MetricsStore* metrics_ = nullptr;  // guarded by mu_
   std::shared_ptr<GlobalViewMaker> global_views_;  // guarded by mu_
-  std::vector<std::string> global_names_;          // guarded by mu_: views of scope global
-  std::vector<std::string> global_readers_;        // guarded by mu_: ... read with app_id
+  // Views of scope global: name -> read only (app_id: global_reader.h), or
+  // made by global_views_. Guarded by mu_.
+  std::map<std::string, bool> global_made_;
   mutable std::mutex mu_;
   std::vector<CatalogEntry> entries_;     // guarded by mu_, creation order
   std::map<std::string, SinkDecl> pending_sinks_;  // guarded by mu_

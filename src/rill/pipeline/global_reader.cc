@@ -5,6 +5,8 @@
 #include "rill/engine/engine.h"
 #include "rill/engine/task.h"
 #include "rill/pipeline/sources.h"
+#include "rill/table/live_table.h"
+#include "rill/table/schema.h"
 
 namespace rill::pipeline {
 
@@ -16,16 +18,41 @@ std::string Quoted(const std::string& name) {
   return out + "\"";
 }
 
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 }  // namespace
 
 std::string GlobalPartialsTopic(const std::string& app_id, const std::string& view) {
   return app_id + "-" + view + "-partials";
+}
+
+Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& decl,
+                                  const std::string& contributor) {
+  auto not_global = [&decl](const Status& st) {
+    return DeclError(kSqlStateNotSupported,
+                     "\"" + decl.name + "\": scope = 'global': " + st.message());
+  };
+  auto planned = PlanGlobal(decl.sql);
+  if (!planned.ok()) return not_global(planned.status());
+  auto table = engine->GetTable(planned->table);
+  if (!table.ok()) {
+    return DeclError(kSqlStateUndefined,
+                     "\"" + decl.name + "\": table \"" + planned->table + "\" does not exist");
+  }
+  if ((*table)->user_schema()->GetFieldIndex("_partition") < 0) {
+    return DeclError(kSqlStateBadValue,
+                     "\"" + decl.name + "\": scope = 'global' needs the input partition of "
+                     "each row, and table \"" + planned->table +
+                         "\" has no column _partition (declare it, with its Kafka source's "
+                         "metadata_columns = true)");
+  }
+  // An append table's rows are events each instance applied once: the
+  // partials of every instance (and of each life of an instance) add up. A
+  // keyed table's partition is one state: its owner's partials replace the
+  // earlier owner's.
+  if ((*table)->mode() == TableMode::kAppend) {
+    planned = PlanGlobal(decl.sql, "_partition", contributor);
+    if (!planned.ok()) return not_global(planned.status());
+  }
+  return planned;
 }
 
 Status AddAndRunView(Engine* engine, const MaterializedViewDecl& view) {
@@ -52,7 +79,7 @@ Status MakeGlobalReader(Engine* engine, const GlobalReaderSpec& spec) {
     source.emplace_back("name", OptionValue::Scalar(partials + "_in"));
     source.emplace_back("topics", OptionValue::Scalar(spec.topic));
     source.emplace_back("start", OptionValue::Scalar("earliest"));
-    source.emplace_back("key_columns", OptionValue::Scalar(Joined(spec.plan.partial_key)));
+    source.emplace_back("key_columns", OptionValue::List(spec.plan.partial_key));
     source.emplace_back("application_group", OptionValue::Scalar("false"));
     source.emplace_back("on_overflow", OptionValue::Scalar("error"));  // wait, never drop
     source.emplace_back("group.id", OptionValue::Scalar(spec.group_id));

@@ -66,6 +66,13 @@ OptionValue OptionValue::Scalar(std::string text, std::string where) {
   return v;
 }
 
+OptionValue OptionValue::List(const std::vector<std::string>& items) {
+  OptionValue v;
+  v.kind = Kind::kList;
+  for (const auto& item : items) v.items.push_back(Scalar(item));
+  return v;
+}
+
 const char* OptionTypeName(OptionType type) {
   switch (type) {
     case OptionType::kString:

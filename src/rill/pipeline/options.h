@@ -62,6 +62,8 @@ struct OptionValue {
   std::string where;
 
   static OptionValue Scalar(std::string text, std::string where = "");
+  /// A list of scalars (a `names` option made in code, e.g. key columns).
+  static OptionValue List(const std::vector<std::string>& items);
 };
 
 /// A declaration's options in the order given.

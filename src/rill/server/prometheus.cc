@@ -197,43 +197,54 @@ std::string RenderPrometheus(ServerContext& ctx) {
     const cluster::ClusterStatus st = app->status();
     const std::string labels =
         Writer::Label("app_id", st.app_id) + "," + Writer::Label("instance_id", st.instance_id);
-    w.Family("rill_cluster_partitions_owned", "gauge", "Input partitions this instance owns.");
-    w.Sample("rill_cluster_partitions_owned", static_cast<double>(st.partitions.size()), labels);
-    w.Family("rill_cluster_generation", "gauge",
-             "The consumer group generation this instance last joined (-1 before joining).");
-    w.Sample("rill_cluster_generation", static_cast<double>(st.generation), labels);
-    w.Family("rill_cluster_rebalances_total", "counter", "Partition assignments received.");
-    w.Sample("rill_cluster_rebalances_total", static_cast<double>(st.group.assigns), labels);
-    w.Family("rill_cluster_partitions_revoked_total", "counter",
-             "Partitions handed back at rebalances.");
-    w.Sample("rill_cluster_partitions_revoked_total",
-             static_cast<double>(st.group.partitions_revoked), labels);
-    w.Family("rill_cluster_last_rebalance_seconds", "gauge",
-             "Revoke to assign of the last rebalance.");
-    w.Sample("rill_cluster_last_rebalance_seconds", st.group.last_rebalance_seconds, labels);
-    w.Family("rill_cluster_commits_total", "counter",
-             "Transactions of the instance's producer that committed (exactly_once).");
-    w.Sample("rill_cluster_commits_total", static_cast<double>(st.commits.commits), labels);
-    w.Family("rill_cluster_commit_seconds", "gauge", "Duration of the last transaction commit.");
-    w.Sample("rill_cluster_commit_seconds", st.commits.last_commit_ms / 1000.0, labels);
-    w.Family("rill_cluster_fenced", "gauge",
-             "1 once the instance's producer was fenced (another took its transactional id).");
-    w.Sample("rill_cluster_fenced", st.commits.fenced ? 1.0 : 0.0, labels);
-    w.Family("rill_cluster_partitions_restored_total", "counter",
-             "Partition shards restored by replaying their input (keyed tables).");
-    w.Sample("rill_cluster_partitions_restored_total",
-             static_cast<double>(st.group.partitions_restored), labels);
-    w.Family("rill_cluster_restored_records_total", "counter",
-             "Input records replayed to restore partition shards.");
-    w.Sample("rill_cluster_restored_records_total",
-             static_cast<double>(st.group.restored_records), labels);
-    w.Family("rill_cluster_restored_bytes_total", "counter",
-             "Input bytes replayed to restore partition shards.");
-    w.Sample("rill_cluster_restored_bytes_total", static_cast<double>(st.group.restored_bytes),
-             labels);
-    w.Family("rill_cluster_last_restore_seconds", "gauge",
-             "Duration of the last partition shard restore (replay and apply).");
-    w.Sample("rill_cluster_last_restore_seconds", st.group.last_restore_seconds, labels);
+    struct Metric {
+      const char* name;
+      const char* type;
+      const char* help;
+      double value;
+    };
+    const Metric metrics[] = {
+        {"rill_cluster_partitions_owned", "gauge",
+         "Input partitions this instance owns.",
+         static_cast<double>(st.partitions.size())},
+        {"rill_cluster_generation", "gauge",
+         "The consumer group generation this instance last joined (-1 before joining).",
+         static_cast<double>(st.generation)},
+        {"rill_cluster_rebalances_total", "counter",
+         "Partition assignments received.",
+         static_cast<double>(st.group.assigns)},
+        {"rill_cluster_partitions_revoked_total", "counter",
+         "Partitions handed back at rebalances.",
+         static_cast<double>(st.group.partitions_revoked)},
+        {"rill_cluster_last_rebalance_seconds", "gauge",
+         "Revoke to assign of the last rebalance.",
+         st.group.last_rebalance_seconds},
+        {"rill_cluster_commits_total", "counter",
+         "Transactions of the instance's producer that committed (exactly_once).",
+         static_cast<double>(st.commits.commits)},
+        {"rill_cluster_commit_seconds", "gauge",
+         "Duration of the last transaction commit.",
+         st.commits.last_commit_ms / 1000.0},
+        {"rill_cluster_fenced", "gauge",
+         "1 once the instance's producer was fenced (another took its transactional id).",
+         st.commits.fenced ? 1.0 : 0.0},
+        {"rill_cluster_partitions_restored_total", "counter",
+         "Partition shards restored by replaying their input (keyed tables).",
+         static_cast<double>(st.group.partitions_restored)},
+        {"rill_cluster_restored_records_total", "counter",
+         "Input records replayed to restore partition shards.",
+         static_cast<double>(st.group.restored_records)},
+        {"rill_cluster_restored_bytes_total", "counter",
+         "Input bytes replayed to restore partition shards.",
+         static_cast<double>(st.group.restored_bytes)},
+        {"rill_cluster_last_restore_seconds", "gauge",
+         "Duration of the last partition shard restore (replay and apply).",
+         st.group.last_restore_seconds},
+    };
+    for (const Metric& m : metrics) {
+      w.Family(m.name, m.type, m.help);
+      w.Sample(m.name, m.value, labels);
+    }
   }
 
   w.Family("rill_table_rows", "gauge", "Live rows per table.");

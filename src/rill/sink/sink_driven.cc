@@ -63,6 +63,11 @@ Status SinkRunner::WriteDriven(void* producer, uint64_t to_version) {
   ChangeReadOptions read;
   read.max_rows = options_.max_batch_rows;
   read.emit_retention_deletes = options_.emit_retention_deletes;
+  DrivenSinks::RowFilter filter;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    filter = row_filter_;
+  }
   uint64_t cursor = from;
   while (cursor < to_version) {
     RILL_ASSIGN_OR_RAISE(ChangeSet changes, feed_->Read(cursor, read));
@@ -76,11 +81,6 @@ Status SinkRunner::WriteDriven(void* producer, uint64_t to_version) {
       RILL_ASSIGN_OR_RAISE(rows, KeepVersions(changes.batches, cursor, to_version));
     }
     RILL_ASSIGN_OR_RAISE(BatchVector out, ApplyMode(rows, snapshot));
-    DrivenSinks::RowFilter filter;
-    {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      filter = row_filter_;
-    }
     if (filter) {
       BatchVector kept;
       for (const auto& b : out) {
