@@ -100,9 +100,15 @@ Result<std::shared_ptr<arrow::Table>> ReadArrow(const std::string& body) {
   return table;
 }
 
-/// What a member's tables hold of a partition: (first offset, rewound), from
-/// its /api/v1/telemetry/cluster.
-Result<std::map<std::pair<std::string, int32_t>, std::pair<int64_t, bool>>> PartitionStates(
+/// What a member's tables hold of a partition, from its
+/// /api/v1/telemetry/cluster.
+struct HeldPartition {
+  int64_t first = -1;     ///< the offset of its first row applied since the assign
+  bool rewound = false;   ///< a rewind since may have applied rows twice
+  bool restored = false;  ///< its shard was restored whole on assign
+};
+
+Result<std::map<std::pair<std::string, int32_t>, HeldPartition>> PartitionStates(
     const std::string& body) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -110,16 +116,18 @@ Result<std::map<std::pair<std::string, int32_t>, std::pair<int64_t, bool>>> Part
   if (parser.parse(body).get(doc) || doc["partition_states"].get_array().get(states)) {
     return Status::Invalid("a member's /api/v1/telemetry/cluster has no partition_states");
   }
-  std::map<std::pair<std::string, int32_t>, std::pair<int64_t, bool>> out;
+  std::map<std::pair<std::string, int32_t>, HeldPartition> out;
   for (simdjson::dom::element s : states) {
     std::string_view topic;
-    int64_t partition = 0, first = -1;
-    bool rewound = false;
+    int64_t partition = 0;
+    HeldPartition held;
     if (s["topic"].get_string().get(topic) || s["partition"].get_int64().get(partition) ||
-        s["first_offset"].get_int64().get(first) || s["rewound"].get_bool().get(rewound)) {
+        s["first_offset"].get_int64().get(held.first) ||
+        s["rewound"].get_bool().get(held.rewound)) {
       return Status::Invalid("a member's partition_states entry is malformed");
     }
-    out[{std::string(topic), static_cast<int32_t>(partition)}] = {first, rewound};
+    if (s["restored"].get_bool().get(held.restored)) held.restored = false;  // absent: older
+    out[{std::string(topic), static_cast<int32_t>(partition)}] = held;
   }
   return out;
 }
@@ -208,12 +216,13 @@ Result<std::shared_ptr<arrow::Table>> Attempt(const QueryOptions& o, rd_kafka_t*
         return fail(1, "member '" + instance + "' does not own " + topic + "[" +
                            std::to_string(partition) + "] yet");
       }
-      const auto [first, rewound] = st->second;
+      const auto [first, rewound, restored] = st->second;
       int64_t low = 0, high = 0;
       rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, kKafkaTimeoutMs);
       const auto* c = rd_kafka_topic_partition_list_find(committed.get(), topic.c_str(), partition);
       const int64_t group_offset = c && !c->err ? c->offset : -1;
-      const bool whole = !rewound && (first == low || (first < 0 && group_offset <= low));
+      const bool whole =
+          !rewound && (restored || first == low || (first < 0 && group_offset <= low));
       if (!whole) {
         return fail(1, "member '" + instance + "' does not hold " + topic + "[" +
                            std::to_string(partition) + "] whole (its rows start at offset " +

@@ -58,12 +58,17 @@ export function ownerColors(members) {
   return out;
 }
 
-/** The partition shards' restores: "N partitions, R records (M MB), last restore S s". */
+/**
+ * The partition shards' restores: "N partitions (C from the checkpoint), R records (M MB),
+ * last restore S s".
+ */
 export function restoreText(s) {
   const n = s.partitions_restored ?? 0;
   if (!n) return 'none';
   const mb = (s.restored_bytes ?? 0) / 1e6;
   const secs = s.last_restore_seconds ?? 0;
   const rate = secs > 0 ? `, last restore ${secs.toFixed(2)} s` : '';
-  return `${n} partition${n === 1 ? '' : 's'}, ${s.restored_records ?? 0} records (${mb.toFixed(1)} MB)${rate}`;
+  const local = s.partitions_from_checkpoint ?? 0;
+  const from = local ? ` (${local} from the checkpoint)` : '';
+  return `${n} partition${n === 1 ? '' : 's'}${from}, ${s.restored_records ?? 0} records (${mb.toFixed(1)} MB)${rate}`;
 }

@@ -56,4 +56,6 @@ test('the restores of partition shards read as partitions, records, megabytes an
     last_restore_seconds: 0.5}), '3 partitions, 4491 records (0.3 MB), last restore 0.50 s');
   assert.equal(restoreText({partitions_restored: 1, restored_records: 10, restored_bytes: 0}),
     '1 partition, 10 records (0.0 MB)');
+  assert.equal(restoreText({partitions_restored: 4, partitions_from_checkpoint: 3, restored_records: 20,
+    restored_bytes: 2000000}), '4 partitions (3 from the checkpoint), 20 records (2.0 MB)');
 });

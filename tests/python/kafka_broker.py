@@ -304,11 +304,12 @@ class KafkaBroker:
 
     # -- clients (confluent-kafka) ------------------------------------------------------
 
-    def create_topic(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    def create_topic(self, topic: str, partitions: int, timeout: float = 30.0, config=None) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                                                config=config or {})],
                                       operation_timeout=timeout, request_timeout=timeout)
         futures[topic].result(timeout=timeout)
         deadline = time.monotonic() + timeout  # wait until the metadata shows every leader

@@ -13,6 +13,11 @@ instance owns. On the real broker, with 2 `rill serve` instances:
 - a changelog Kafka sink of the table (exactly-once) writes each input record
   at most once and ends at the reference: the restores and drops are moves,
   not changes, so they write nothing.
+
+The input topic is not compacted, so the instances write the table's
+changelog `<app>-orders-changelog` and restore from it: the input's records
+are deleted (delete_records) before the restart, and the restores still
+equal the reference.
 """
 import json
 import os
@@ -24,6 +29,7 @@ import uuid
 import duckdb
 import pyarrow as pa
 import pytest
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from conftest import requires
 from serve_process import METADATA_COLUMNS, http_request, start_serve, stop_all, wait_for
@@ -145,8 +151,24 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view")
 
         # SIGKILL node-2 and restart it at once (static membership: its partitions
-        # come back to it, with an empty table): it restores them.
+        # come back to it, with an empty table): it restores them from the
+        # changelog, since the input no longer has the records.
         mine = owned("node-2")
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient
+        changelog = f"{app}-orders-changelog"
+        admin = AdminClient({"bootstrap.servers": servers})
+        described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, changelog)])
+        config = list(described.values())[0].result(timeout=30)
+        assert config["cleanup.policy"].value == "compact"
+        assert len(admin.list_topics(changelog, timeout=10).topics[changelog].partitions) == PARTITIONS
+        wait_for(lambda: changelog_rows(servers, changelog) == reference(), 60, "the changelog")
+        ends = {}
+        for _, _, _, part, off in produced:
+            ends[part] = max(ends.get(part, 0), off + 1)
+        for f in admin.delete_records([TopicPartition(source, p, ends[p]) for p in range(PARTITIONS)],
+                                      operation_timeout=30).values():
+            f.result(timeout=30)
         procs["node-2"][0].kill()
         procs["node-2"][0].wait(timeout=30)
         start("node-2", leave=True)
@@ -154,6 +176,7 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's restored shards")
         st = status("node-2")
         assert st["partitions_restored"] == len(mine) and st["restored_records"] > 0, st
+        assert st["partitions_from_changelog"] == len(mine), st
         req = urllib.request.Request(f"http://{procs['node-2'][1]}/metrics",
                                      headers={"Authorization": f"Bearer {TOKEN}"})
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -185,6 +208,8 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 after more input")
         wait_for(lambda: view_ok("node-1"), 60, "the global view after the leave")
         assert status("node-1")["partitions_restored"] >= PARTITIONS - len(mine)
+        assert status("node-1")["partitions_from_changelog"] >= PARTITIONS - len(mine)
+        wait_for(lambda: changelog_rows(servers, changelog) == reference(), 60, "the changelog at the end")
 
         # The changelog sink: every input record exactly once (restores wrote nothing).
         from confluent_kafka import Consumer, TopicPartition
@@ -223,4 +248,189 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         print(f"{len(produced)} records, {len(seen)} changes written, "
               f"restored on node-1: {status('node-1')['restored_records']} records")
     finally:
+        stop_all(procs)
+
+
+def changelog_rows(servers, topic):
+    """Each key's last row in the changelog topic (read_committed), as (id, region, price)."""
+    from confluent_kafka import Consumer, TopicPartition
+    reader = Consumer({"bootstrap.servers": servers, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                       "isolation.level": "read_committed", "enable.auto.commit": False,
+                       "enable.partition.eof": True})
+    try:
+        parts = reader.list_topics(topic, timeout=10).topics[topic].partitions
+        reader.assign([TopicPartition(topic, p, 0) for p in parts])
+        latest, ended = {}, set()
+        while len(ended) < len(parts):
+            m = reader.poll(5.0)
+            if m is None:
+                break
+            if m.error():
+                ended.add(m.partition())
+                continue
+            key = json.loads(m.key())["id"]
+            if m.value() is None:
+                latest.pop(key, None)
+            else:
+                r = json.loads(m.value())
+                assert r["_partition"] == m.partition(), "a row in another partition than its input's"
+                latest[key] = (r["id"], r["region"], r["price"])
+        return sorted(latest.values())
+    finally:
+        reader.close()
+
+
+def checkpoint_offsets(directory, connector="orders_in"):
+    """The newest complete checkpoint's offsets of `connector`: {partition: offset}."""
+    current = pathlib.Path(directory) / "current"
+    if not current.exists():
+        return {}
+    manifest = json.loads((current / "manifest.json").read_text())
+    for c in manifest["connectors"]:
+        if c["name"] == connector:
+            return {p["partition"]: p["offset"] for p in c["position"]["partitions"]}
+    return {}
+
+
+def test_a_current_local_checkpoint_spares_the_replay_of_what_it_holds(kafka_broker, tmp_path):
+    """An instance with a checkpoint directory: its group offsets still follow
+    the ticks (not the checkpoints), and after a SIGKILL and a restart it takes
+    its shards from its own checkpoint and replays only the records committed
+    after it; a partition it no longer owns is dropped from the restored table."""
+    source = f"orders-{uuid.uuid4().hex[:8]}"
+    output = f"changes-{uuid.uuid4().hex[:8]}"
+    app = f"ck-{uuid.uuid4().hex[:8]}"
+    # Compacted: the shards are restored by replaying the input (no changelog).
+    kafka_broker.create_topic(source, PARTITIONS, config={"cleanup.policy": "compact"})
+    kafka_broker.create_topic(output, 1)
+    servers = kafka_broker.bootstrap_servers
+    pipeline = tmp_path / "app.yaml"
+    pipeline.write_text(pipeline_text(app, servers, source, output))
+    procs = {}
+
+    def start(node):
+        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
+                "--instance-id", node, "--checkpoint-dir", str(tmp_path / f"ckpt-{node}"),
+                "--checkpoint-interval", "2", "--leave-on-stop", pipeline]
+        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
+
+    def query(node, sql):
+        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN, json.dumps({"sql": sql}).encode())
+        assert code == 200, body
+        return body["rows"]
+
+    def status(node):
+        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
+        return body if code == 200 else {"partitions": []}
+
+    def owned(node):
+        return {p["partition"] for p in status(node)["partitions"]}
+
+    produced = []  # (id, region, price, partition, offset)
+
+    def produce(first, count, round_):
+        rows = [(i % KEYS, ["eu", "us", "apac"][(i + round_) % 3], float((i * 7 + round_) % 101))
+                for i in range(first, first + count)]
+        where = kafka_broker.produce(source, [json.dumps({"id": k, "region": r, "price": p}) for k, r, p in rows],
+                                     keys=[str(k).encode() for k, _, _ in rows])
+        produced.extend((k, r, p, part, off) for (k, r, p), (part, off) in zip(rows, where))
+
+    def ends():
+        out = {}
+        for _, _, _, part, off in produced:
+            out[part] = max(out.get(part, 0), off + 1)
+        return out
+
+    def reference(partitions=None):
+        latest = {}
+        for k, r, p, part, off in produced:
+            if partitions is None or part in partitions:
+                latest[k] = (k, r, p)
+        return sorted(latest.values())
+
+    def table_rows(node):
+        return sorted((r["id"], r["region"], r["price"]) for r in query(node, "SELECT id, region, price FROM orders"))
+
+    from confluent_kafka import Consumer, TopicPartition
+    group = Consumer({"bootstrap.servers": servers, "group.id": app, "enable.auto.commit": False})
+
+    def committed():
+        return {tp.partition: tp.offset for tp in
+                group.committed([TopicPartition(source, p) for p in range(PARTITIONS)], timeout=10)}
+
+    try:
+        start("node-1")
+        start("node-2")
+        wait_for(lambda: len(owned("node-1")) == 3 and len(owned("node-2")) == 3, 90, "the assignment")
+        produce(0, 6000, 0)
+        mine = owned("node-2")
+        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's shards")
+        # A checkpoint of node-2 that holds the first round.
+        wait_for(lambda: all(checkpoint_offsets(tmp_path / "ckpt-node-2").get(p) == ends()[p] for p in mine),
+                 30, "node-2's checkpoint of the first round")
+        produce(6000, 3000, 1)
+        # The group's offsets follow the ticks, not the (2 s) checkpoints.
+        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2 after the second round")
+        wait_for(lambda: all(committed().get(p) == ends()[p] for p in mine), 10,
+                 "the group's offsets at the end of what node-2 applied")
+        procs["node-2"][0].kill()
+        procs["node-2"][0].wait(timeout=30)
+        held = checkpoint_offsets(tmp_path / "ckpt-node-2")
+        after = sum(ends()[p] - held[p] for p in mine)  # committed after the checkpoint
+
+        start("node-2")
+        wait_for(lambda: owned("node-2") == mine, 60, "node-2's partitions back")
+        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's shards from its checkpoint")
+        st = status("node-2")
+        assert st["partitions_from_changelog"] == 0, st
+        assert st["partitions_from_checkpoint"] == len(mine), st
+        assert st["partitions_restored"] == len(mine), st
+        # Only what came after the checkpoint was read again.
+        assert st["restored_records"] == after, (st, held, ends())
+        assert after < sum(1 for *_, part, _ in produced if part in mine)
+
+        # node-2 leaves: node-1 (its own checkpoint holds only its partitions)
+        # restores the rest by replay and holds every key.
+        procs["node-2"][0].terminate()
+        procs["node-2"][0].wait(timeout=60)
+        wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 owning every partition")
+        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 holding every key")
+
+        # node-1 restarts alone from its checkpoint, which lacks node-2's old
+        # partitions' late rows: the checkpoint's shards catch up by replay.
+        produce(9000, 1500, 2)
+        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 after more input")
+        procs["node-1"][0].kill()
+        procs["node-1"][0].wait(timeout=30)
+        start("node-1")
+        wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 back with every partition")
+        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 restored from its checkpoint")
+        assert status("node-1")["partitions_restored"] == PARTITIONS
+
+        # The changelog sink wrote every change once: nothing restored wrote again.
+        reader = Consumer({"bootstrap.servers": servers, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                           "isolation.level": "read_committed", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        try:
+            reader.assign([TopicPartition(output, 0, 0)])
+            seen = []
+
+            def latest_written():
+                while (m := reader.poll(1.0)) is not None:
+                    if not m.error():
+                        seen.append(json.loads(m.value()))
+                latest = {}
+                for r in seen:
+                    if r["_op"] == "delete":
+                        latest.pop(r["id"], None)
+                    else:
+                        latest[r["id"]] = (r["id"], r["region"], r["price"])
+                return sorted(latest.values())
+            wait_for(lambda: latest_written() == reference(), 60, "the sink's output")
+        finally:
+            reader.close()
+        written = [(r["_partition"], r["_offset"]) for r in seen]
+        assert len(written) == len(set(written)), "a restore wrote rows to the sink again"
+    finally:
+        group.close()
         stop_all(procs)

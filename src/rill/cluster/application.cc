@@ -1,5 +1,6 @@
 #include "rill/cluster/application.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <arrow/type.h>
 #include <librdkafka/rdkafka.h>
 
+#include "rill/cluster/changelog.h"
 #include "rill/cluster/global_view.h"
 #include "rill/common/json_text.h"
 #include "rill/connector/kafka_client.h"
@@ -48,6 +50,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
 
   ~ApplicationImpl() override {
     engine_->SetKafkaGroupProvider(nullptr);
+    if (tick_hook_) engine_->RemoveTickEndHook(tick_hook_);
     if (shards_) {
       consumer_->SetShardHook(nullptr);
       // A restore under way (it holds commit_mu_) gives up waiting for the
@@ -100,6 +103,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
     // Input written by upstream applications' transactions: only committed.
     o.config.emplace("isolation.level", "read_committed");
     RILL_ASSIGN_OR_RAISE(consumer_, KafkaSharedConsumer::Make(std::move(o)));
+    // The group is joined after the engine's first tick: a checkpoint restored
+    // before it (rill serve) is in the tables when the partitions are assigned.
+    auto ticked = std::make_shared<std::atomic<bool>>(false);
+    consumer_->SetJoinGate([ticked] { return ticked->load(); });
+    tick_hook_ = engine_->AddTickEndHook([ticked](double) { ticked->store(true); });
     shards_ = std::make_shared<Shards>(this);
     consumer_->SetShardHook(shards_);
     if (!options_.exactly_once) return Status::OK();
@@ -115,6 +123,13 @@ class ApplicationImpl final : public Application, public EngineExtension {
     // The Kafka sinks on the same cluster added from now on write in this
     // instance's transactions (sink_set.h, DrivenSinks).
     driven_ = SinkSet::For(engine_).DriveKafkaSinks(servers);
+    std::map<std::string, std::string> cluster = KafkaSecurityConfig(options_.kafka_config);
+    cluster["bootstrap.servers"] = servers;
+    changelogs_ = std::make_shared<Changelogs>(
+        engine_, options_.app_id, std::move(cluster), driven_,
+        [this](const std::string& sink, const std::string& column) {
+          return WriteOwnedPartitionsOnly(sink, column);
+        });
     consumer_->SetCommitter([this](const KafkaSharedConsumer::Offsets& handing) {
       return CommitCut(&handing);
     });
@@ -205,6 +220,26 @@ class ApplicationImpl final : public Application, public EngineExtension {
             Severity::kError, table, "Dropping the rows of partitions that moved away failed",
             st.ToString(), app_->engine_->options().clock()));
       }
+    }
+    std::string Changelog(const std::string& table,
+                          const std::vector<std::string>& topics) override {
+      std::shared_ptr<Changelogs> changelogs;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (app_) changelogs = app_->changelogs_;
+      }
+      return changelogs ? changelogs->For(table, topics) : std::string();
+    }
+    Status RestoreFromChangelog(const std::string& table, const std::string& topic,
+                                const std::vector<int32_t>& partitions, int64_t* records,
+                                int64_t* bytes) override {
+      std::shared_ptr<Changelogs> changelogs;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (app_) changelogs = app_->changelogs_;
+      }
+      if (!changelogs) return Status::OK();
+      return changelogs->Restore(table, topic, partitions, records, bytes);
     }
     void End(const std::string& table) override {
       std::lock_guard<std::mutex> lock(mu_);
@@ -368,6 +403,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::shared_ptr<KafkaSharedConsumer> consumer_;  // guarded by mu_ (set once)
   std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
   std::shared_ptr<DrivenSinks> driven_;            // set once with committer_
+  std::shared_ptr<Changelogs> changelogs_;         // set once with driven_
   std::shared_ptr<Shards> shards_;                 // set once with consumer_
   std::mutex commit_mu_;                           // one CommitCut at a time
   // The group's description, read at most once a second (status()).
@@ -377,6 +413,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   mutable std::string describe_error_;
   KafkaSharedConsumer::Offsets last_committed_;    // guarded by commit_mu_
   std::thread thread_;                             // CommitLoop
+  int64_t tick_hook_ = 0;                          // opens the consumer's join gate
   bool stop_ = false;                              // guarded by mu_
 };
 
@@ -436,6 +473,8 @@ std::string ClusterStatusJson(const Application& app) {
   number("restored_bytes", static_cast<double>(s.group.restored_bytes));
   number("last_restore_seconds", s.group.last_restore_seconds);
   number("partitions_dropped", static_cast<double>(s.group.partitions_dropped));
+  number("partitions_from_checkpoint", static_cast<double>(s.group.partitions_from_checkpoint));
+  number("partitions_from_changelog", static_cast<double>(s.group.partitions_from_changelog));
   flag("fenced", s.commits.fenced);
   text("last_commit_error", s.commits.last_error);
   text("group_state", s.group_state);
@@ -474,7 +513,8 @@ std::string ClusterStatusJson(const Application& app) {
     AppendJsonString(&out, p.topic);
     out += ",\"partition\":" + std::to_string(p.partition) +
            ",\"first_offset\":" + std::to_string(p.first_offset) +
-           ",\"rewound\":" + (p.rewound ? "true" : "false") + "}";
+           ",\"rewound\":" + (p.rewound ? "true" : "false") +
+           ",\"restored\":" + (p.restored ? "true" : "false") + "}";
   }
   out += ']';
   out += '}';

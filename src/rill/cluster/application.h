@@ -109,7 +109,7 @@ Status EnsureCompactedTopic(void* rk, const std::string& topic, int partitions, 
 /// fenced, last_commit_error, group_state, members ([{"member_id",
 /// "instance_id", "client_id", "host", "partitions": [{"topic",
 /// "partition"}]}], every member of the application), members_error,
-/// partition_states ([{"topic", "partition", "first_offset", "rewound"}]: what
+/// partition_states ([{"topic", "partition", "first_offset", "rewound", "restored"}]: what
 /// this instance's tables hold of each partition it owns).
 /// (GET /api/v1/telemetry/cluster and RillEngine.cluster_status().)
 class Application;

@@ -128,6 +128,13 @@ class Connector {
     (void)position;
     return Status::OK();
   }
+  /// Whether a checkpoint's rows of the target table are restored along with
+  /// this connector's position. False for an application's Kafka source into
+  /// a table that is not held per partition (cluster/application.h): its
+  /// group's committed offsets, not the checkpoint's, say where it reads on,
+  /// so its table starts empty as after a restart without a checkpoint.
+  /// Default: true.
+  virtual bool RestoresTableFromCheckpoint() const { return true; }
 
   // Source commits (Kafka group offsets) ---------------------------------------------
   /// Commit, at the source, the position as of the last Poll: the engine has
@@ -141,6 +148,11 @@ class Connector {
   /// is set when a revoke that waited for this commits it). A
   /// Kafka connector giving partitions back waits for it. Tick thread.
   virtual void Applied() {}
+  /// Whether this source commits what each tick applied even while a
+  /// Checkpointer is attached (an application's Kafka source: its commits go
+  /// with the application's outputs, and a checkpoint only spares a replay).
+  /// Default: false (commits follow the checkpoints).
+  virtual bool CommitsFollowTicks() const { return false; }
   /// Commit, at the source, `position` (a SavePosition document) of a checkpoint
   /// that is now complete on disk. Called by the Checkpointer's writer thread or
   /// by Checkpointer::Save's caller, concurrently with Poll. Default: nothing.

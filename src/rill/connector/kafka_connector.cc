@@ -287,7 +287,16 @@ void KafkaConnector::CommitApplied() {
   impl_->SendCommit(/*now=*/stopped);
 }
 
+bool KafkaConnector::CommitsFollowTicks() const { return impl_->options.consumer != nullptr; }
+
+bool KafkaConnector::RestoresTableFromCheckpoint() const {
+  if (!impl_->options.consumer) return true;
+  auto hook = impl_->options.consumer->impl()->ShardHook();
+  return impl_->options.metadata_columns && hook && hook->Sharded(target_table());
+}
+
 void KafkaConnector::CommitCheckpointed(std::string_view position) {
+  if (impl_->options.consumer) return;  // committed with the ticks
   auto offsets = ParsePosition(name(), position);
   if (!offsets.ok()) {
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -379,6 +388,20 @@ Result<std::string> KafkaConnector::SavePosition() const {
 Status KafkaConnector::RestorePosition(std::string_view position) {
   RILL_ASSIGN_OR_RAISE(Offsets restored, ParsePosition(name(), position));
   Impl& impl = *impl_;
+  if (impl.options.consumer) {
+    // An application's source: the group's committed offsets say where it
+    // reads on; the first assign compares them with the checkpoint's
+    // (Impl::RestoreShards).
+    std::lock_guard<std::mutex> lock(impl.mu);
+    if (!impl.assigned.empty() || !impl.positions.empty()) {
+      return Status::Invalid("KafkaConnector '", name(),
+                             "': an application's checkpoint is restored before its partitions "
+                             "are assigned (before the engine's first tick)");
+    }
+    impl.checkpointed = std::move(restored);
+    impl.checkpoint_pending = true;
+    return Status::OK();
+  }
   // A shared consumer's reader holds members_mu while it hands messages out:
   // holding it keeps the reader away from this connector meanwhile.
   std::unique_lock<std::mutex> shared_reader;

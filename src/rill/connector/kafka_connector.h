@@ -97,6 +97,13 @@ struct KafkaGroupStats {
   int64_t restored_bytes = 0;
   double last_restore_seconds = 0;
   int64_t partitions_dropped = 0;
+  /// Of partitions_restored: those whose rows came from the instance's local
+  /// checkpoint, only the records after it replayed (0 records when the
+  /// checkpoint was current).
+  int64_t partitions_from_checkpoint = 0;
+  /// Of partitions_restored: those read from their table's changelog topic
+  /// (`<app>-<table>-changelog`) instead of the input.
+  int64_t partitions_from_changelog = 0;
   /// Buffered rows discarded at revokes (read again by whoever owns the
   /// partition next).
   int64_t discarded_records = 0;
@@ -126,6 +133,28 @@ class KafkaShardHook {
   virtual void Begin() = 0;
   /// Delete the rows of `partitions` from `table`.
   virtual void Drop(const std::string& table, const std::vector<int32_t>& partitions) = 0;
+  /// The compacted changelog topic `table` is restored from, made on the
+  /// first call (its topic and the sink that writes it); "" when the table is
+  /// restored by replaying the source's `topics` (compacted: they keep every
+  /// key's last record). Default: "".
+  virtual std::string Changelog(const std::string& table, const std::vector<std::string>& topics) {
+    (void)table;
+    (void)topics;
+    return std::string();
+  }
+  /// Restore the rows of `partitions` (dropped before) of `table` from its
+  /// changelog `topic`: each partition read to its end (committed records
+  /// only); add the records and bytes read. Default: nothing.
+  virtual Status RestoreFromChangelog(const std::string& table, const std::string& topic,
+                                      const std::vector<int32_t>& partitions, int64_t* records,
+                                      int64_t* bytes) {
+    (void)table;
+    (void)topic;
+    (void)partitions;
+    (void)records;
+    (void)bytes;
+    return Status::OK();
+  }
   /// The drop and the replayed rows are applied to `table`: they are moves,
   /// not changes, for its sinks; commits go on.
   virtual void End(const std::string& table) = 0;
@@ -228,8 +257,11 @@ class KafkaConnector : public Connector {
   /// Commit the positions as of the last Poll (asynchronous; synchronous after
   /// Stop).
   void CommitApplied() override;
-  /// Commit the offsets of a checkpoint's position document.
+  /// Commit the offsets of a checkpoint's position document (nothing for an
+  /// application's source: its commits follow the ticks).
   void CommitCheckpointed(std::string_view position) override;
+  /// True for an application's source (a shared consumer).
+  bool CommitsFollowTicks() const override;
   /// The group.id (default "rill-<connector name>").
   std::string source_group() const override;
   void SetTargetSchema(const std::shared_ptr<arrow::Schema>& schema) override;
@@ -245,7 +277,20 @@ class KafkaConnector : public Connector {
   /// where kCommitted means earliest (the group's committed offsets can be
   /// ahead of the checkpoint: rows read after it would be lost). The offsets
   /// are committed to the group.
+  ///
+  /// An application's source (a shared consumer) is different: the group's
+  /// committed offsets say where it reads on, and the position only says up
+  /// to where the restored table holds each partition. A partition shard
+  /// (KafkaShardHook) assigned at the first rebalance keeps the checkpoint's
+  /// rows when the group's committed offset is at or past the checkpoint's,
+  /// and replays only the records between the two; the checkpoint's other
+  /// partitions are dropped. Invalid once the source reads (restore before
+  /// the engine starts).
   Status RestorePosition(std::string_view position) override;
+  /// False for an application's source into a table that is not held per
+  /// partition (it starts empty; the records since the checkpoint were
+  /// applied and committed by the instance that crashed).
+  bool RestoresTableFromCheckpoint() const override;
 
   /// The next offset to read per partition (what was buffered so far).
   std::map<TopicPartition, int64_t> positions() const;
@@ -314,6 +359,11 @@ class KafkaSharedConsumer {
   /// Hold the tables of the members' sources per partition (see
   /// KafkaShardHook); null: no shards. Before the members start.
   void SetShardHook(std::shared_ptr<KafkaShardHook> hook);
+  /// Join the group only once `gate` returns true (the reader asks before
+  /// each subscription): an application joins after its engine's first tick,
+  /// so that a checkpoint restored before it is in place when the partitions
+  /// are assigned. Null: at once. Any thread.
+  void SetJoinGate(std::function<bool()> gate);
   /// The engine stops applying rows: a restore under way (and any member
   /// waiting for room) gives up instead of waiting. For good.
   void AbortRestores();
@@ -353,12 +403,15 @@ class KafkaSharedConsumer {
   Result<GroupDescription> DescribeGroup(int timeout_ms) const;
   /// What this member's tables hold of each partition it owns: the offset of
   /// the first row delivered since the partition was assigned (-1: none yet),
-  /// and whether a rewind since may have applied rows twice.
+  /// whether a rewind since may have applied rows twice, and whether the
+  /// partition was restored whole on assign (a partition shard, from the
+  /// input, the changelog or the local checkpoint).
   struct PartitionState {
     std::string topic;
     int32_t partition = 0;
     int64_t first_offset = -1;
     bool rewound = false;
+    bool restored = false;
   };
   std::vector<PartitionState> PartitionStates() const;
   /// librdkafka's fatal error of the consumer ("" when none), e.g. another

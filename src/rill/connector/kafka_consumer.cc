@@ -186,6 +186,7 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
       assigned.erase(tp);
       first_offset.erase(tp);
       rewound.erase(tp);
+      restored_whole.erase(tp);
     }
   }
   auto committer = options.consumer ? options.consumer->impl()->Committer() : nullptr;
@@ -280,23 +281,38 @@ void Impl::OnAssign(rd_kafka_topic_partition_list_t* parts) {
 
 void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
   auto hook = options.consumer ? options.consumer->impl()->ShardHook() : nullptr;
-  if (!hook || !options.metadata_columns) return;
   const std::string& table = self->target_table();
-  if (!hook->Sharded(table)) return;
+  if (!hook || !options.metadata_columns || !hook->Sharded(table)) {
+    std::lock_guard<std::mutex> lock(mu);
+    checkpointed.clear();  // the table started empty (RestoresTableFromCheckpoint)
+    checkpoint_pending = false;
+    return;
+  }
+  // Keyed tables on topics that are not compacted are restored from their
+  // changelog (the input may have lost old records to retention).
+  const std::string changelog = hook->Changelog(table, options.topics);
   std::vector<int32_t> drop;
+  int64_t moved_away = 0;  // of `drop`: partitions gone to another member
   ListPtr missing(rd_kafka_topic_partition_list_new(0));
+  Offsets held;  // of `missing`: held up to this offset by a restored checkpoint
   {
     std::lock_guard<std::mutex> lock(mu);
     std::set<TopicPartition> now;
     for (int i = 0; i < parts->cnt; ++i) {
       const auto& p = parts->elems[i];
       if (!Reads(p.topic)) continue;
-      now.emplace(p.topic, p.partition);
-      if (positions.count({p.topic, p.partition})) continue;  // held (resumed)
-      // Not held: whatever rows of it the table has are stale (it moved away
-      // and back); dropped, then restored.
+      const TopicPartition tp(p.topic, p.partition);
+      now.insert(tp);
+      if (positions.count(tp)) continue;  // held (resumed)
       rd_kafka_topic_partition_list_add(missing.get(), p.topic, p.partition);
-      drop.push_back(p.partition);
+      auto c = checkpoint_pending ? checkpointed.find(tp) : checkpointed.end();
+      if (c != checkpointed.end()) {
+        held.insert(*c);  // kept if the group's offset is not behind it (below)
+      } else {
+        // Not held: whatever rows of it the table has are stale (it moved
+        // away and back); dropped, then restored.
+        drop.push_back(p.partition);
+      }
     }
     for (auto it = handed_back.begin(); it != handed_back.end();) {
       if (now.count(it->first)) {
@@ -304,27 +320,76 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
         continue;
       }
       drop.push_back(it->first.second);  // went to another member
+      ++moved_away;
       it = handed_back.erase(it);
+    }
+    if (checkpoint_pending) {
+      // The checkpoint's partitions another member owns now.
+      for (const auto& [tp, offset] : checkpointed) {
+        if (!now.count(tp)) {
+          drop.push_back(tp.second);
+          ++moved_away;
+        }
+      }
+      checkpointed.clear();
+      checkpoint_pending = false;
     }
   }
   if (missing->cnt == 0 && drop.empty()) return;
   const double t0 = NowSeconds();
-  hook->Begin();
-  if (!drop.empty()) hook->Drop(table, drop);
-  Offsets until;
-  if (missing->cnt > 0 &&
-      rd_kafka_committed(rk, missing.get(), kCommittedTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    for (int i = 0; i < missing->cnt; ++i) {
-      const auto& p = missing->elems[i];
-      if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset > 0) {
-        until[{p.topic, p.partition}] = p.offset;
-      }
-    }
-  } else if (missing->cnt > 0) {
+  // Each missing partition is replayed from `from` (its start, or the
+  // checkpoint's offset) up to the group's committed offset.
+  Offsets from, until;
+  const bool committed_read =
+      missing->cnt == 0 ||
+      rd_kafka_committed(rk, missing.get(), kCommittedTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (!committed_read) {
     ReportError("Kafka: restoring partition shards: the group's committed offsets could not be "
                 "read; the partitions start there without their earlier rows");
   }
-  auto [records, bytes] = until.empty() ? std::pair<int64_t, int64_t>{0, 0} : Replay(until);
+  int64_t from_checkpoint = 0, restored_count = 0;
+  std::vector<int32_t> from_changelog;  // restored from the changelog (dropped first)
+  for (int i = 0; committed_read && i < missing->cnt; ++i) {
+    const auto& p = missing->elems[i];
+    const TopicPartition tp(p.topic, p.partition);
+    const int64_t committed = p.err == RD_KAFKA_RESP_ERR_NO_ERROR ? p.offset : -1;
+    auto c = held.find(tp);
+    if (c != held.end()) {
+      const bool current = committed == c->second || (committed < 0 && c->second == 0);
+      if (current || (committed > c->second && changelog.empty())) {
+        // The checkpoint's rows are what the group committed up to its
+        // offset: only the records after it are replayed (from the input;
+        // a table with a changelog takes a checkpoint only when current).
+        ++from_checkpoint;
+        ++restored_count;
+        from[tp] = c->second;
+        if (committed > c->second) until[tp] = committed;
+        continue;
+      }
+      // The checkpoint is ahead of the group (its commit never happened), or
+      // behind it with a changelog to restore from: its rows of the
+      // partition go, and the partition is restored whole.
+      drop.push_back(p.partition);
+    }
+    if (!changelog.empty()) {
+      from_changelog.push_back(p.partition);
+      ++restored_count;
+    } else if (committed > 0) {
+      until[tp] = committed;
+      ++restored_count;
+    }
+  }
+  if (!committed_read) {
+    for (const auto& [tp, offset] : held) drop.push_back(tp.second);
+  }
+  hook->Begin();
+  if (!drop.empty()) hook->Drop(table, drop);
+  auto [records, bytes] = until.empty() ? std::pair<int64_t, int64_t>{0, 0} : Replay(from, until);
+  if (!from_changelog.empty()) {
+    Status st = hook->RestoreFromChangelog(table, changelog, from_changelog, &records, &bytes);
+    if (!st.ok()) ReportError("Kafka: restoring partition shards from " + changelog + ": " +
+                              st.ToString());
+  }
   // The replayed rows are in the table before End (the engine ticks
   // meanwhile); a stalled engine (stopping) is waited for 10 s at most.
   double progress_at = NowSeconds();
@@ -347,14 +412,21 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
   }
   hook->End(table);
   std::lock_guard<std::mutex> lock(mu);
-  group.partitions_restored += static_cast<int64_t>(until.size());
-  group.partitions_dropped += static_cast<int64_t>(drop.size()) - missing->cnt;
+  if (committed_read) {
+    for (int i = 0; i < missing->cnt; ++i) {
+      restored_whole.emplace(missing->elems[i].topic, missing->elems[i].partition);
+    }
+  }
+  group.partitions_restored += restored_count;
+  group.partitions_from_checkpoint += from_checkpoint;
+  group.partitions_from_changelog += static_cast<int64_t>(from_changelog.size());
+  group.partitions_dropped += moved_away;
   group.restored_records += records;
   group.restored_bytes += bytes;
   group.last_restore_seconds = NowSeconds() - t0;
 }
 
-std::pair<int64_t, int64_t> Impl::Replay(const Offsets& until) {
+std::pair<int64_t, int64_t> Impl::Replay(const Offsets& from, const Offsets& until) {
   std::map<std::string, std::string> config = options.consumer->impl()->options.config;
   config.erase("group.instance.id");
   config["group.id"] = config["group.id"] + "-restore";
@@ -373,7 +445,10 @@ std::pair<int64_t, int64_t> Impl::Replay(const Offsets& until) {
   rd_kafka_t* replay = *made;
   rd_kafka_poll_set_consumer(replay);
   Offsets remaining;
-  for (const auto& [tp, end] : until) remaining[tp] = RD_KAFKA_OFFSET_BEGINNING;
+  for (const auto& [tp, end] : until) {
+    auto f = from.find(tp);
+    remaining[tp] = f != from.end() ? f->second : RD_KAFKA_OFFSET_BEGINNING;
+  }
   rd_kafka_assign(replay, kafka_internal::ToList(remaining).get());
   remaining = until;
   int64_t records = 0, bytes = 0;

@@ -110,6 +110,8 @@ struct KafkaConnector::Impl {
   // it was rewound since (the table may hold re-read rows twice). Guarded by mu.
   std::map<TopicPartition, int64_t> first_offset;
   std::set<TopicPartition> rewound;
+  // Owned partitions whose shard was restored whole on assign.
+  std::set<TopicPartition> restored_whole;
   // Partitions handed back at a revoke: the offset committed then, and the
   // position held (a quick return resumes there).
   std::map<TopicPartition, std::pair<int64_t, int64_t>> handed_back;  // guarded by mu
@@ -128,6 +130,11 @@ struct KafkaConnector::Impl {
   // it does not name are read from their start under KafkaStart::kCommitted
   // (the group's committed offsets may be ahead of the checkpoint).
   bool restored = false;         // guarded by mu
+  // Set by RestorePosition for an application's source: up to where the
+  // checkpoint's table holds each partition. The first assign (RestoreShards)
+  // takes it: assigned shards resume from there, the others are dropped.
+  Offsets checkpointed;          // guarded by mu
+  bool checkpoint_pending = false;  // guarded by mu: `checkpointed` not taken yet
   int64_t retried_records = 0;   // guarded by mu: refused pushes retried
   double last_lag_refresh = 0;   // reader thread only
 
@@ -164,10 +171,10 @@ struct KafkaConnector::Impl {
   /// another member, and restore the partitions of `parts` not held, when the
   /// shared consumer's KafkaShardHook holds this source's table per partition.
   void RestoreShards(const rd_kafka_topic_partition_list_t* parts);
-  /// Replay each partition of `until` from its start up to that offset
-  /// (exclusive) through ProcessBatch, with a consumer of its own; returns the
-  /// records and bytes replayed.
-  std::pair<int64_t, int64_t> Replay(const Offsets& until);
+  /// Replay each partition of `until` from `from`'s offset (its start when
+  /// `from` has none) up to that offset (exclusive) through ProcessBatch, with
+  /// a consumer of its own; returns the records and bytes replayed.
+  std::pair<int64_t, int64_t> Replay(const Offsets& from, const Offsets& until);
 
   /// The loop of an own consumer's reader thread.
   void Run();
@@ -211,6 +218,11 @@ struct KafkaSharedConsumer::Impl {
   // SetCommitter: offsets go through it instead of the group's commits.
   std::function<Status(const KafkaSharedConsumer::Offsets&)> committer;  // guarded by list_mu
   std::shared_ptr<KafkaShardHook> shard_hook;  // guarded by list_mu
+  std::function<bool()> join_gate;             // guarded by list_mu
+  bool JoinOpen() const {
+    std::lock_guard<std::mutex> lock(list_mu);
+    return !join_gate || join_gate();
+  }
   std::shared_ptr<KafkaShardHook> ShardHook() const {
     std::lock_guard<std::mutex> lock(list_mu);
     return shard_hook;

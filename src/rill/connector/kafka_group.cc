@@ -109,7 +109,7 @@ void SharedImpl::Run() {
   std::map<KafkaConnector::Impl*, std::vector<MessagePtr>> routed;
   while (!stop) {
     std::unique_lock<std::mutex> lock(members_mu);
-    if (resubscribe_at > 0 && SteadySeconds() >= resubscribe_at && !left) {
+    if (resubscribe_at > 0 && SteadySeconds() >= resubscribe_at && !left && JoinOpen()) {
       resubscribe_at = 0;
       Status st = Resubscribe();
       if (!st.ok()) {
@@ -295,6 +295,7 @@ std::vector<KafkaSharedConsumer::PartitionState> KafkaSharedConsumer::PartitionS
       auto first = m->first_offset.find(tp);
       if (first != m->first_offset.end()) st.first_offset = first->second;
       st.rewound = m->rewound.count(tp) > 0;
+      st.restored = m->restored_whole.count(tp) > 0;
       out.push_back(std::move(st));
     }
   }
@@ -417,9 +418,16 @@ KafkaGroupStats KafkaSharedConsumer::stats() const {
     out.restored_records += m->group.restored_records;
     out.restored_bytes += m->group.restored_bytes;
     out.partitions_dropped += m->group.partitions_dropped;
+    out.partitions_from_checkpoint += m->group.partitions_from_checkpoint;
+    out.partitions_from_changelog += m->group.partitions_from_changelog;
     out.last_restore_seconds = std::max(out.last_restore_seconds, m->group.last_restore_seconds);
   }
   return out;
+}
+
+void KafkaSharedConsumer::SetJoinGate(std::function<bool()> gate) {
+  std::lock_guard<std::mutex> lock(impl_->list_mu);
+  impl_->join_gate = std::move(gate);
 }
 
 void KafkaSharedConsumer::SetShardHook(std::shared_ptr<KafkaShardHook> hook) {

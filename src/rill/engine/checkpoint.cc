@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include <arrow/table.h>
 #include <arrow/type.h>
@@ -406,7 +407,20 @@ Status Checkpointer::Apply(const Capture& loaded) {
   restored.id = loaded.id;
   restored.path = options_.dir + "/" + checkpoint_internal::CheckpointDirName(loaded.id);
   restored.created_at = loaded.created_at;
+  // Tables whose source rebuilds them otherwise (an application's source into
+  // a table not held per partition) start empty.
+  std::set<std::string> skipped;
+  for (const auto& c : engine_->Connectors()) {
+    if (!c->RestoresTableFromCheckpoint()) skipped.insert(c->target_table());
+  }
   for (const auto& t : loaded.tables) {
+    if (skipped.count(t.name)) {
+      Logger("checkpoint")->info(
+          "checkpoint {}: table '{}' starts empty (its application's source reads on from the "
+          "group's committed offsets)",
+          loaded.id, t.name);
+      continue;
+    }
     auto table = engine_->GetTable(t.name);
     if (!table.ok()) {
       auto user_schema = WithoutSystemColumns(t.data->schema());

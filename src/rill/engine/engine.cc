@@ -308,7 +308,9 @@ Status Engine::RemoveConnector(const std::string& name) {
       if (!written.ok()) RejectBatch((*table)->name(), name, b, written.status(), now);
     }
   }
-  if (batches.ok() && !commits_follow_checkpoints_.load()) connector->CommitApplied();
+  if (batches.ok() && (!commits_follow_checkpoints_.load() || connector->CommitsFollowTicks())) {
+    connector->CommitApplied();
+  }
   if (batches.ok()) connector->Applied();
   return Status::OK();
 }

@@ -159,7 +159,9 @@ void Engine::IngestConnectors(double now, int64_t* records) {
     NoteConnectorDrops(*connector, now);
     WritePolled(*connector, *polled, now, records);
     // Every row and reject of that Poll is now in its table or in rill_rejects.
-    if (!commits_follow_checkpoints_.load()) connector->CommitApplied();
+    if (!commits_follow_checkpoints_.load() || connector->CommitsFollowTicks()) {
+      connector->CommitApplied();
+    }
     connector->Applied();
   }
   backlog_.store(backlog);

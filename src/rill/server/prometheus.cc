@@ -237,6 +237,10 @@ std::string RenderPrometheus(ServerContext& ctx) {
         {"rill_cluster_restored_bytes_total", "counter",
          "Input bytes replayed to restore partition shards.",
          static_cast<double>(st.group.restored_bytes)},
+        {"rill_cluster_partitions_from_checkpoint_total", "counter",
+         "Partition shards restored from the instance's local checkpoint (only the records "
+         "after it replayed).",
+         static_cast<double>(st.group.partitions_from_checkpoint)},
         {"rill_cluster_last_restore_seconds", "gauge",
          "Duration of the last partition shard restore (replay and apply).",
          st.group.last_restore_seconds},

@@ -298,6 +298,7 @@ Status KafkaSinkWriter::PrepareEncoder(const std::shared_ptr<arrow::Schema>& tab
                            "table has ", keys.size(), " (set key_columns)");
   }
   encoder_ = std::make_unique<MessageEncoder>(std::move(keys), key_as_string);
+  encoder_->SetPartitionColumn(options_.partition_column);
   if (options_.format == "avro") {
     if (!registry_) {
       SchemaRegistryOptions registry;
@@ -375,7 +376,7 @@ Status KafkaSinkWriter::ProduceTo(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
   const size_t value_size = message.value ? message.value->size() : 0;
   const void* key = message.key ? message.key->data() : nullptr;
   const size_t key_size = message.key ? message.key->size() : 0;
-  while (rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, value, value_size,
+  while (rd_kafka_produce(rkt, message.partition, RD_KAFKA_MSG_F_COPY, value, value_size,
                           key, key_size, nullptr) != 0) {
     const rd_kafka_resp_err_t err = rd_kafka_last_error();
     if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {

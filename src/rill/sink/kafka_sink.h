@@ -80,6 +80,11 @@ struct KafkaSinkOptions {
   /// The progress group; "": "<transactional id>-progress" (or
   /// "rill-sink-<topic>-progress" when there is no id at all).
   std::string progress_group;
+  /// Write each row to the partition its int32 column of this name holds,
+  /// not by the key's hash ("": by the key). An application's changelog
+  /// (cluster/): partition p of `<app>-<table>-changelog` holds the rows of
+  /// input partition p. Set by code, not an option of the pipeline file.
+  std::string partition_column;
   /// How long Open (init_transactions), Commit (flush, commit_transaction),
   /// Abort and LoadProgress wait for the cluster, in milliseconds.
   int64_t timeout_ms = 30000;

@@ -85,6 +85,14 @@ Result<const MessageEncoder::Layout*> MessageEncoder::LayoutOf(const arrow::Reco
     }
     layout->key.push_back(index);
   }
+  if (!partition_column_.empty()) {
+    layout->partition = schema->GetFieldIndex(partition_column_);
+    if (layout->partition < 0 ||
+        schema->field(layout->partition)->type()->id() != arrow::Type::INT32) {
+      return Status::KeyError("KafkaSink: partition column '", partition_column_,
+                              "' is not an int32 column of the table");
+    }
+  }
   for (int c = 0; c < schema->num_fields(); ++c) {
     std::string name;
     AppendString(schema->field(c)->name(), &name);
@@ -126,6 +134,10 @@ Result<bool> MessageEncoder::EncodeRow(const arrow::RecordBatch& batch, const La
   if (mode == SinkMode::kAppend && op != "insert") return false;
   if (mode == SinkMode::kUpsert && op == "update_before") return false;
 
+  out->partition = -1;
+  if (layout.partition >= 0 && !batch.column(layout.partition)->IsNull(row)) {
+    out->partition = batch.column(layout.partition)->data()->GetValues<int32_t>(1)[row];
+  }
   out->key.reset();
   if (!layout.key.empty()) {
     key_.clear();

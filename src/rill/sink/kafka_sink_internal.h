@@ -22,6 +22,7 @@ namespace rill::kafka_sink_internal {
 struct EncodedMessage {
   std::optional<std::string_view> key;    ///< nullopt: no key
   std::optional<std::string_view> value;  ///< nullopt: a tombstone
+  int32_t partition = -1;                 ///< -1 (RD_KAFKA_PARTITION_UA): by the key
 };
 
 /// Turns the rows of change batches (ChangeSchema) into messages. One per
@@ -39,6 +40,9 @@ class MessageEncoder {
   /// rows skipped), append inserts only. Stops at the first error of `emit`.
   template <typename Emit>
   Status Encode(const arrow::RecordBatch& batch, SinkMode mode, Emit&& emit);
+  /// Send each row to the partition its int32 column `name` holds (checked
+  /// per batch); "": by the key.
+  void SetPartitionColumn(std::string name) { partition_column_ = std::move(name); }
   /// Whether messages have keys (there are key columns).
   bool has_key() const { return !key_columns_.empty(); }
   /// format="avro": write values as Avro binary in the Confluent wire format,
@@ -64,6 +68,7 @@ class MessageEncoder {
 
   std::vector<std::string> key_columns_;
   bool key_as_string_;
+  std::string partition_column_;
   std::shared_ptr<const arrow::Schema> cached_schema_;
   std::shared_ptr<Layout> cached_layout_;
   std::string key_;
@@ -83,6 +88,7 @@ struct MessageEncoder::Layout {
   std::vector<int> changelog;      ///< all columns
   std::vector<std::string> names;  ///< per column: "\"name\":"
   int op = -1;
+  int partition = -1;              ///< the partition column (SetPartitionColumn), or -1
 };
 
 template <typename Emit>

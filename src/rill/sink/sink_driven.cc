@@ -206,6 +206,16 @@ void DrivenSinksImpl::Skip(const std::string& table) {
   }
 }
 
+bool DrivenSinksImpl::SkipSink(const std::string& sink_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : sinks_) {
+    if (s->name() != sink_name) continue;
+    s->OnSuccess(s->seen_version(), /*rows=*/-1);
+    return true;
+  }
+  return false;
+}
+
 bool DrivenSinksImpl::SetRowFilter(const std::string& sink_name, RowFilter filter) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& s : sinks_) {

@@ -26,6 +26,7 @@ class DrivenSinksImpl : public DrivenSinks {
   void Aborted(const Cut& cut, const Status& why) override;
   void Discard(const Cut& cut, const Status& why) override;
   void Skip(const std::string& table) override;
+  bool SkipSink(const std::string& sink_name) override;
   bool SetRowFilter(const std::string& sink_name, RowFilter filter) override;
 
  private:

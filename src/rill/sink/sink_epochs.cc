@@ -109,7 +109,12 @@ void SinkRunner::OnCheckpointComplete(const CompletedCheckpoint& done) {
 }
 
 void SinkRunner::SetRestore(std::shared_ptr<SinkRestore> restore) {
-  if (driven_) return;  // the application's transactions hold its progress
+  if (driven_) {
+    // The application's transactions hold its progress, and the restored
+    // rows are a move (the instance's tables back), not changes to write.
+    OnSuccess(restore->restored_version, /*rows=*/-1);
+    return;
+  }
   std::lock_guard<std::mutex> lock(shared_->mu);
   restore_ = restore;
   if (restore->section) {

@@ -86,6 +86,10 @@ class DrivenSinks {
   /// without writing (a restored or dropped partition shard: the rows moved
   /// between instances, they did not change). Call at a tick boundary.
   virtual void Skip(const std::string& table) = 0;
+  /// Sink `sink_name` starts from its table's version now: what the table
+  /// holds so far is not written (an application's changelog made over rows
+  /// that are in it already). False for an unknown sink. At a tick boundary.
+  virtual bool SkipSink(const std::string& sink_name) = 0;
   /// Keeps, of the rows a sink is about to write, those to output (the rows
   /// of the partitions an instance owns, for a global view's partials).
   using RowFilter = std::function<Result<std::shared_ptr<arrow::RecordBatch>>(
