@@ -394,6 +394,74 @@ TEST(KafkaGroup, PartitionsNotHeldAreReplayedUpToTheCommittedOffsetsFirst) {
   member->Stop();
 }
 
+// An application's checkpoint (RestorePosition before the group is joined):
+// a shard the checkpoint holds up to offset c, with the group committed past
+// it, replays only [c, committed); a partition the checkpoint lacks is
+// dropped and replayed whole. The group's offsets are not rewound to it.
+TEST(KafkaGroup, ACheckpointedShardReplaysOnlyWhatCameAfterItsCheckpoint) {
+  RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
+  RILL_ASSERT_OK(cluster->CreateTopic("orders", kPartitions));
+  const std::string group = "app-" + TestName();
+  auto hook = std::make_shared<RecordingShardHook>();
+  auto open = std::make_shared<std::atomic<bool>>(true);
+  auto make = [&](const std::string& instance) {
+    KafkaSharedConsumerOptions so;
+    so.config = GroupConfig(*cluster, group);
+    so.config["client.id"] = instance;
+    so.poll_timeout_ms = 20;
+    auto consumer = KafkaSharedConsumer::Make(so).ValueOrDie();
+    consumer->SetShardHook(hook);
+    consumer->SetJoinGate([open] { return open->load(); });
+    KafkaOptions o = Options(*cluster, "orders", group);
+    o.consumer = consumer;
+    o.name = "orders";
+    o.metadata_columns = true;
+    return std::make_pair(consumer, KafkaConnector::Make("orders", o).ValueOrDie());
+  };
+  {
+    auto [consumer, connector] = make("node-1");
+    Member member(connector);
+    ASSERT_TRUE(WaitFor([&] { return consumer->assignment().size() == kPartitions; }));
+    Produce(*cluster, "orders", 0, 200);  // 50 a partition
+    ASSERT_TRUE(WaitFor([&] { return member.ids().size() == 200; }));
+    member.Stop();  // commits the 200
+  }
+  open->store(false);  // the restarted instance joins after its restore
+  auto [consumer, connector] = make("node-1");
+  Member member(connector);
+  std::string position = "{\"partitions\":[";
+  for (int p = 0; p + 1 < kPartitions; ++p) {
+    position += std::string(p ? "," : "") + "{\"topic\":\"orders\",\"partition\":" +
+                std::to_string(p) + ",\"offset\":30}";
+  }
+  position += "]}";
+  RILL_ASSERT_OK(connector->RestorePosition(position));
+  EXPECT_TRUE(connector->CommitsFollowTicks());
+  EXPECT_TRUE(connector->RestoresTableFromCheckpoint()) << "a sharded table keeps its rows";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(consumer->assignment().empty()) << "joined before the gate opened";
+  open->store(true);
+  ASSERT_TRUE(WaitFor([&] { return consumer->assignment().size() == kPartitions; }));
+  const int64_t replayed = (kPartitions - 1) * (50 - 30) + 50;
+  ASSERT_TRUE(WaitFor([&] { return static_cast<int64_t>(member.ids().size()) == replayed; }));
+  Produce(*cluster, "orders", 200, 240);
+  ASSERT_TRUE(WaitFor([&] { return static_cast<int64_t>(member.ids().size()) == replayed + 40; }));
+  std::set<int64_t> got;
+  for (int64_t id : member.ids()) EXPECT_TRUE(got.insert(id).second) << "twice: " << id;
+  for (int64_t id = 0; id < 240; ++id) {
+    const bool held = id % kPartitions != kPartitions - 1 && id / kPartitions < 30;
+    EXPECT_EQ(got.count(id), held ? 0u : 1u) << id;
+  }
+  const KafkaGroupStats st = consumer->stats();
+  EXPECT_EQ(st.partitions_restored, kPartitions);
+  EXPECT_EQ(st.partitions_from_checkpoint, kPartitions - 1);
+  EXPECT_EQ(st.restored_records, replayed);
+  EXPECT_EQ(hook->Calls().back(), "end orders");
+  // Restoring again once the partitions are assigned is refused.
+  EXPECT_TRUE(connector->RestorePosition(position).IsInvalid());
+  member.Stop();
+}
+
 TEST(KafkaGroup, ClosingAMemberDuringARebalanceReturns) {
   RILL_ASSERT_OK_AND_ASSIGN(auto cluster, KafkaMockCluster::Make(1));
   RILL_ASSERT_OK(cluster->CreateTopic("a", kPartitions));

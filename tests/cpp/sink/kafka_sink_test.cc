@@ -36,6 +36,7 @@ std::string TestName() {
 struct Message {
   std::optional<std::string> key;
   std::optional<std::string> value;  ///< nullopt: a tombstone
+  int32_t partition = 0;
 };
 
 /// Every message of `topic` (partitions 0..n-1), in offset order per
@@ -69,6 +70,7 @@ std::vector<Message> ReadTopic(const std::string& servers, const std::string& to
       ++eofs;
     } else if (!m->err) {
       Message out;
+      out.partition = m->partition;
       if (m->key) out.key = std::string(static_cast<const char*>(m->key), m->key_len);
       if (m->payload) out.value = std::string(static_cast<const char*>(m->payload), m->len);
       by_partition[m->partition].push_back(std::move(out));
@@ -276,6 +278,44 @@ TEST_F(KafkaSinkWriterTest, WritesThePrimaryKeyAsAJsonObjectAndTheRowAsAJsonValu
   EXPECT_EQ(messages[0].value, R"({"id":1,"name":"a","amount":1.5})");
   EXPECT_EQ(messages[1].key, R"({"id":2})");
   EXPECT_EQ(messages[1].value, R"({"id":2,"name":"say \"hi\"\n","amount":null})");
+}
+
+// An application's changelog: each row goes to the partition its int32
+// column names (its input partition), not the key's hash.
+TEST_F(KafkaSinkWriterTest, WritesEachRowToThePartitionItsPartitionColumnNames) {
+  const std::string topic = topic_ + "-by-column";
+  RILL_ASSERT_OK(cluster_->CreateTopic(topic, /*partitions=*/3));
+  auto table = arrow::schema({arrow::field("id", arrow::int64()),
+                              arrow::field("_partition", arrow::int32())});
+  auto schema = ChangeSchema(table);
+  std::vector<std::shared_ptr<arrow::Array>> columns = {
+      ArrayOf(arrow::int64(), "[10, 11, 12, 13]"), ArrayOf(arrow::int32(), "[2, 0, 2, 1]"),
+      ArrayOf(arrow::utf8(), R"(["insert", "insert", "insert", "delete"])"),
+      ArrayOf(arrow::uint64(), "[1, 1, 1, 1]")};
+  auto batch = arrow::RecordBatch::Make(schema, 4, columns);
+  KafkaSinkOptions o = Options();
+  o.topic = topic;
+  o.partition_column = "_partition";
+  RILL_ASSERT_OK_AND_ASSIGN(auto writer, MakeKafkaSinkWriter(o));
+  RILL_ASSERT_OK(writer->Open(table, {"id"}));
+  RILL_ASSERT_OK(writer->Write(SetOf({batch}, 0, 1), SinkMode::kUpsert));
+  RILL_ASSERT_OK(writer->Commit({/*version=*/1}));
+  std::map<std::string, std::pair<int32_t, bool>> got;  // key -> (partition, tombstone)
+  for (const auto& m : ReadTopic(cluster_->bootstrap_servers(), topic, 3)) {
+    got[*m.key] = {m.partition, !m.value.has_value()};
+  }
+  EXPECT_EQ(got, (std::map<std::string, std::pair<int32_t, bool>>{
+                     {R"({"id":10})", {2, false}},
+                     {R"({"id":11})", {0, false}},
+                     {R"({"id":12})", {2, false}},
+                     {R"({"id":13})", {1, true}}}));
+  // A table without that int32 column is refused, naming it.
+  o.partition_column = "id";
+  RILL_ASSERT_OK_AND_ASSIGN(auto wrong, MakeKafkaSinkWriter(o));
+  RILL_ASSERT_OK(wrong->Open(table, {"id"}));
+  Status st = wrong->Write(SetOf({batch}, 1, 2), SinkMode::kUpsert);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("partition column 'id'"), std::string::npos) << st.ToString();
 }
 
 TEST_F(KafkaSinkWriterTest, WritesEveryChangeWithOpAndVersionInChangelogMode) {
