@@ -73,11 +73,12 @@ def wait_for(predicate, timeout=60.0, what="condition", interval=0.1):
 
 def application_pipeline(app, servers, source, columns, *, output=None, session_timeout_ms=6000,
                          commit_interval_ms=None, exactly_once=None, transaction_timeout_ms=None,
-                         metadata_columns=False, max_rows=1000000):
+                         metadata_columns=False, max_rows=1000000, primary_key=None, tasks=""):
     """The pipeline file of an instance of application `app` (issue 28): a
     `cluster:` section on the Kafka cluster `servers`, the append table
     `orders` with `columns` (YAML mapping text, e.g. "{id: int64}") fed by the
-    topic `source`, and, with `output`, a Kafka sink of it to that topic."""
+    topic `source` (keyed by `primary_key` instead, when given), with `output`
+    a Kafka sink of it to that topic, and `tasks` (a YAML `tasks:` section)."""
     cluster = [f"  app_id: {app}", f'  bootstrap_servers: "{servers}"',
                f"  session_timeout_ms: {session_timeout_ms}"]
     if commit_interval_ms is not None:
@@ -90,9 +91,9 @@ def application_pipeline(app, servers, source, columns, *, output=None, session_
 tables:
   - name: orders
     columns: {columns}
-    mode: append
+""" + (f"    primary_key: {primary_key}\n" if primary_key else f"""    mode: append
     retention: {{max_rows: {max_rows}}}
-connectors:
+""") + f"""connectors:
   - type: kafka
     name: orders_in
     table: orders
@@ -110,4 +111,4 @@ connectors:
     topic: {output}
     kafka_config: {{"bootstrap.servers": "{servers}"}}
 """
-    return text
+    return text + tasks

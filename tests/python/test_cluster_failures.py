@@ -2,15 +2,18 @@
 against the real broker (the session fixture `kafka_broker`).
 
 Three `rill serve` instances of one application read a 12-partition input topic
-(a sequence per key, produced by confluent-kafka) into an append table and
-write it on to an output topic through a Kafka sink. Each instance commits its
+(a sequence per key, produced by confluent-kafka) into a table keyed by the
+record's id (held per partition: partition shards, restored from the table's
+changelog since the input is not compacted) and write it on to an output topic
+through a Kafka sink; a global view aggregates it per key. Each instance commits its
 sink's output and its input offsets in one transaction of its own producer
 (`<app_id>-<instance_id>`). While the records flow, instances are SIGKILLed
 at random (most restarted at once: the restart fences the killed one's open
 transaction; one stays down past the session timeout, so that its partitions
 move to the others, and comes back later). Then a `read_committed` reader of
 the output must see every produced record exactly once: none lost, none
-twice. DuckDB compares the output with what was produced.
+twice. DuckDB compares the output with what was produced, and each instance's
+shards and the global view with DuckDB over what was produced.
 
 The size is bounded here (RILL_TEST_SCALEOUT_RECORDS, default 1,000,000, and
 RILL_TEST_SCALEOUT_KILLS, default 5); bench/scaleout runs the long version.
@@ -32,7 +35,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import application_pipeline, http_request, start_serve, wait_for
+from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -42,6 +45,8 @@ KEYS = 1000
 SESSION_MS = 6000
 RECORDS = int(os.environ.get("RILL_TEST_SCALEOUT_RECORDS", "1000000"))
 KILLS = int(os.environ.get("RILL_TEST_SCALEOUT_KILLS", "5"))
+
+GLOBAL_VIEW = "SELECT k, count(*) AS n, max(seq) AS top, sum(id) AS ids FROM orders GROUP BY k"
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -126,9 +131,15 @@ def test_sigkilled_instances_lose_nothing_and_write_nothing_twice(kafka_broker, 
     servers = kafka_broker.bootstrap_servers
     pipeline = tmp_path / "app.yaml"
     pipeline.write_text(application_pipeline(
-        app, servers, source, "{id: int64, k: int64, seq: int64}", output=output,
-        session_timeout_ms=SESSION_MS, commit_interval_ms=100, transaction_timeout_ms=10000,
-        max_rows=2000000))
+        app, servers, source, "{id: int64, k: int64, seq: int64, " + METADATA_COLUMNS + "}",
+        output=output, session_timeout_ms=SESSION_MS, commit_interval_ms=100,
+        transaction_timeout_ms=10000, metadata_columns=True, primary_key="id", tasks=f"""tasks:
+  - name: by_key
+    type: sql
+    scope: global
+    interval_seconds: 0.5
+    sql: {GLOBAL_VIEW}
+"""))
     nodes = [Instance(f"node-{i}", pipeline, tmp_path) for i in (1, 2, 3)]
     try:
         for n in nodes:
@@ -173,7 +184,7 @@ def test_sigkilled_instances_lose_nothing_and_write_nothing_twice(kafka_broker, 
                     try:
                         st = n.status()
                         _, sinks = http_request(n.address, "/api/v1/telemetry/sinks", TOKEN)
-                        sink = sinks["sinks"][0]
+                        sink = next(s for s in sinks["sinks"] if s["sink"] == "orders_out")
                         line = (
                             f"{n.node} parts="
                             f"{[p['partition'] for p in st['partitions']]} commits={st['commits']} "
@@ -263,6 +274,42 @@ def test_sigkilled_instances_lose_nothing_and_write_nothing_twice(kafka_broker, 
         statuses = [n.status() for n in nodes]
         assert all(s["exactly_once"] and not s["fenced"] for s in statuses), statuses
         assert sum(len(s["partitions"]) for s in statuses) == PARTITIONS
+        assert sum(s["partitions_from_changelog"] for s in statuses) > 0, statuses
+
+        # Each instance's shards hold exactly the records of its partitions, and
+        # the global view every record: DuckDB over what was produced.
+        con.register("produced", pa.table({
+            "id": list(range(RECORDS)), "k": [i % KEYS for i in range(RECORDS)],
+            "seq": [i // KEYS for i in range(RECORDS)],
+            "_partition": pa.array([where[i][0] for i in range(RECORDS)], pa.int32())}))
+        shard_sql = ("SELECT _partition, count(*) AS n, sum(id) AS ids, max(seq) AS top "
+                     "FROM {} GROUP BY _partition ORDER BY _partition")
+        reference = {r[0]: tuple(r[1:]) for r in con.execute(shard_sql.format("produced")).fetchall()}
+
+        def shards_ok(n):
+            owned = {p["partition"] for p in n.status()["partitions"]}
+            code, body = http_request(n.address, "/api/v1/query", TOKEN,
+                                      json.dumps({"sql": shard_sql.format("orders")}).encode())
+            # (sum(BIGINT) is a HUGEINT, which the JSON answer writes as a string)
+            held = {r["_partition"]: (r["n"], int(r["ids"]), r["top"]) for r in body["rows"]}
+            mismatch[n.node] = {p: (held.get(p), reference.get(p)) for p in owned | set(held)
+                                if held.get(p) != reference.get(p) or p not in owned}
+            return not mismatch[n.node]
+        mismatch = {}
+        for n in nodes:
+            try:
+                wait_for(lambda: shards_ok(n), timeout=120, what=f"{n.node}'s shards")
+            except AssertionError:
+                print("statuses", [json.dumps(m.status()) for m in nodes])
+                raise AssertionError(f"{n.node}'s shards (held, want) by partition: {mismatch[n.node]}")
+        want = con.execute(GLOBAL_VIEW.replace("orders", "produced") + " ORDER BY k").fetchall()
+
+        def view_ok(n):
+            code, body = http_request(n.address, "/api/v1/query", TOKEN, json.dumps(
+                {"sql": "SELECT k, n, top, ids FROM by_key ORDER BY k"}).encode())
+            return code == 200 and [(r["k"], r["n"], r["top"], int(r["ids"])) for r in body["rows"]] == want
+        for n in nodes:
+            wait_for(lambda: view_ok(n), timeout=120, what=f"the global view on {n.node}")
     finally:
         for n in nodes:
             n.stop()
