@@ -59,8 +59,8 @@ export function ownerColors(members) {
 }
 
 /**
- * The partition shards' restores: "N partitions (C from the checkpoint), R records (M MB),
- * last restore S s".
+ * The partition shards' restores: "N partitions (C from the checkpoint, L from the changelog),
+ * R records (M MB), last restore S s".
  */
 export function restoreText(s) {
   const n = s.partitions_restored ?? 0;
@@ -68,7 +68,9 @@ export function restoreText(s) {
   const mb = (s.restored_bytes ?? 0) / 1e6;
   const secs = s.last_restore_seconds ?? 0;
   const rate = secs > 0 ? `, last restore ${secs.toFixed(2)} s` : '';
-  const local = s.partitions_from_checkpoint ?? 0;
-  const from = local ? ` (${local} from the checkpoint)` : '';
+  const sources = [];
+  if (s.partitions_from_checkpoint) sources.push(`${s.partitions_from_checkpoint} from the checkpoint`);
+  if (s.partitions_from_changelog) sources.push(`${s.partitions_from_changelog} from the changelog`);
+  const from = sources.length ? ` (${sources.join(', ')})` : '';
   return `${n} partition${n === 1 ? '' : 's'}${from}, ${s.restored_records ?? 0} records (${mb.toFixed(1)} MB)${rate}`;
 }

@@ -58,4 +58,7 @@ test('the restores of partition shards read as partitions, records, megabytes an
     '1 partition, 10 records (0.0 MB)');
   assert.equal(restoreText({partitions_restored: 4, partitions_from_checkpoint: 3, restored_records: 20,
     restored_bytes: 2000000}), '4 partitions (3 from the checkpoint), 20 records (2.0 MB)');
+  assert.equal(restoreText({partitions_restored: 5, partitions_from_checkpoint: 1,
+    partitions_from_changelog: 4, restored_records: 8, restored_bytes: 0}),
+  '5 partitions (1 from the checkpoint, 4 from the changelog), 8 records (0.0 MB)');
 });
