@@ -26,8 +26,10 @@ scaling is visible on a 2-core machine. Prints one JSON line per figure:
                to node-1's view counting it, p50/p99/max.
 
   restore_rate a keyed table of --restore-mb (1024) MB of input on one instance:
-               SIGKILL, restart, the partition shards' restore by replay of the
-               topic up to the committed offsets: MB/s, records/s.
+               SIGKILL, restart, the partition shards' restore, one line for each
+               source: the input topic (compacted: replay to the committed
+               offsets), the changelog topic (the input not compacted), and the
+               instance's local checkpoint (current): MB/s, records/s.
   soak         3 instances under 5,000 records/s for --soak-minutes (30): the
                rebalances the members saw (none expected) and the generations.
   failures     tests/python/test_cluster_failures.py's SIGKILL test at length:
@@ -121,10 +123,11 @@ class Application:
         self.pipeline.write_text(text)
         self.procs = {}
         self.groups = []
+        self.extra_args = []
 
     def start(self, node):
         args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token",
-                TOKEN, "--instance-id", node, self.pipeline]
+                TOKEN, "--instance-id", node, *self.extra_args, self.pipeline]
         proc, address = start_serve(args, self.workdir / f"{self.app}.{node}.out",
                                     self.workdir / f"{self.app}.{node}.err")
         if self.quota:
@@ -406,12 +409,21 @@ def soak(broker, workdir, minutes, per_batch=1000, every_s=0.2):
           "all_committed_after_s": round(done, 1), "session_timeout_s": SESSION_MS / 1000})
 
 
-def restore_rate(broker, workdir, megabytes, record_bytes=256):
+RESTORE_SOURCES = {
+    "input": "the input topic (compacted: replay to the committed offsets)",
+    "changelog": "the changelog topic <app>-orders-changelog (the input is not compacted)",
+    "checkpoint": "the instance's local checkpoint (current: nothing replayed)",
+}
+
+
+def restore_rate(broker, workdir, megabytes, source_kind, record_bytes=256):
     """A keyed table of `megabytes` of input (12 partitions, one instance):
-    SIGKILL, restart, and the time its partition shards take to restore by
-    replaying the topic up to the committed offsets: MB/s and records/s."""
+    SIGKILL, restart, and the time its partition shards take to restore from
+    `source_kind` (RESTORE_SOURCES): MB/s and records/s."""
     source = f"rs-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(source, PARTITIONS)
+    compacted = source_kind != "changelog"
+    broker.create_topic(source, PARTITIONS,
+                        config={"cleanup.policy": "compact"} if compacted else None)
     records = int(megabytes * 1e6 / record_bytes)
     pad = "x" * (record_bytes - 60)
     from confluent_kafka import Producer
@@ -428,9 +440,17 @@ def restore_rate(broker, workdir, megabytes, record_bytes=256):
     producer.flush(600)
     app = Application(broker, workdir, source, None, metadata_columns=True, keyed=True,
                       columns="id: int64, k: int64, ts: float64, pad: string")
+    checkpoints = workdir / f"{app.app}-ckpt"
+    if source_kind == "checkpoint":
+        # A checkpoint every 10 s; the instance is killed once one holds every record.
+        app.extra_args = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval", "10"]
     try:
         app.start("node-1")
         run_until_committed(broker, app, source, records, timeout=1800)
+        if source_kind == "checkpoint":
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and sum(checkpointed(checkpoints).values()) < records:
+                time.sleep(0.5)
         time.sleep(1)
         app.procs["node-1"][0].send_signal(signal.SIGKILL)
         app.procs["node-1"][0].wait()
@@ -442,21 +462,44 @@ def restore_rate(broker, workdir, megabytes, record_bytes=256):
             st = app.status("node-1")
             if st.get("partitions_restored", 0) >= PARTITIONS:
                 break
-            time.sleep(0.2)
+            time.sleep(0.1)
         to_serving = time.monotonic() - t0
         code, body = http_request(app.procs["node-1"][1], "/api/v1/query", TOKEN,
                                   b'{"sql": "SELECT count(*) AS n FROM orders"}')
         rows = body["rows"][0]["n"] if code == 200 else None
     finally:
         app.stop()
-    seconds = st.get("last_restore_seconds") or float("nan")
-    emit({"figure": "restore_rate", "source": "the input topic (replay to the committed offsets)",
-          "megabytes": round(st.get("restored_bytes", 0) / 1e6, 1),
-          "records": st.get("restored_records"), "rows_in_table": rows,
-          "restore_s": round(seconds, 2),
-          "mb_per_s": round(st.get("restored_bytes", 0) / 1e6 / seconds, 1),
-          "records_per_s": round(st.get("restored_records", 0) / seconds),
-          "restart_to_restored_s": round(to_serving, 2)})
+    line = {"figure": "restore_rate", "source": RESTORE_SOURCES[source_kind],
+            "records": st.get("restored_records"), "rows_in_table": rows,
+            "partitions_from_changelog": st.get("partitions_from_changelog"),
+            "partitions_from_checkpoint": st.get("partitions_from_checkpoint"),
+            "restart_to_restored_s": round(to_serving, 2)}
+    if source_kind == "checkpoint":
+        # The rows came from the checkpoint's files before the group was joined:
+        # the rate is the table's input over the time from the restart.
+        files = sum(f.stat().st_size for f in (checkpoints / "current").resolve().glob("*") if f.is_file())
+        line.update({"input_megabytes": round(records * record_bytes / 1e6, 1),
+                     "checkpoint_megabytes": round(files / 1e6, 1),
+                     "mb_per_s": round(records * record_bytes / 1e6 / to_serving, 1),
+                     "records_per_s": round(records / to_serving)})
+    else:
+        seconds = st.get("last_restore_seconds") or float("nan")
+        line.update({"megabytes": round(st.get("restored_bytes", 0) / 1e6, 1),
+                     "restore_s": round(seconds, 2),
+                     "mb_per_s": round(st.get("restored_bytes", 0) / 1e6 / seconds, 1),
+                     "records_per_s": round(st.get("restored_records", 0) / seconds)})
+    emit(line)
+
+
+def checkpointed(directory):
+    """The newest complete checkpoint's offsets of the source: {partition: offset}."""
+    current = directory / "current"
+    if not current.exists():
+        return {}
+    manifest = json.loads((current / "manifest.json").read_text())
+    for c in manifest["connectors"]:
+        return {p["partition"]: p["offset"] for p in c["position"]["partitions"]}
+    return {}
 
 
 def failures(records, kills):
@@ -529,7 +572,8 @@ def main():
         if "takeover_keyed" in only:
             takeover_trials(broker, workdir, args.trials, keyed=True)
         if "restore" in only:
-            restore_rate(broker, workdir, args.restore_mb)
+            for kind in RESTORE_SOURCES:
+                restore_rate(broker, workdir, args.restore_mb, kind)
         if "soak" in only:
             soak(broker, workdir, args.soak_minutes)
     finally:

@@ -172,6 +172,11 @@ Status KafkaConnector::JoinGroup(std::shared_ptr<KafkaSharedConsumer> consumer) 
 
 Status KafkaConnector::Start() {
   if (impl_->thread.joinable() || impl_->attached) return Status::OK();
+  if (!impl_->rk && !impl_->options.consumer) {
+    return Status::Invalid("KafkaConnector '", name(),
+                           "': it read through an application's consumer, which it left when "
+                           "it stopped; add it to an application's engine, or make a new one");
+  }
   if (impl_->options.consumer) {
     Offsets resume;
     {
@@ -232,6 +237,14 @@ void KafkaConnector::Stop() {
   // Only what the engine allowed: rows still buffered are not committed (a
   // later run reads them again; at-least-once).
   impl_->SendCommit(/*now=*/true);
+  if (impl_->options.consumer) {
+    // An application's consumer lives as long as its application: a stopped
+    // member (still referenced, e.g. by a Python wrapper) does not keep it,
+    // and its group membership, alive. JoinGroup attaches it again when the
+    // connector is added to an application's engine again.
+    impl_->options.consumer.reset();
+    impl_->rk = nullptr;
+  }
 }
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KafkaConnector::Poll() {
@@ -296,7 +309,7 @@ bool KafkaConnector::RestoresTableFromCheckpoint() const {
 }
 
 void KafkaConnector::CommitCheckpointed(std::string_view position) {
-  if (impl_->options.consumer) return;  // committed with the ticks
+  if (impl_->options.consumer || !impl_->rk) return;  // committed with the ticks
   auto offsets = ParsePosition(name(), position);
   if (!offsets.ok()) {
     std::lock_guard<std::mutex> lock(impl_->mu);

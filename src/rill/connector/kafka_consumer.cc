@@ -737,6 +737,7 @@ void Impl::Pause() {
 void Impl::SendCommit(bool now) {
   // An application's committer commits the targets in its transactions.
   if (options.consumer && options.consumer->impl()->external_commits) return;
+  if (!rk) return;  // stopped, and the application's consumer released
   ListPtr list;
   {
     std::lock_guard<std::mutex> lock(mu);
