@@ -256,17 +256,21 @@ class RillEngine:
     def add_application_view(self, view: ApplicationView) -> None:
         """Declare a view over every instance of this engine's application
         (rills.ApplicationView; CREATE MATERIALIZED VIEW ... WITH (scope = 'global')).
+        The other instances declare it too (the application's topic of views); a
+        view of that name another instance declared already is taken as it is.
         rills.DDLError when the engine is no application's instance, the query is
         not an aggregate that combines across partitions, or its table lacks the
         _partition column (a Kafka source with metadata_columns=True)."""
         if not isinstance(view, ApplicationView):
             raise TypeError(f"add_application_view() takes an ApplicationView, got "
                             f"{type(view).__name__}")
-        self.execute_ddl(view.ddl())
+        self.execute_ddl(view.ddl().replace("CREATE MATERIALIZED VIEW",
+                                            "CREATE MATERIALIZED VIEW IF NOT EXISTS", 1))
         view._engine = self
 
     def remove_application_view(self, view: Union[ApplicationView, str]) -> None:
-        """Drop a global view (and its partials' table, sink and source)."""
+        """Drop a global view (and its partials' table, sink and source), on
+        every instance of the application."""
         name = view if isinstance(view, str) else view.name
         self.execute_ddl('DROP MATERIALIZED VIEW IF EXISTS "' + name.replace('"', '""') + '"')
 

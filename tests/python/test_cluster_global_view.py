@@ -102,12 +102,18 @@ def test_global_view_on_every_instance_equals_duckdb_over_all_input(kafka_broker
         wait_for(lambda: all(owned(n) > 0 for n in nodes) and sum(owned(n) for n in nodes) == PARTITIONS,
                  90, "every instance to own partitions")
 
-        # Also declared over SQL, on every instance (each publishes its partitions' partials).
+        # Also declared over SQL, on one instance: the others declare it from
+        # the application's topic of views (each publishes its partitions' partials).
         top = "SELECT max(price) AS hi, count(*) AS n, sum(id) AS ids FROM orders"
-        for node in nodes:
-            code, body = ddl(node, f"CREATE MATERIALIZED VIEW totals WITH (scope = 'global', "
+        code, body = ddl("node-1", f"CREATE MATERIALIZED VIEW totals WITH (scope = 'global', "
                                    f"interval_seconds = 0.2) AS {top}")
-            assert code == 200, body
+        assert code == 200, body
+
+        def views(node):
+            code, body = ddl(node, "SHOW VIEWS")
+            return {r["name"] for r in body["rows"]} if code == 200 else set()
+        for node in nodes:
+            wait_for(lambda: "totals" in views(node), 30, f"totals declared on {node}")
 
         rows = []
 
@@ -191,11 +197,13 @@ def test_global_view_on_every_instance_equals_duckdb_over_all_input(kafka_broker
                                    "SELECT region, count(*) AS n FROM plain GROUP BY region")
         assert code != 200 and "_partition" in str(body), body
 
-        # DROP removes the view and its parts.
+        # DROP removes the view and its parts, on every instance.
         code, body = ddl("node-1", "DROP MATERIALIZED VIEW totals")
         assert code == 200, body
-        tables = {r["name"] for r in query("node-1", "SELECT table_name AS name FROM information_schema.tables")}
-        assert not {"totals", "totals__partial", "totals__partials"} & tables, tables
+        for node in nodes:
+            wait_for(lambda: "totals" not in views(node), 30, f"totals dropped on {node}")
+            tables = {r["name"] for r in query(node, "SELECT table_name AS name FROM information_schema.tables")}
+            assert not {"totals", "totals__partial", "totals__partials"} & tables, (node, tables)
     finally:
         stop_all(procs)
 

@@ -18,6 +18,7 @@
 
 #include "rill/cluster/changelog.h"
 #include "rill/cluster/global_view.h"
+#include "rill/cluster/view_sharing.h"
 #include "rill/common/json_text.h"
 #include "rill/connector/kafka_client.h"
 #include "rill/engine/engine.h"
@@ -49,6 +50,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
       : engine_(engine), options_(std::move(options)) {}
 
   ~ApplicationImpl() override {
+    views_.reset();  // its reader declares views: stopped first
     engine_->SetKafkaGroupProvider(nullptr);
     if (tick_hook_) engine_->RemoveTickEndHook(tick_hook_);
     if (shards_) {
@@ -108,6 +110,12 @@ class ApplicationImpl final : public Application, public EngineExtension {
     auto ticked = std::make_shared<std::atomic<bool>>(false);
     consumer_->SetJoinGate([ticked] { return ticked->load(); });
     tick_hook_ = engine_->AddTickEndHook([ticked](double) { ticked->store(true); });
+    {
+      std::map<std::string, std::string> cluster = KafkaSecurityConfig(options_.kafka_config);
+      cluster["bootstrap.servers"] = servers;
+      views_ = std::make_unique<ViewSharing>(engine_, options_.app_id, std::move(cluster),
+                                             [ticked] { return ticked->load(); });
+    }
     shards_ = std::make_shared<Shards>(this);
     consumer_->SetShardHook(shards_);
     if (!options_.exactly_once) return Status::OK();
@@ -297,6 +305,15 @@ class ApplicationImpl final : public Application, public EngineExtension {
     return consumer_;
   }
 
+  void ShareView(const std::string& name, const std::string* statement) override {
+    ViewSharing* views;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      views = views_.get();  // lives until the destructor
+    }
+    if (views) views->Publish(name, statement);
+  }
+
   Status WriteOwnedPartitionsOnly(const std::string& sink_name,
                                   const std::string& partition_column) override {
     if (!driven_) return Status::OK();
@@ -404,6 +421,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::shared_ptr<InstanceCommitter> committer_;   // set once with consumer_
   std::shared_ptr<DrivenSinks> driven_;            // set once with committer_
   std::shared_ptr<Changelogs> changelogs_;         // set once with driven_
+  std::unique_ptr<ViewSharing> views_;             // set once with consumer_
   std::shared_ptr<Shards> shards_;                 // set once with consumer_
   std::mutex commit_mu_;                           // one CommitCut at a time
   // The group's description, read at most once a second (status()).

@@ -150,6 +150,12 @@ class Application {
   /// (exactly_once off).
   virtual Status WriteOwnedPartitionsOnly(const std::string& sink_name,
                                           const std::string& partition_column) = 0;
+  /// Share global view `name` with the application's other instances: its
+  /// CREATE `statement` (null: it was dropped) on the compacted topic
+  /// "<app_id>-views", which every instance declares from (view_sharing.h).
+  /// Nothing before the consumer exists, and for what an instance applies
+  /// from that topic.
+  virtual void ShareView(const std::string& name, const std::string* statement) = 0;
   /// Leave the group now (KafkaSharedConsumer::Leave): the partitions are
   /// committed and handed to the other instances at once. Call while the
   /// engine still ticks (its last polled rows are applied first). OK when

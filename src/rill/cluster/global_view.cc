@@ -61,22 +61,31 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     RILL_RETURN_NOT_OK(EnsureTopic(servers, topic, *consumer));
     Status made = MakeParts(decl, n, plan, servers, topic);
     if (!made.ok()) {
-      (void)Drop(n.view);
+      RemoveParts(n.view);
       return made;
     }
     return std::vector<std::string>{n.view, n.partial, n.partials};
   }
 
   Status Drop(const std::string& name) override {
+    RemoveParts(name);
+    app_->ShareView(name, nullptr);  // dropped on every instance
+    return Status::OK();
+  }
+
+  void Declared(const std::string& name, const std::string& statement) override {
+    app_->ShareView(name, &statement);  // declared on every instance
+  }
+
+ private:
+  void RemoveParts(const std::string& name) {
     const Names n(name);
     pipeline::DropGlobalReader(engine_, n.view);
     SinkSet::For(engine_).Remove(n.partial);
     (void)engine_->RemoveSqlTask(n.partial);
     (void)engine_->DropTable(n.partial);
-    return Status::OK();
   }
 
- private:
   /// Kafka options of the sink and the source: the application's cluster and
   /// security settings, as the dotted names the option tables gather.
   pipeline::Options KafkaOptions(const std::string& servers) const {

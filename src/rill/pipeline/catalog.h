@@ -100,8 +100,14 @@ class GlobalViewMaker {
   /// tables it writes, its output (decl.name) first. Refused (with a SQLSTATE)
   /// naming what does not fit; nothing stays.
   virtual Result<std::vector<std::string>> Create(const MaterializedViewDecl& decl) = 0;
-  /// Remove what Create made for view `name` (its tables too).
+  /// Remove what Create made for view `name` (its tables too): a DROP.
   virtual Status Drop(const std::string& name) = 0;
+  /// View `name` is declared (its entry recorded); `statement` recreates it.
+  /// Default: nothing.
+  virtual void Declared(const std::string& name, const std::string& statement) {
+    (void)name;
+    (void)statement;
+  }
 };
 
 /// See the file comment.

@@ -212,6 +212,7 @@ Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
   if (!writes.ok()) return Refused(writes.status(), decl.name);
   global_made_[decl.name] = reader;
   RecordMaterializedViewLocked(decl, origin, std::move(reads), std::move(*writes));
+  if (!reader) global_views_->Declared(decl.name, entries_.back().sql);
   return Status::OK();
 }
 
