@@ -80,55 +80,114 @@ sinks:
 """
 
 
-def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka_broker, tmp_path):
-    source = f"orders-{uuid.uuid4().hex[:8]}"
-    output = f"changes-{uuid.uuid4().hex[:8]}"
-    app = f"sh-{uuid.uuid4().hex[:8]}"
-    kafka_broker.create_topic(source, PARTITIONS)
-    kafka_broker.create_topic(output, 1)
-    servers = kafka_broker.bootstrap_servers
-    pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(pipeline_text(app, servers, source, output))
-    procs = {}
+class ShardsApp:
+    """2 `rill serve` instances of one application (pipeline_text) on the real
+    broker, the records produced to its input, and what they should hold."""
 
-    def start(node, leave=False):
+    def __init__(self, broker, tmp_path, prefix, input_config=None):
+        self.broker, self.tmp_path = broker, tmp_path
+        self.source = f"orders-{uuid.uuid4().hex[:8]}"
+        self.output = f"changes-{uuid.uuid4().hex[:8]}"
+        self.app = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(self.source, PARTITIONS, config=input_config)
+        broker.create_topic(self.output, 1)
+        self.servers = broker.bootstrap_servers
+        self.pipeline = tmp_path / "app.yaml"
+        self.pipeline.write_text(pipeline_text(self.app, self.servers, self.source, self.output))
+        self.procs = {}
+        self.produced = []  # (id, region, price, partition, offset)
+
+    def start(self, node, *options):
         args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
-                "--instance-id", node, pipeline]
-        if leave:
-            args.insert(-1, "--leave-on-stop")
-        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
+                "--instance-id", node, *options, self.pipeline]
+        self.procs[node] = start_serve(args, self.tmp_path / f"{node}.out", self.tmp_path / f"{node}.err")
 
-    def query(node, sql):
-        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN, json.dumps({"sql": sql}).encode())
+    def kill(self, node):
+        self.procs[node][0].kill()
+        self.procs[node][0].wait(timeout=30)
+
+    def leave(self, node):
+        self.procs[node][0].terminate()
+        self.procs[node][0].wait(timeout=60)
+
+    def query(self, node, sql):
+        code, body = http_request(self.procs[node][1], "/api/v1/query", TOKEN,
+                                  json.dumps({"sql": sql}).encode())
         assert code == 200, body
         return body["rows"]
 
-    def status(node):
-        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
+    def status(self, node):
+        code, body = http_request(self.procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
         return body if code == 200 else {"partitions": []}
 
-    def owned(node):
-        return {p["partition"] for p in status(node)["partitions"]}
+    def owned(self, node):
+        return {p["partition"] for p in self.status(node)["partitions"]}
 
-    produced = []  # (id, region, price, partition, offset)
-
-    def produce(first, count, round_):
+    def produce(self, first, count, round_):
         rows = [(i % KEYS, ["eu", "us", "apac"][(i + round_) % 3], float((i * 7 + round_) % 101))
                 for i in range(first, first + count)]
-        where = kafka_broker.produce(source, [json.dumps({"id": k, "region": r, "price": p}) for k, r, p in rows],
-                                     keys=[str(k).encode() for k, _, _ in rows])
-        produced.extend((k, r, p, part, off) for (k, r, p), (part, off) in zip(rows, where))
+        where = self.broker.produce(self.source, [json.dumps({"id": k, "region": r, "price": p})
+                                                  for k, r, p in rows],
+                                    keys=[str(k).encode() for k, _, _ in rows])
+        self.produced.extend((k, r, p, part, off) for (k, r, p), (part, off) in zip(rows, where))
 
-    def reference(partitions=None):
+    def ends(self):
+        """The next offset of each partition after what was produced."""
+        out = {}
+        for *_, part, off in self.produced:
+            out[part] = max(out.get(part, 0), off + 1)
+        return out
+
+    def reference(self, partitions=None):
         """The latest row per key (by partition and offset: one key, one partition)."""
         latest = {}
-        for k, r, p, part, off in produced:
+        for k, r, p, part, off in self.produced:
             if partitions is None or part in partitions:
                 latest[k] = (k, r, p)
         return sorted(latest.values())
 
-    def table_rows(node):
-        return sorted((r["id"], r["region"], r["price"]) for r in query(node, "SELECT id, region, price FROM orders"))
+    def table_rows(self, node):
+        return sorted((r["id"], r["region"], r["price"])
+                      for r in self.query(node, "SELECT id, region, price FROM orders"))
+
+    def shards_equal(self, node, what, partitions=None):
+        wait_for(lambda: self.table_rows(node) == self.reference(
+            self.owned(node) if partitions is None else partitions), 60, what)
+
+    def changes_written(self):
+        """What the changelog sink wrote (read_committed), once its last row per
+        key equals the reference."""
+        from confluent_kafka import Consumer, TopicPartition
+        reader = Consumer({"bootstrap.servers": self.servers,
+                           "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                           "isolation.level": "read_committed", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        seen = []
+        try:
+            reader.assign([TopicPartition(self.output, 0, 0)])
+
+            def latest_written():
+                while (m := reader.poll(1.0)) is not None:
+                    if not m.error():
+                        seen.append(json.loads(m.value()))
+                latest = {}
+                for r in seen:
+                    if r["_op"] == "delete":
+                        latest.pop(r["id"], None)
+                    else:
+                        latest[r["id"]] = (r["id"], r["region"], r["price"])
+                return sorted(latest.values())
+            wait_for(lambda: latest_written() == self.reference(), 60, "the sink's output")
+        finally:
+            reader.close()
+        return seen
+
+
+def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka_broker, tmp_path):
+    t = ShardsApp(kafka_broker, tmp_path, "sh")
+    app, servers, source = t.app, t.servers, t.source
+    query, status, owned, reference = t.query, t.status, t.owned, t.reference
+    produced, procs = t.produced, t.procs
 
     def view_ok(node):
         con = duckdb.connect()
@@ -142,12 +201,12 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
             g[0] == w[0] and g[1] == w[1] and abs(g[2] - w[2]) < 1e-6 for g, w in zip(got, want))
 
     try:
-        start("node-1")
-        start("node-2", leave=True)
+        t.start("node-1")
+        t.start("node-2", "--leave-on-stop")
         wait_for(lambda: len(owned("node-1")) == 3 and len(owned("node-2")) == 3, 90, "the assignment")
-        produce(0, 6000, 0)
+        t.produce(0, 6000, 0)
         for node in ("node-1", "node-2"):
-            wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node}'s shards")
+            t.shards_equal(node, f"{node}'s shards")
         wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view")
 
         # SIGKILL node-2 and restart it at once (static membership: its partitions
@@ -163,17 +222,14 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         assert config["cleanup.policy"].value == "compact"
         assert len(admin.list_topics(changelog, timeout=10).topics[changelog].partitions) == PARTITIONS
         wait_for(lambda: changelog_rows(servers, changelog) == reference(), 60, "the changelog")
-        ends = {}
-        for _, _, _, part, off in produced:
-            ends[part] = max(ends.get(part, 0), off + 1)
+        ends = t.ends()
         for f in admin.delete_records([TopicPartition(source, p, ends[p]) for p in range(PARTITIONS)],
                                       operation_timeout=30).values():
             f.result(timeout=30)
-        procs["node-2"][0].kill()
-        procs["node-2"][0].wait(timeout=30)
-        start("node-2", leave=True)
+        t.kill("node-2")
+        t.start("node-2", "--leave-on-stop")
         wait_for(lambda: owned("node-2") == mine, 60, "node-2's partitions back")
-        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's restored shards")
+        t.shards_equal("node-2", "node-2's restored shards", mine)
         st = status("node-2")
         assert st["partitions_restored"] == len(mine) and st["restored_records"] > 0, st
         assert st["partitions_from_changelog"] == len(mine), st
@@ -184,9 +240,9 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         labels = f'{{app_id="{app}",instance_id="node-2"}}'
         assert f"rill_cluster_partitions_restored_total{labels} {len(mine)}" in metrics
         assert f"rill_cluster_restored_records_total{labels} {st['restored_records']}" in metrics
-        produce(6000, 3000, 1)
+        t.produce(6000, 3000, 1)
         for node in ("node-1", "node-2"):
-            wait_for(lambda: table_rows(node) == reference(owned(node)), 60, f"{node} after more input")
+            t.shards_equal(node, f"{node} after more input")
         wait_for(lambda: view_ok("node-1") and view_ok("node-2"), 60, "the global view after the restart")
         # rill query --app answers again: node-2 holds its restored partitions whole.
         out = subprocess.run([str(RILL), "query", "--app", app, "--bootstrap-servers", servers,
@@ -200,45 +256,18 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         assert got == want, (got, want)
 
         # node-2 leaves: node-1 restores node-2's partitions and holds everything.
-        procs["node-2"][0].terminate()
-        procs["node-2"][0].wait(timeout=60)
+        t.leave("node-2")
         wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 owning every partition")
-        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 holding every key")
-        produce(9000, 2000, 2)
-        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 after more input")
+        t.shards_equal("node-1", "node-1 holding every key")
+        t.produce(9000, 2000, 2)
+        t.shards_equal("node-1", "node-1 after more input")
         wait_for(lambda: view_ok("node-1"), 60, "the global view after the leave")
         assert status("node-1")["partitions_restored"] >= PARTITIONS - len(mine)
         assert status("node-1")["partitions_from_changelog"] >= PARTITIONS - len(mine)
         wait_for(lambda: changelog_rows(servers, changelog) == reference(), 60, "the changelog at the end")
 
         # The changelog sink: every input record exactly once (restores wrote nothing).
-        from confluent_kafka import Consumer, TopicPartition
-        reader = Consumer({"bootstrap.servers": servers, "group.id": f"check-{uuid.uuid4().hex[:6]}",
-                           "isolation.level": "read_committed", "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest"})
-        try:
-            reader.assign([TopicPartition(output, 0, 0)])
-            seen = []
-
-            def read_all():
-                while True:
-                    m = reader.poll(1.0)
-                    if m is None:
-                        return
-                    if not m.error():
-                        seen.append(json.loads(m.value()))
-            def latest_written():
-                read_all()
-                latest = {}
-                for r in seen:
-                    if r["_op"] == "delete":
-                        latest.pop(r["id"], None)
-                    else:
-                        latest[r["id"]] = (r["id"], r["region"], r["price"])
-                return sorted(latest.values())
-            wait_for(lambda: latest_written() == reference(), 60, "the sink's output")
-        finally:
-            reader.close()
+        seen = t.changes_written()
         # One write holds the last row per key: a change per record at most,
         # and a restore (a replay of records already applied) none.
         written = [(r["_partition"], r["_offset"]) for r in seen]
@@ -297,140 +326,69 @@ def test_a_current_local_checkpoint_spares_the_replay_of_what_it_holds(kafka_bro
     the ticks (not the checkpoints), and after a SIGKILL and a restart it takes
     its shards from its own checkpoint and replays only the records committed
     after it; a partition it no longer owns is dropped from the restored table."""
-    source = f"orders-{uuid.uuid4().hex[:8]}"
-    output = f"changes-{uuid.uuid4().hex[:8]}"
-    app = f"ck-{uuid.uuid4().hex[:8]}"
     # Compacted: the shards are restored by replaying the input (no changelog).
-    kafka_broker.create_topic(source, PARTITIONS, config={"cleanup.policy": "compact"})
-    kafka_broker.create_topic(output, 1)
-    servers = kafka_broker.bootstrap_servers
-    pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(pipeline_text(app, servers, source, output))
-    procs = {}
+    t = ShardsApp(kafka_broker, tmp_path, "ck", input_config={"cleanup.policy": "compact"})
 
     def start(node):
-        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
-                "--instance-id", node, "--checkpoint-dir", str(tmp_path / f"ckpt-{node}"),
-                "--checkpoint-interval", "2", "--leave-on-stop", pipeline]
-        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
-
-    def query(node, sql):
-        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN, json.dumps({"sql": sql}).encode())
-        assert code == 200, body
-        return body["rows"]
-
-    def status(node):
-        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
-        return body if code == 200 else {"partitions": []}
-
-    def owned(node):
-        return {p["partition"] for p in status(node)["partitions"]}
-
-    produced = []  # (id, region, price, partition, offset)
-
-    def produce(first, count, round_):
-        rows = [(i % KEYS, ["eu", "us", "apac"][(i + round_) % 3], float((i * 7 + round_) % 101))
-                for i in range(first, first + count)]
-        where = kafka_broker.produce(source, [json.dumps({"id": k, "region": r, "price": p}) for k, r, p in rows],
-                                     keys=[str(k).encode() for k, _, _ in rows])
-        produced.extend((k, r, p, part, off) for (k, r, p), (part, off) in zip(rows, where))
-
-    def ends():
-        out = {}
-        for _, _, _, part, off in produced:
-            out[part] = max(out.get(part, 0), off + 1)
-        return out
-
-    def reference(partitions=None):
-        latest = {}
-        for k, r, p, part, off in produced:
-            if partitions is None or part in partitions:
-                latest[k] = (k, r, p)
-        return sorted(latest.values())
-
-    def table_rows(node):
-        return sorted((r["id"], r["region"], r["price"]) for r in query(node, "SELECT id, region, price FROM orders"))
+        t.start(node, "--checkpoint-dir", str(tmp_path / f"ckpt-{node}"), "--checkpoint-interval", "2",
+                "--leave-on-stop")
 
     from confluent_kafka import Consumer, TopicPartition
-    group = Consumer({"bootstrap.servers": servers, "group.id": app, "enable.auto.commit": False})
+    group = Consumer({"bootstrap.servers": t.servers, "group.id": t.app, "enable.auto.commit": False})
 
     def committed():
         return {tp.partition: tp.offset for tp in
-                group.committed([TopicPartition(source, p) for p in range(PARTITIONS)], timeout=10)}
+                group.committed([TopicPartition(t.source, p) for p in range(PARTITIONS)], timeout=10)}
 
     try:
         start("node-1")
         start("node-2")
-        wait_for(lambda: len(owned("node-1")) == 3 and len(owned("node-2")) == 3, 90, "the assignment")
-        produce(0, 6000, 0)
-        mine = owned("node-2")
-        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's shards")
+        wait_for(lambda: len(t.owned("node-1")) == 3 and len(t.owned("node-2")) == 3, 90, "the assignment")
+        t.produce(0, 6000, 0)
+        mine = t.owned("node-2")
+        t.shards_equal("node-2", "node-2's shards", mine)
         # A checkpoint of node-2 that holds the first round.
-        wait_for(lambda: all(checkpoint_offsets(tmp_path / "ckpt-node-2").get(p) == ends()[p] for p in mine),
+        wait_for(lambda: all(checkpoint_offsets(tmp_path / "ckpt-node-2").get(p) == t.ends()[p] for p in mine),
                  30, "node-2's checkpoint of the first round")
-        produce(6000, 3000, 1)
+        t.produce(6000, 3000, 1)
         # The group's offsets follow the ticks, not the (2 s) checkpoints.
-        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2 after the second round")
-        wait_for(lambda: all(committed().get(p) == ends()[p] for p in mine), 10,
+        t.shards_equal("node-2", "node-2 after the second round", mine)
+        wait_for(lambda: all(committed().get(p) == t.ends()[p] for p in mine), 10,
                  "the group's offsets at the end of what node-2 applied")
-        procs["node-2"][0].kill()
-        procs["node-2"][0].wait(timeout=30)
+        t.kill("node-2")
         held = checkpoint_offsets(tmp_path / "ckpt-node-2")
-        after = sum(ends()[p] - held[p] for p in mine)  # committed after the checkpoint
+        after = sum(t.ends()[p] - held[p] for p in mine)  # committed after the checkpoint
 
         start("node-2")
-        wait_for(lambda: owned("node-2") == mine, 60, "node-2's partitions back")
-        wait_for(lambda: table_rows("node-2") == reference(mine), 60, "node-2's shards from its checkpoint")
-        st = status("node-2")
+        wait_for(lambda: t.owned("node-2") == mine, 60, "node-2's partitions back")
+        t.shards_equal("node-2", "node-2's shards from its checkpoint", mine)
+        st = t.status("node-2")
         assert st["partitions_from_changelog"] == 0, st
         assert st["partitions_from_checkpoint"] == len(mine), st
         assert st["partitions_restored"] == len(mine), st
         # Only what came after the checkpoint was read again.
-        assert st["restored_records"] == after, (st, held, ends())
-        assert after < sum(1 for *_, part, _ in produced if part in mine)
+        assert st["restored_records"] == after, (st, held, t.ends())
+        assert after < sum(1 for *_, part, _ in t.produced if part in mine)
 
         # node-2 leaves: node-1 (its own checkpoint holds only its partitions)
         # restores the rest by replay and holds every key.
-        procs["node-2"][0].terminate()
-        procs["node-2"][0].wait(timeout=60)
-        wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 owning every partition")
-        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 holding every key")
+        t.leave("node-2")
+        wait_for(lambda: len(t.owned("node-1")) == PARTITIONS, 60, "node-1 owning every partition")
+        t.shards_equal("node-1", "node-1 holding every key")
 
         # node-1 restarts alone from its checkpoint, which lacks node-2's old
         # partitions' late rows: the checkpoint's shards catch up by replay.
-        produce(9000, 1500, 2)
-        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 after more input")
-        procs["node-1"][0].kill()
-        procs["node-1"][0].wait(timeout=30)
+        t.produce(9000, 1500, 2)
+        t.shards_equal("node-1", "node-1 after more input")
+        t.kill("node-1")
         start("node-1")
-        wait_for(lambda: len(owned("node-1")) == PARTITIONS, 60, "node-1 back with every partition")
-        wait_for(lambda: table_rows("node-1") == reference(), 60, "node-1 restored from its checkpoint")
-        assert status("node-1")["partitions_restored"] == PARTITIONS
+        wait_for(lambda: len(t.owned("node-1")) == PARTITIONS, 60, "node-1 back with every partition")
+        t.shards_equal("node-1", "node-1 restored from its checkpoint")
+        assert t.status("node-1")["partitions_restored"] == PARTITIONS
 
         # The changelog sink wrote every change once: nothing restored wrote again.
-        reader = Consumer({"bootstrap.servers": servers, "group.id": f"check-{uuid.uuid4().hex[:6]}",
-                           "isolation.level": "read_committed", "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest"})
-        try:
-            reader.assign([TopicPartition(output, 0, 0)])
-            seen = []
-
-            def latest_written():
-                while (m := reader.poll(1.0)) is not None:
-                    if not m.error():
-                        seen.append(json.loads(m.value()))
-                latest = {}
-                for r in seen:
-                    if r["_op"] == "delete":
-                        latest.pop(r["id"], None)
-                    else:
-                        latest[r["id"]] = (r["id"], r["region"], r["price"])
-                return sorted(latest.values())
-            wait_for(lambda: latest_written() == reference(), 60, "the sink's output")
-        finally:
-            reader.close()
-        written = [(r["_partition"], r["_offset"]) for r in seen]
+        written = [(r["_partition"], r["_offset"]) for r in t.changes_written()]
         assert len(written) == len(set(written)), "a restore wrote rows to the sink again"
     finally:
         group.close()
-        stop_all(procs)
+        stop_all(t.procs)

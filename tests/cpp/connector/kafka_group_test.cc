@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -341,6 +342,26 @@ class RecordingShardHook : public KafkaShardHook {
   std::vector<std::string> calls;
 };
 
+/// The "orders" source of an application (group `group`) whose shared
+/// consumer holds its table per partition through `hook`, joining once `gate`
+/// says so (null: at once).
+std::pair<std::shared_ptr<KafkaSharedConsumer>, std::shared_ptr<KafkaConnector>> ShardedSource(
+    KafkaMockCluster& cluster, const std::string& group, const std::string& instance,
+    std::shared_ptr<KafkaShardHook> hook, std::function<bool()> gate = nullptr) {
+  KafkaSharedConsumerOptions so;
+  so.config = GroupConfig(cluster, group);
+  so.config["client.id"] = instance;
+  so.poll_timeout_ms = 20;
+  auto consumer = KafkaSharedConsumer::Make(so).ValueOrDie();
+  consumer->SetShardHook(std::move(hook));
+  if (gate) consumer->SetJoinGate(std::move(gate));
+  KafkaOptions o = Options(cluster, "orders", group);
+  o.consumer = consumer;
+  o.name = "orders";
+  o.metadata_columns = true;
+  return {consumer, KafkaConnector::Make("orders", o).ValueOrDie()};
+}
+
 // Partition shards: a member assigned partitions it does not hold replays them
 // from their start up to the group's committed offsets, through its own
 // decoding, before it reads on; the hook brackets the restore.
@@ -349,18 +370,8 @@ TEST(KafkaGroup, PartitionsNotHeldAreReplayedUpToTheCommittedOffsetsFirst) {
   RILL_ASSERT_OK(cluster->CreateTopic("orders", kPartitions));
   const std::string group = "app-" + TestName();
   auto make = [&](const std::string& instance, std::shared_ptr<RecordingShardHook> hook) {
-    KafkaSharedConsumerOptions so;
-    so.config = GroupConfig(*cluster, group);
-    so.config["client.id"] = instance;
-    so.poll_timeout_ms = 20;
-    auto consumer = KafkaSharedConsumer::Make(so).ValueOrDie();
-    consumer->SetShardHook(hook);
-    KafkaOptions o = Options(*cluster, "orders", group);
-    o.consumer = consumer;
-    o.name = "orders";
-    o.metadata_columns = true;
-    return std::make_pair(consumer,
-                          std::make_unique<Member>(KafkaConnector::Make("orders", o).ValueOrDie()));
+    auto [consumer, connector] = ShardedSource(*cluster, group, instance, hook);
+    return std::make_pair(consumer, std::make_unique<Member>(connector));
   };
   // The first member reads 200 rows and commits them, then goes away.
   auto first_hook = std::make_shared<RecordingShardHook>();
@@ -405,18 +416,7 @@ TEST(KafkaGroup, ACheckpointedShardReplaysOnlyWhatCameAfterItsCheckpoint) {
   auto hook = std::make_shared<RecordingShardHook>();
   auto open = std::make_shared<std::atomic<bool>>(true);
   auto make = [&](const std::string& instance) {
-    KafkaSharedConsumerOptions so;
-    so.config = GroupConfig(*cluster, group);
-    so.config["client.id"] = instance;
-    so.poll_timeout_ms = 20;
-    auto consumer = KafkaSharedConsumer::Make(so).ValueOrDie();
-    consumer->SetShardHook(hook);
-    consumer->SetJoinGate([open] { return open->load(); });
-    KafkaOptions o = Options(*cluster, "orders", group);
-    o.consumer = consumer;
-    o.name = "orders";
-    o.metadata_columns = true;
-    return std::make_pair(consumer, KafkaConnector::Make("orders", o).ValueOrDie());
+    return ShardedSource(*cluster, group, instance, hook, [open] { return open->load(); });
   };
   {
     auto [consumer, connector] = make("node-1");
