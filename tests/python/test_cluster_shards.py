@@ -240,6 +240,7 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         labels = f'{{app_id="{app}",instance_id="node-2"}}'
         assert f"rill_cluster_partitions_restored_total{labels} {len(mine)}" in metrics
         assert f"rill_cluster_restored_records_total{labels} {st['restored_records']}" in metrics
+        assert f"rill_cluster_partitions_from_changelog_total{labels} {len(mine)}" in metrics
         t.produce(6000, 3000, 1)
         for node in ("node-1", "node-2"):
             t.shards_equal(node, f"{node} after more input")

@@ -241,6 +241,9 @@ std::string RenderPrometheus(ServerContext& ctx) {
          "Partition shards restored from the instance's local checkpoint (only the records "
          "after it replayed).",
          static_cast<double>(st.group.partitions_from_checkpoint)},
+        {"rill_cluster_partitions_from_changelog_total", "counter",
+         "Partition shards restored from their table's changelog topic.",
+         static_cast<double>(st.group.partitions_from_changelog)},
         {"rill_cluster_last_restore_seconds", "gauge",
          "Duration of the last partition shard restore (replay and apply).",
          st.group.last_restore_seconds},
