@@ -226,7 +226,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
       if (!st.ok()) {
         app_->engine_->RecordEvent(EngineEvent::Engine(
             Severity::kError, table, "Dropping the rows of partitions that moved away failed",
-            st.ToString(), app_->engine_->options().clock()));
+            st.ToString(), app_->engine_->Now()));
       }
     }
     std::string Changelog(const std::string& table,

@@ -126,7 +126,7 @@ std::string Changelogs::For(const std::string& table, const std::vector<std::str
         Severity::kError, table,
         "The changelog of the partition shards could not be made; they are restored from the "
         "input topic, which may have lost records to retention",
-        made.status().ToString(), engine_->options().clock()));
+        made.status().ToString(), engine_->Now()));
     return std::string();  // asked again at the next assign
   }
   topics_[table] = *made;

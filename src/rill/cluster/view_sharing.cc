@@ -49,7 +49,7 @@ void ViewSharing::Publish(const std::string& name, const std::string* statement)
         Severity::kWarning, name,
         "The global view could not be shared with the application's other instances "
         "(declare it on each of them)",
-        why, engine_->options().clock()));
+        why, engine_->Now()));
   };
   if (!producer_) {
     auto made = MakeKafkaClient(RD_KAFKA_PRODUCER, config_, "global views");
@@ -78,25 +78,29 @@ void ViewSharing::Publish(const std::string& name, const std::string* statement)
 void ViewSharing::Run() {
   // The instance's own declarations (its pipeline file) come first.
   while (!stop_ && !ready_()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (stop_) return;
+  {
+    // The topic exists once an instance published to it; made (empty) here
+    // so that the reader sees the first view published. When it cannot be
+    // made (a cluster that refuses, ACLs), the reader waits for it to exist.
+    auto made = MakeKafkaClient(RD_KAFKA_PRODUCER, config_, "global views");
+    if (made.ok()) {
+      (void)EnsureCompactedTopic(*made, ViewsTopic(app_id_), 1, kTimeoutMs);
+      rd_kafka_destroy(*made);
+    }
+  }
   rd_kafka_t* rk = nullptr;
   while (!stop_ && !rk) {
-    // The topic exists once an instance published to it; make it (empty) so
-    // that the reader can assign its partition before anyone did.
-    auto made = MakeKafkaClient(RD_KAFKA_PRODUCER, config_, "global views");
-    Status st = made.ok() ? EnsureCompactedTopic(*made, ViewsTopic(app_id_), 1, kTimeoutMs)
-                          : made.status();
-    if (made.ok()) rd_kafka_destroy(*made);
     std::map<std::string, std::string> config = config_;
     config["group.id"] = ViewsTopic(app_id_) + "-reader";
     config["enable.auto.commit"] = "false";
     config["fetch.wait.max.ms"] = "100";
-    auto consumer = st.ok() ? MakeKafkaClient(RD_KAFKA_CONSUMER, config, "global views")
-                            : Result<rd_kafka_t*>(st);
+    auto consumer = MakeKafkaClient(RD_KAFKA_CONSUMER, config, "global views");
     if (!consumer.ok()) {
       engine_->RecordEvent(EngineEvent::Engine(
           Severity::kWarning, ViewsTopic(app_id_),
           "The application's shared global views cannot be read (retrying in 5 s)",
-          consumer.status().ToString(), engine_->options().clock()));
+          consumer.status().ToString(), engine_->Now()));
       for (int i = 0; i < 100 && !stop_; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -145,7 +149,7 @@ void ViewSharing::Apply(const std::string& name, const std::string* statement) {
         Severity::kError, name,
         statement ? "A global view declared on another instance could not be declared here"
                   : "A global view dropped on another instance could not be dropped here",
-        done.status().ToString(), engine_->options().clock()));
+        done.status().ToString(), engine_->Now()));
   }
 }
 
