@@ -297,7 +297,7 @@ def takeover_trials(broker, workdir, trials, rate_per_s=20000, keyed=False):
           **{f"median_{k}": round(statistics.median(p[k] for p in parts), 3) for k in parts[0]},
           "note": "kill -> every orphaned partition's first committed offset past the kill; "
                   "detection is the session timeout; " +
-                  ("restore: the survivor replays the orphaned partitions" if keyed
+                  ("restore: the survivor restores the orphaned partitions (from their changelog: the input is not compacted)" if keyed
                    else "restore 0: an append table is not sharded")})
 
 
