@@ -24,6 +24,7 @@ import os
 import pathlib
 import subprocess
 import urllib.request
+import time
 import uuid
 
 import duckdb
@@ -92,14 +93,25 @@ class ShardsApp:
         broker.create_topic(self.source, PARTITIONS, config=input_config)
         broker.create_topic(self.output, 1)
         self.servers = broker.bootstrap_servers
-        self.pipeline = tmp_path / "app.yaml"
-        self.pipeline.write_text(pipeline_text(self.app, self.servers, self.source, self.output))
+        self.text = pipeline_text(self.app, self.servers, self.source, self.output)
         self.procs = {}
         self.produced = []  # (id, region, price, partition, offset)
 
     def start(self, node, *options):
+        # Each instance's file sink (not driven by the application) writes to
+        # a directory of its own.
+        pipeline = self.tmp_path / f"app-{node}.yaml"
+        pipeline.write_text(self.text + f"""  - name: orders_files
+    type: file
+    table: orders
+    mode: changelog
+    format: ndjson
+    interval_seconds: 0.2
+    roll_seconds: 1
+    path: {self.tmp_path / "files" / node}
+""")
         args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
-                "--instance-id", node, *options, self.pipeline]
+                "--instance-id", node, *options, pipeline]
         self.procs[node] = start_serve(args, self.tmp_path / f"{node}.out", self.tmp_path / f"{node}.err")
 
     def kill(self, node):
@@ -153,6 +165,17 @@ class ShardsApp:
     def shards_equal(self, node, what, partitions=None):
         wait_for(lambda: self.table_rows(node) == self.reference(
             self.owned(node) if partitions is None else partitions), 60, what)
+
+    def files_written(self):
+        """The rows every instance's file sink wrote (whole lines)."""
+        rows = []
+        for f in sorted((self.tmp_path / "files").rglob("*.ndjson")):
+            for line in f.read_text().splitlines():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass  # a line being written
+        return rows
 
     def changes_written(self):
         """What the changelog sink wrote (read_committed), once its last row per
@@ -275,6 +298,13 @@ def test_keyed_shards_are_restored_on_assign_and_their_moves_write_nothing(kafka
         assert len(written) == len(set(written)), "a restore wrote rows to the sink again"
         assert set(written) <= {(part, off) for _, _, _, part, off in produced}
         assert not [r for r in seen if r["_op"] == "delete"], "a dropped shard wrote deletes"
+        # The file sinks are not driven by the application: they skip the moves too.
+        time.sleep(2)  # their last files closed (roll_seconds)
+        files = t.files_written()
+        assert files, "the file sinks wrote nothing"
+        in_files = [(r["_partition"], r["_offset"]) for r in files]
+        assert len(in_files) == len(set(in_files)), "a restore wrote rows to a file sink again"
+        assert not [r for r in files if r["_op"] == "delete"], "a dropped shard wrote deletes to a file"
         print(f"{len(produced)} records, {len(seen)} changes written, "
               f"restored on node-1: {status('node-1')['restored_records']} records")
     finally:

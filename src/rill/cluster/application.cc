@@ -211,13 +211,18 @@ class ApplicationImpl final : public Application, public EngineExtension {
       return t.ok() && (*t)->mode() == TableMode::kSnapshot && !(*t)->primary_key().empty() &&
              (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
     }
-    void Begin() override {
+    void Begin(const std::string& table) override {
       std::lock_guard<std::mutex> lock(mu_);
       if (!app_ || holder_) return;
       // What the engine applied so far goes out first; nothing more until End.
       if (app_->committer_) (void)app_->CommitCut(nullptr);
       app_->commit_mu_.lock();
       holder_ = app_;
+      // The sinks that are not driven skip what follows, up to End, too.
+      (void)app_->engine_->AtTickBoundary([&] {
+        SinkSet::For(app_->engine_).BeginMoves(table);
+        return Status::OK();
+      });
     }
     void Drop(const std::string& table, const std::vector<int32_t>& partitions) override {
       std::lock_guard<std::mutex> lock(mu_);
@@ -254,12 +259,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
       // Even when detached meanwhile: the application waits for commit_mu_.
       ApplicationImpl* app = holder_;
       if (!app) return;
-      if (app->driven_) {
-        (void)app->engine_->AtTickBoundary([&] {
-          app->driven_->Skip(table);
-          return Status::OK();
-        });
-      }
+      (void)app->engine_->AtTickBoundary([&] {
+        if (app->driven_) app->driven_->Skip(table);
+        SinkSet::For(app->engine_).EndMoves(table);
+        return Status::OK();
+      });
       holder_ = nullptr;
       app->commit_mu_.unlock();
     }

@@ -128,9 +128,9 @@ class KafkaShardHook {
   /// Whether `table` (a source's target, fed with metadata columns) is held
   /// per partition.
   virtual bool Sharded(const std::string& table) = 0;
-  /// A drop or restore starts: the outputs so far are committed, and no
-  /// commit happens until End.
-  virtual void Begin() = 0;
+  /// A drop or restore of `table`'s shards starts: the outputs so far are
+  /// committed, and no commit happens until End.
+  virtual void Begin(const std::string& table) = 0;
   /// Delete the rows of `partitions` from `table`.
   virtual void Drop(const std::string& table, const std::vector<int32_t>& partitions) = 0;
   /// The compacted changelog topic `table` is restored from, made on the

@@ -382,7 +382,7 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
   if (!committed_read) {
     for (const auto& [tp, offset] : held) drop.push_back(tp.second);
   }
-  hook->Begin();
+  hook->Begin(table);
   if (!drop.empty()) hook->Drop(table, drop);
   auto [records, bytes] = until.empty() ? std::pair<int64_t, int64_t>{0, 0} : Replay(from, until);
   if (!from_changelog.empty()) {

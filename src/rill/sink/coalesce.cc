@@ -159,6 +159,30 @@ Result<BatchVector> KeepVersions(const BatchVector& batches, uint64_t min_versio
   return out;
 }
 
+Result<BatchVector> DropVersions(const BatchVector& batches,
+                                 const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  if (ranges.empty()) return batches;
+  auto dropped = [&](uint64_t v) {
+    for (const auto& [after, through] : ranges) {
+      if (v > after && v <= through) return true;
+    }
+    return false;
+  };
+  BatchVector out;
+  for (const auto& batch : batches) {
+    RILL_ASSIGN_OR_RAISE(auto versions, VersionColumn(*batch));
+    const int64_t n = batch->num_rows();
+    int64_t r = 0;
+    while (r < n) {
+      while (r < n && dropped(versions->Value(r))) ++r;
+      const int64_t begin = r;
+      while (r < n && !dropped(versions->Value(r))) ++r;
+      if (r > begin) out.push_back(begin == 0 && r == n ? batch : batch->Slice(begin, r - begin));
+    }
+  }
+  return out;
+}
+
 Result<BatchVector> ShiftVersions(const BatchVector& batches, int64_t delta) {
   if (delta == 0) return batches;
   BatchVector out;

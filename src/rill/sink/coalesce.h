@@ -40,6 +40,12 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> KeepVersions(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, uint64_t min_version,
     uint64_t max_version);
 
+/// Return the rows of `batches` whose _version is in none of the ranges
+/// (after, through] of `ranges` (sliced, not copied).
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> DropVersions(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+
 /// Return `batches` with `delta` added to every _version (0: unchanged).
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> ShiftVersions(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches, int64_t delta);

@@ -31,6 +31,7 @@ Result<BatchVector> SinkRunner::ReadRange(uint64_t from_version, uint64_t to_ver
     }
     if (changes.to_version <= cursor) break;
     RILL_ASSIGN_OR_RAISE(auto kept, KeepVersions(changes.batches, cursor, to_version));
+    RILL_ASSIGN_OR_RAISE(kept, DropMoves(kept));
     RILL_ASSIGN_OR_RAISE(kept, ShiftVersions(kept, offset));
     out.insert(out.end(), kept.begin(), kept.end());
     cursor = std::min(changes.to_version, to_version);

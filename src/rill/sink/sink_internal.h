@@ -120,6 +120,14 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
   /// no longer touches the engine). Idempotent.
   void Stop(double flush_seconds);
 
+  // Moves (an application's partition shards, cluster/) ------------------------
+  /// The table's versions after `after` are moves, up to EndMoves: rows
+  /// restored or dropped because a partition changed instance, which a sink
+  /// not driven by the application does not write. Any thread.
+  void BeginMoves(uint64_t after);
+  /// The moves that began last end at `through`.
+  void EndMoves(uint64_t through);
+
   // Checkpoints (sink_epochs.cc) ---------------------------------------------
   /// Tick thread, at a checkpoint's capture: the file writer of this sink's
   /// section (the rows after its last commit up to `table_version`).
@@ -246,6 +254,11 @@ class SinkRunner : public Sink, public std::enable_shared_from_this<SinkRunner> 
   int64_t driven_rows_ = 0;      ///< rows it produced
   bool driven_snapshot_ = false;
   DrivenSinks::RowFilter row_filter_;  // guarded by shared_->mu (DrivenSinks::SetRowFilter)
+  /// BeginMoves/EndMoves: (after, through] ranges of versions not written;
+  /// through is UINT64_MAX while open. Guarded by shared_->mu.
+  std::vector<std::pair<uint64_t, uint64_t>> moves_;
+  /// `batches` without the rows of moves_.
+  Result<BatchVector> DropMoves(const BatchVector& batches) const;
 
   friend class DrivenSinksImpl;
 };

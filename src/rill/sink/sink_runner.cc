@@ -338,6 +338,14 @@ void SinkRunner::ReadBacklog() {
       backlog_.clear();  // the snapshot replaces what came before it
       backlog_rows_ = 0;
     }
+    if (!changes->snapshot) {
+      auto kept = DropMoves(changes->batches);
+      if (kept.ok()) {
+        changes->batches = std::move(*kept);
+        changes->num_rows = 0;
+        for (const auto& b : changes->batches) changes->num_rows += b->num_rows();
+      }
+    }
     if (backlog_.empty()) backlog_since_ = WallNow();
     read_cursor_ = changes->to_version;
     backlog_rows_ += changes->num_rows;
@@ -346,6 +354,25 @@ void SinkRunner::ReadBacklog() {
     target = std::max(target, shared_->table_version);
   }
   UpdateBackpressure();
+}
+
+void SinkRunner::BeginMoves(uint64_t after) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  moves_.emplace_back(after, UINT64_MAX);
+}
+
+void SinkRunner::EndMoves(uint64_t through) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!moves_.empty() && moves_.back().second == UINT64_MAX) moves_.back().second = through;
+}
+
+Result<BatchVector> SinkRunner::DropMoves(const BatchVector& batches) const {
+  std::vector<std::pair<uint64_t, uint64_t>> moves;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    moves = moves_;
+  }
+  return DropVersions(batches, moves);
 }
 
 Result<BatchVector> SinkRunner::ApplyMode(const BatchVector& rows, bool snapshot) const {

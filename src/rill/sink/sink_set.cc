@@ -214,6 +214,18 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
     return driven_;
   }
 
+  void BeginMoves(const std::string& table) override {
+    for (const auto& runner : Runners(table)) {
+      runner->BeginMoves(runner->table()->snapshot()->version());
+    }
+  }
+
+  void EndMoves(const std::string& table) override {
+    for (const auto& runner : Runners(table)) {
+      runner->EndMoves(runner->table()->snapshot()->version());
+    }
+  }
+
   std::shared_ptr<Sink> Find(const std::string& name) const override {
     std::lock_guard<std::mutex> lock(registry_->mu);
     for (const auto& s : registry_->sinks) {
@@ -228,6 +240,15 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
   }
 
  private:
+  /// The sinks of `table` not driven by an application.
+  std::vector<std::shared_ptr<SinkRunner>> Runners(const std::string& table) const {
+    std::vector<std::shared_ptr<SinkRunner>> out;
+    for (const auto& runner : registry_->List()) {
+      if (!runner->driven() && runner->table()->name() == table) out.push_back(runner);
+    }
+    return out;
+  }
+
   void ForgetDriven(const SinkRunner& sink) {
     if (!sink.driven()) return;
     std::shared_ptr<sink_internal::DrivenSinksImpl> driven;

@@ -122,6 +122,12 @@ class SinkSet {
   /// (their bootstrap.servers) are driven by the returned object's owner
   /// (DrivenSinks); sinks added before, and other sinks, run as before.
   virtual std::shared_ptr<DrivenSinks> DriveKafkaSinks(const std::string& kafka_cluster) = 0;
+  /// The versions `table` publishes from now until EndMoves are moves (an
+  /// application's partition shards restored or dropped): its sinks that are
+  /// not driven write nothing for them (the driven ones skip them through
+  /// DrivenSinks::Skip). At a tick boundary.
+  virtual void BeginMoves(const std::string& table) = 0;
+  virtual void EndMoves(const std::string& table) = 0;
 };
 
 }  // namespace rill

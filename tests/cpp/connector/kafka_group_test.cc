@@ -322,7 +322,8 @@ TEST(KafkaGroup, ASharedConsumerCoPartitionsTheTopicsOfItsConnectors) {
 class RecordingShardHook : public KafkaShardHook {
  public:
   bool Sharded(const std::string& table) override { return table == "orders"; }
-  void Begin() override {
+  void Begin(const std::string& table) override {
+    (void)table;
     std::lock_guard<std::mutex> lock(mu);
     calls.push_back("begin");
   }
