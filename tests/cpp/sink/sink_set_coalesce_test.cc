@@ -89,5 +89,20 @@ TEST(ChangeBatches, KeepOpsVersionsAndShiftAndSplit) {
   EXPECT_EQ(SplitRows({batch}, 0).size(), 1u);
 }
 
+// The moves of an application's partition shards (versions (after, through])
+// are left out; an open range (through = max) drops everything after it.
+TEST(ChangeBatches, DropVersionsLeavesOutTheRanges) {
+  auto batch = Changes({{"insert", 1, 10, 1}, {"insert", 2, 20, 2}, {"insert", 3, 30, 3},
+                        {"update", 1, 11, 4}, {"delete", 2, 20, 5}});
+  EXPECT_EQ(RowsOf(DropVersions({batch}, {}).ValueOrDie()).size(), 5u);
+  EXPECT_EQ(RowsOf(DropVersions({batch}, {{1, 3}}).ValueOrDie()),
+            (std::vector<Row>{{"insert", 1, 10, 1}, {"update", 1, 11, 4}, {"delete", 2, 20, 5}}));
+  EXPECT_EQ(RowsOf(DropVersions({batch, batch}, {{0, 1}, {3, 4}}).ValueOrDie()),
+            (std::vector<Row>{{"insert", 2, 20, 2}, {"insert", 3, 30, 3}, {"delete", 2, 20, 5},
+                              {"insert", 2, 20, 2}, {"insert", 3, 30, 3}, {"delete", 2, 20, 5}}));
+  EXPECT_EQ(RowsOf(DropVersions({batch}, {{2, UINT64_MAX}}).ValueOrDie()),
+            (std::vector<Row>{{"insert", 1, 10, 1}, {"insert", 2, 20, 2}}));
+}
+
 }  // namespace
 }  // namespace rill
