@@ -147,8 +147,9 @@ class RillEngine:
                 input topic on the same instance. See cluster_status().
             bootstrap_servers: the application's Kafka cluster (default: the
                 first Kafka source's bootstrap.servers).
-            partitions_per_table: partitions of the topics the application
-                creates (0: as many as its input topics).
+            partitions_per_table: partitions of the global views' partials
+                topics (0: as many as its input topics); a changelog always
+                has as many as its table's input.
             commit_interval_ms: how often an instance commits (ms, > 0).
             session_timeout_ms: the group's session timeout (ms, >= 1000): a
                 silent instance keeps its partitions this long, and a restart

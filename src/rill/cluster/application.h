@@ -50,8 +50,9 @@ struct ClusterOptions {
   std::string instance_id;
   /// The Kafka cluster ("host:port,..."); "" takes the first Kafka source's.
   std::string bootstrap_servers;
-  /// Partitions of the topics the application creates (changelogs, partial
-  /// aggregates); 0: as many as the input topics have.
+  /// Partitions of the topics of the global views' partial aggregates; 0: as
+  /// many as the input topics have. A changelog always has as many as its
+  /// table's input (partition p holds input partition p's rows).
   int partitions_per_table = 0;
   /// How often the instance commits its outputs and input offsets (ms, > 0).
   int64_t commit_interval_ms = 100;
