@@ -225,6 +225,58 @@ def test_global_scope_outside_an_application_is_refused():
         engine.close()
 
 
+def events_instance(make_engine, app, servers, topic, node, **kwargs):
+    """A started Python engine of application `app`: the append table `events`
+    (id, g, v and the metadata columns) fed by `topic`."""
+    import rills
+
+    engine = make_engine(metrics_path=None, trigger_interval_ms=20, app_id=app, instance_id=node,
+                         bootstrap_servers=servers, session_timeout_ms=6000, **kwargs)
+    engine.register_table("events", pa.schema([
+        ("id", pa.int64()), ("g", pa.string()), ("v", pa.float64()), ("_topic", pa.string()),
+        ("_partition", pa.int32()), ("_offset", pa.int64()), ("_key", pa.binary()),
+        ("_timestamp", pa.timestamp("ms"))]), mode="append",
+        retention_policy=rills.RetentionPolicy(max_rows=10**7))
+    engine.add_connector(rills.KafkaConnector("events", topic, {"bootstrap.servers": servers},
+                                              name="events_in", metadata_columns=True))
+    engine.start()
+    return engine
+
+
+def test_an_instance_that_starts_later_declares_the_applications_views(kafka_broker, make_engine):
+    """A global view declared over SQL on node-1 only: node-2, started later
+    and declaring nothing, takes it from the application's topic of views and
+    serves the same exact answer; a DROP on node-2 drops it on node-1."""
+    topic = f"events-{uuid.uuid4().hex[:8]}"
+    app = f"late-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, PARTITIONS)
+    servers = kafka_broker.bootstrap_servers
+    sql = "SELECT g, count(*) AS n, sum(v) AS total FROM events GROUP BY g"
+    a = events_instance(make_engine, app, servers, topic, "node-1")
+    a.execute_ddl(f"CREATE MATERIALIZED VIEW by_g WITH (scope = 'global', interval_seconds = 0.2) AS {sql}")
+    batch = [(i, f"g{i % 4}", float(i % 7)) for i in range(3000)]
+    kafka_broker.produce(topic, [f'{{"id":{i},"g":"{g}","v":{v}}}' for i, g, v in batch],
+                         keys=[str(i).encode() for i, _, _ in batch])
+    b = events_instance(make_engine, app, servers, topic, "node-2")
+    con = duckdb.connect()
+    con.register("events", pa.table({"id": [r[0] for r in batch], "g": [r[1] for r in batch],
+                                     "v": [r[2] for r in batch]}))
+    want = con.execute(sql + " ORDER BY g").fetchall()
+
+    def answer(engine):
+        try:
+            got = engine.query_sql("SELECT g, n, total FROM by_g ORDER BY g")
+        except Exception:  # not declared yet
+            return None
+        return list(zip(*[got.column(c).to_pylist() for c in got.column_names]))
+
+    wait_for(lambda: len(b.cluster_status()["partitions"]) > 0, 60, "node-2 joining")
+    wait_for(lambda: close_to(answer(b) or [], want) and close_to(answer(a) or [], want), 60,
+             "the view on both instances")
+    b.execute_ddl("DROP MATERIALIZED VIEW by_g")
+    wait_for(lambda: answer(a) is None, 30, "the view dropped on node-1")
+
+
 def test_application_view_stays_exact_when_partitions_move_and_an_instance_restarts(kafka_broker,
                                                                                      make_engine):
     """rills.ApplicationView on two engines of one application (an append table):
@@ -239,16 +291,7 @@ def test_application_view_stays_exact_when_partitions_move_and_an_instance_resta
     sql = "SELECT g, count(*) AS n, sum(v) AS total, max(v) AS hi FROM events GROUP BY g"
 
     def instance(node, **kwargs):
-        engine = make_engine(metrics_path=None, trigger_interval_ms=20, app_id=app, instance_id=node,
-                             bootstrap_servers=servers, session_timeout_ms=6000, **kwargs)
-        engine.register_table("events", pa.schema([
-            ("id", pa.int64()), ("g", pa.string()), ("v", pa.float64()), ("_topic", pa.string()),
-            ("_partition", pa.int32()), ("_offset", pa.int64()), ("_key", pa.binary()),
-            ("_timestamp", pa.timestamp("ms"))]), mode="append",
-            retention_policy=rills.RetentionPolicy(max_rows=10**7))
-        engine.add_connector(rills.KafkaConnector("events", topic, {"bootstrap.servers": servers},
-                                                  name="events_in", metadata_columns=True))
-        engine.start()
+        engine = events_instance(make_engine, app, servers, topic, node, **kwargs)
         view = rills.ApplicationView("by_g", sql, interval_seconds=0.2)
         engine.add_application_view(view)
         return engine, view
