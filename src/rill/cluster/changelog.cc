@@ -57,17 +57,15 @@ std::string ChangelogTopic(const std::string& app_id, const std::string& table) 
   return app_id + "-" + table + "-changelog";
 }
 
-Result<bool> TopicsCompacted(const std::map<std::string, std::string>& config,
-                             const std::vector<std::string>& topics) {
+Result<bool> TopicsCompacted(void* handle, const std::vector<std::string>& topics) {
   if (topics.empty()) return true;
-  RILL_ASSIGN_OR_RAISE(rd_kafka_t * made, MakeKafkaClient(RD_KAFKA_PRODUCER, config, "changelog admin"));
-  ClientPtr rk(made, rd_kafka_destroy);
+  auto* rk = static_cast<rd_kafka_t*>(handle);
   std::vector<rd_kafka_ConfigResource_t*> resources;
   for (const auto& t : topics) {
     resources.push_back(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, t.c_str()));
   }
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk.get());
-  rd_kafka_DescribeConfigs(rk.get(), resources.data(), resources.size(), nullptr, queue);
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  rd_kafka_DescribeConfigs(rk, resources.data(), resources.size(), nullptr, queue);
   rd_kafka_event_t* event = rd_kafka_queue_poll(queue, kAdminTimeoutMs + 2000);
   Result<bool> out = Status::IOError("describing the configs of the input topics: no answer within ",
                                      kAdminTimeoutMs, " ms");
@@ -135,13 +133,13 @@ std::string Changelogs::For(const std::string& table, const std::vector<std::str
 
 Result<std::string> Changelogs::Make(const std::string& table,
                                      const std::vector<std::string>& topics) {
-  RILL_ASSIGN_OR_RAISE(bool compacted, TopicsCompacted(config_, topics));
-  if (compacted) return std::string();
   const std::string topic = ChangelogTopic(app_id_, table);
   {
     RILL_ASSIGN_OR_RAISE(rd_kafka_t * made,
                          MakeKafkaClient(RD_KAFKA_PRODUCER, config_, "changelog admin"));
     ClientPtr rk(made, rd_kafka_destroy);
+    RILL_ASSIGN_OR_RAISE(bool compacted, TopicsCompacted(rk.get(), topics));
+    if (compacted) return std::string();
     const int partitions = std::max(1, PartitionCount(rk.get(), topics));
     RILL_RETURN_NOT_OK(EnsureCompactedTopic(rk.get(), topic, partitions, kAdminTimeoutMs));
   }

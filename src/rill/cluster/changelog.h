@@ -42,10 +42,9 @@ namespace cluster {
 std::string ChangelogTopic(const std::string& app_id, const std::string& table);
 
 /// Whether every topic of `topics` has cleanup.policy compact (a
-/// DescribeConfigs on the cluster `config` names). IOError when the cluster
+/// DescribeConfigs through `rk`, an rd_kafka_t*). IOError when the cluster
 /// does not answer.
-Result<bool> TopicsCompacted(const std::map<std::string, std::string>& config,
-                             const std::vector<std::string>& topics);
+Result<bool> TopicsCompacted(void* rk, const std::vector<std::string>& topics);
 
 class Changelogs {
  public:

@@ -24,25 +24,27 @@ Status NotEmpty(const char* what, const std::string& v) {
   return Status::OK();
 }
 
-// The `name` and `sql` options (YAML only: the DDL's statement gives them).
-// `field` picks the string of the spec they set.
+// A string option that must not be empty; `field` picks the string of the
+// spec it sets.
 template <typename Spec, typename Field>
-OptionDef<Spec> NameOption(std::string description, Field field) {
-  return {"name", OptionType::kString, std::move(description),
-          [field](const Converted& v, Spec* s) {
-            RILL_RETURN_NOT_OK(NotEmpty("name", v.s));
+OptionDef<Spec> TextOption(const char* name, std::string description, Field field,
+                           bool required = false) {
+  return {name, OptionType::kString, std::move(description),
+          [name, field](const Converted& v, Spec* s) {
+            RILL_RETURN_NOT_OK(NotEmpty(name, v.s));
             field(s) = v.s;
             return Status::OK();
-          }};
+          },
+          required};
+}
+// The `name` and `sql` options (YAML only: the DDL's statement gives them).
+template <typename Spec, typename Field>
+OptionDef<Spec> NameOption(std::string description, Field field) {
+  return TextOption<Spec>("name", std::move(description), field);
 }
 template <typename Spec, typename Field>
 OptionDef<Spec> SqlOption(std::string description, Field field) {
-  return {"sql", OptionType::kString, std::move(description),
-          [field](const Converted& v, Spec* s) {
-            RILL_RETURN_NOT_OK(NotEmpty("sql", v.s));
-            field(s) = v.s;
-            return Status::OK();
-          }};
+  return TextOption<Spec>("sql", std::move(description), field);
 }
 
 // `options` without those a DDL statement gives (name; sql when `has_sql`),
@@ -118,13 +120,8 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
   t.defs.push_back(
       SqlOption<Spec>("the query over the live tables (required; SQL: `AS query`)",
                       [](Spec* s) -> std::string& { return s->sql; }));
-  t.defs.push_back({"output", OptionType::kString,
-                    "the table that holds the result (default: the name)",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("output", v.s));
-                      s->output = v.s;
-                      return Status::OK();
-                    }});
+  t.defs.push_back(TextOption<Spec>("output", "the table that holds the result (default: the name)",
+                                    [](Spec* s) -> std::string& { return s->output; }));
   t.defs.push_back({"interval_seconds", OptionType::kNumber,
                     "seconds between runs (default 1)", [](const Converted& v, Spec* s) {
                       RILL_RETURN_NOT_OK(Positive("interval_seconds", v.d));
@@ -148,21 +145,14 @@ OptionTable<MaterializedViewDecl> MakeMaterializedViewTable() {
                       s->scope = v.s;
                       return Status::OK();
                     }});
-  t.defs.push_back({"app_id", OptionType::kString,
-                    "scope global: read this application's view without being its instance "
-                    "(the query's table declared here with its columns)",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("app_id", v.s));
-                      s->app_id = v.s;
-                      return Status::OK();
-                    }});
-  t.defs.push_back({"bootstrap_servers", OptionType::kString,
-                    "with app_id: the application's Kafka cluster (host:port,...)",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("bootstrap_servers", v.s));
-                      s->bootstrap_servers = v.s;
-                      return Status::OK();
-                    }});
+  t.defs.push_back(TextOption<Spec>(
+      "app_id",
+      "scope global: read this application's view without being its instance "
+      "(the query's table declared here with its columns)",
+      [](Spec* s) -> std::string& { return s->app_id; }));
+  t.defs.push_back(TextOption<Spec>(
+      "bootstrap_servers", "with app_id: the application's Kafka cluster (host:port,...)",
+      [](Spec* s) -> std::string& { return s->bootstrap_servers; }));
   // A string, not a boolean: it has a third value (YAML's true / false arrive
   // as their text and parse here alike).
   t.defs.push_back(
@@ -188,21 +178,12 @@ OptionTable<StreamViewDecl> MakeStreamViewTable() {
       "the query; `source` names only the rows it received since the previous run "
       "(required; SQL: `AS query`)",
       [](Spec* s) -> std::string& { return s->sql; }));
-  t.defs.push_back({"source", OptionType::kString,
-                    "the table whose new rows the query reads",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("source", v.s));
-                      s->source = v.s;
-                      return Status::OK();
-                    },
-                    true});
-  t.defs.push_back({"output", OptionType::kString,
-                    "the append table the results go to (default: the name)",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("output", v.s));
-                      s->output = v.s;
-                      return Status::OK();
-                    }});
+  t.defs.push_back(TextOption<Spec>("source", "the table whose new rows the query reads",
+                                    [](Spec* s) -> std::string& { return s->source; },
+                                    /*required=*/true));
+  t.defs.push_back(TextOption<Spec>("output",
+                                    "the append table the results go to (default: the name)",
+                                    [](Spec* s) -> std::string& { return s->output; }));
   t.defs.push_back(
       {"retention", OptionType::kStringMap,
        "{max_rows, max_age_seconds, time_column} of the output (or max_rows / "
@@ -287,15 +268,11 @@ OptionTable<AlertRuleDecl> MakeAlertRuleTable() {
   t.defs.push_back(
       NameOption<Spec>("the rule's name (required; SQL: `CREATE ALERT RULE name`)",
                        [](Spec* s) -> std::string& { return s->rule.name; }));
-  t.defs.push_back({"metric", OptionType::kString,
-                    "the value watched: a KPI, a business metric or a system metric "
-                    "(cpu_usage, table.NAME.rows, task.NAME.errors, ...)",
-                    [](const Converted& v, Spec* s) {
-                      RILL_RETURN_NOT_OK(NotEmpty("metric", v.s));
-                      s->rule.metric = v.s;
-                      return Status::OK();
-                    },
-                    true});
+  t.defs.push_back(TextOption<Spec>(
+      "metric",
+      "the value watched: a KPI, a business metric or a system metric "
+      "(cpu_usage, table.NAME.rows, task.NAME.errors, ...)",
+      [](Spec* s) -> std::string& { return s->rule.metric; }, /*required=*/true));
   t.defs.push_back({"op", OptionType::kString, "> | >= | < | <= | == | !=",
                     [](const Converted& v, Spec* s) {
                       RILL_ASSIGN_OR_RAISE(s->rule.op, ParseCompareOp(v.s));
