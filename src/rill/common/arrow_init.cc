@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 #include <sys/prctl.h>
 
@@ -17,21 +18,44 @@ Status InitializeArrowCompute() {
   return status;
 }
 
-void DisableTransparentHugePagesUnlessAsked() {
+void ApplyTransparentHugePagesSetting() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* keep = std::getenv("RILL_TRANSPARENT_HUGE_PAGES");
-    if (keep && std::strcmp(keep, "1") == 0) return;
-    (void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);  // best effort: a refusal changes nothing
+    const char* setting = std::getenv("RILL_TRANSPARENT_HUGE_PAGES");
+    if (setting && std::strcmp(setting, "0") == 0) {
+      (void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);  // best effort: a refusal changes nothing
+    }
   });
 }
 
+namespace {
+
+arrow::MemoryPool* JemallocPoolOrNull() {
+  arrow::MemoryPool* pool = nullptr;
+  if (!arrow::jemalloc_memory_pool(&pool).ok()) return nullptr;
+  return pool;
+}
+
+arrow::MemoryPool* ChooseTablePool() {
+  const char* env = std::getenv("RILL_TABLE_MEMORY_POOL");
+  const std::string_view choice = env ? env : "";
+  if (choice == "system") return arrow::system_memory_pool();
+  if (choice == "default") return arrow::default_memory_pool();
+  if (choice == "mimalloc") {
+    arrow::MemoryPool* pool = nullptr;
+    if (arrow::mimalloc_memory_pool(&pool).ok()) return pool;
+    return arrow::default_memory_pool();
+  }
+  if (arrow::MemoryPool* pool = JemallocPoolOrNull()) return pool;
+  return arrow::default_memory_pool();
+}
+
+}  // namespace
+
 arrow::MemoryPool* TableMemoryPool() {
   static arrow::MemoryPool* pool = [] {
-    DisableTransparentHugePagesUnlessAsked();
-    const char* choice = std::getenv("RILL_TABLE_MEMORY_POOL");
-    if (choice && std::strcmp(choice, "system") == 0) return arrow::system_memory_pool();
-    return arrow::default_memory_pool();
+    ApplyTransparentHugePagesSetting();
+    return ChooseTablePool();
   }();
   return pool;
 }

@@ -68,7 +68,7 @@ Engine::Engine(EngineOptions options)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 Result<std::unique_ptr<Engine>> Engine::Make(EngineOptions options) {
-  DisableTransparentHugePagesUnlessAsked();  // before the tables' first allocations
+  ApplyTransparentHugePagesSetting();  // before the tables' first allocations
   if (options.trigger_interval_ms <= 0) {
     return Status::Invalid("trigger_interval_ms must be > 0, got ", options.trigger_interval_ms);
   }
