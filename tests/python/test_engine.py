@@ -215,3 +215,27 @@ def test_ctrl_c_stops_a_running_script():
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "interrupted" in out
+
+
+def test_the_first_engine_of_a_process_warms_the_push_path_and_leaves_no_trace():
+    # RillEngine's first construction in a process pushes a throw-away batch
+    # through a connector of its own (issue 29): nothing of it may show.
+    code = textwrap.dedent("""
+        import pyarrow as pa
+        from rills import MemoryConnector, RillEngine
+        engine = RillEngine(trigger_interval_ms=1000, metrics_path=None)
+        assert "rill_warm_up" not in engine.tables, engine.tables
+        assert all(c.name != "rill_warm_up" for c in engine.connectors), engine.connectors
+        c = MemoryConnector("t")
+        engine.add_connector(c)
+        c.push(pa.record_batch({"key": pa.array([1, 2, 1]), "name": pa.array(["a", "b", "c"])}))
+        engine.step()
+        assert engine.query_sql("SELECT count(*) AS n FROM t").column("n")[0].as_py() == 3
+        assert engine.query_sql("SELECT count(*) AS n FROM rill_rejects").column("n")[0].as_py() == 0
+        assert "rill_warm_up" not in engine.tables
+        engine.close()
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
