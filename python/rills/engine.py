@@ -5,7 +5,9 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import socket
+import struct
 import threading
 import warnings
 import weakref
@@ -41,16 +43,21 @@ def _warm_up_push_once() -> None:
     path (the C data interface, the buffer, a poll), so a process's first real
     push does not pay for first use: a 1K-row load's push took ~30 us on a
     fresh process's first engine against ~9 us afterwards (issue 29). The C++
-    engine warms its own write path (engine.cc, WarmUpWritePath)."""
+    engine warms its tick (engine.cc, WarmUpProcessOnce). RILL_WARM_UP=0
+    skips both."""
     global _warmed_up
     if _warmed_up:
         return
     _warmed_up = True
-    batch = pa.record_batch({
-        "key": pa.array([1, 2, 1], pa.int64()),
-        "name": pa.array(["a", "b", "c"]),
-        "value": pa.array([0.5, 1.5, 2.5]),
-    })
+    if os.environ.get("RILL_WARM_UP") == "0":
+        return
+    # From buffers: pa.array() would import pandas (~0.4 s) on its first call.
+    batch = pa.RecordBatch.from_arrays([
+        pa.Array.from_buffers(pa.int64(), 3, [None, pa.py_buffer(struct.pack("<3q", 1, 2, 1))]),
+        pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(struct.pack("<4i", 0, 1, 2, 3)),
+                                               pa.py_buffer(b"abc")]),
+        pa.Array.from_buffers(pa.float64(), 3, [None, pa.py_buffer(struct.pack("<3d", 0.5, 1.5, 2.5))]),
+    ], names=["key", "name", "value"])
     connector = _core.MemoryConnector.make("rill_warm_up", None, 0, 0, "error", "rill_warm_up")
     connector.push(batch)
     connector.poll()
