@@ -65,6 +65,7 @@ def loadavg():
 
 def thp(args):
     upsert = {s: [] for s in SETTINGS}
+    vs_duckdb = {s: [] for s in SETTINGS}  # each run's rate / DuckDB's in the same run
     tick = {s: [] for s in SETTINGS}
     gap = {s: [] for s in SETTINGS}
     load_start = loadavg()
@@ -74,6 +75,7 @@ def thp(args):
             lines, _ = run_json([f"{args.build}/bench/upsert_bench", "--keys", "1m", "--reps", "3"],
                                 SETTINGS[s])
             upsert[s].append(lines[0]["value"])
+            vs_duckdb[s].append(lines[0]["ratio"])
             q, _, g = latency_point(args.build, args.sustainable, args.seconds, SETTINGS[s])
             tick[s].append(q["value"])
             if g is not None:
@@ -81,19 +83,24 @@ def thp(args):
             print(f"[thp] round {r} {s}: upsert {lines[0]['value'] / 1e6:.2f}M rows/s, "
                   f"10 ms tick p99 {q['value']:.1f} ms", file=sys.stderr)
     med = {s: statistics.median(upsert[s]) for s in SETTINGS}
+    med_vs = {s: statistics.median(vs_duckdb[s]) for s in SETTINGS}
     p99 = {s: statistics.median(tick[s]) for s in SETTINGS}
     common = {"rounds": args.rounds, "loadavg_start": load_start, "loadavg_end": loadavg(),
               "settings": {k: v or "default (jemalloc tables, huge pages on)" for k, v in SETTINGS.items()}}
     for s in SETTINGS:
         print(json.dumps({"name": f"thp_upsert_rows_per_s_keys_1m_{s}", "value": med[s], "unit": "rows/s",
-                          "runs": upsert[s], **common}))
+                          "runs": upsert[s], "ratio_vs_duckdb_median": med_vs[s],
+                          "ratio_vs_duckdb_runs": vs_duckdb[s], **common}))
         print(json.dumps({"name": f"thp_tick10ms_p99_ms_{s}", "value": p99[s], "unit": "ms (p99)",
                           "runs": tick[s], "version_gap_p99_ms": gap[s], "rate_bids_per_s": args.sustainable // 2,
                           **common}))
-    ratio_up = med["targeted"] / med["on"]
+    # Rates move +-30% with the machine's load from one run to the next; each
+    # run's ratio to DuckDB in the same run cancels much of that, so the
+    # target is read on the medians of those ratios (the raw rates' ratio beside).
+    ratio_up = med_vs["targeted"] / med_vs["on"]
     print(json.dumps({"name": "thp_targeted_upsert_vs_on", "value": round(ratio_up, 4), "unit": "x",
-                      "baseline": "huge pages on (mimalloc tables)", "baseline_value": med["on"],
-                      "ratio": round(ratio_up, 4),
+                      "baseline": "huge pages on (mimalloc tables)", "baseline_value": med_vs["on"],
+                      "ratio": round(ratio_up, 4), "rate_ratio": round(med["targeted"] / med["on"], 4),
                       "targets": [{"of": "value", "op": ">=", "value": 0.95, "met": ratio_up >= 0.95}],
                       **common}))
     ratio_tick = p99["targeted"] / p99["off"]
