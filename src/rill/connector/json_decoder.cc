@@ -77,7 +77,11 @@ std::shared_ptr<arrow::DataType> SeenType(Seen s) {
 
 class JsonDecoder::Impl {
  public:
-  explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {}
+  explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {
+#ifdef SIMDJSON_THREADS_ENABLED
+    stream_parser_.threaded = false;  // the decoding thread runs every stage 1
+#endif
+  }
 
   Status SetSchema(std::shared_ptr<arrow::Schema> schema) {
     if (schema) {
@@ -227,8 +231,154 @@ class JsonDecoder::Impl {
     return Status::OK();
   }
 
+  /// Inputs are decoded in regions of at most this many bytes (whole lines),
+  /// each by one simdjson document stream of this batch size: the stream
+  /// parser's capacity, allocated once.
+  static constexpr size_t kStreamBatch = 1 << 20;
+  /// Regions smaller than this are decoded line by line.
+  static constexpr size_t kMinStreamBytes = 1024;
+
   Status DecodeNdjson() {
-    return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
+    if (options_.format != JsonFormat::kJson) {
+      return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
+    }
+    const char* p = base_;
+    while (p < end_) {
+      const char* b = end_;
+      if (static_cast<size_t>(end_ - p) > kStreamBatch) {
+        const char* nl = static_cast<const char*>(memrchr(p, '\n', kStreamBatch));
+        if (nl == nullptr) {
+          // A line longer than a stream batch: on its own.
+          const char* limit = p + kStreamBatch;
+          nl = static_cast<const char*>(std::memchr(limit, '\n', end_ - limit));
+          b = nl ? nl + 1 : end_;
+          RILL_RETURN_NOT_OK(DecodeLines(p, b));
+          p = b;
+          continue;
+        }
+        b = nl + 1;
+      }
+      RILL_RETURN_NOT_OK(DecodeRegion(p, b));
+      p = b;
+    }
+    return Status::OK();
+  }
+
+  /// Decode the lines of [a, b) one by one (DecodeOne each).
+  Status DecodeLines(const char* a, const char* b) {
+    while (a < b) {
+      const char* nl = static_cast<const char*>(std::memchr(a, '\n', b - a));
+      const char* line_end = nl ? nl : b;
+      std::string_view line(a, line_end - a);
+      if (!IsBlank(line)) RILL_RETURN_NOT_OK(DecodeOne(line));
+      a = nl ? nl + 1 : b;
+    }
+    return Status::OK();
+  }
+
+  /// Decode the whole lines of [a, b) with simdjson document streams. A line
+  /// the stream does not decode exactly as DecodeOne would (a bad record, or
+  /// bytes the stream splits into documents otherwise than into lines) is
+  /// decoded by DecodeOne instead, and the lines after it by new streams over
+  /// the two halves of the rest: a bad line costs its region's stage 1 again,
+  /// and many bad lines at most O(log) passes before regions fall below
+  /// kMinStreamBytes and go line by line.
+  Status DecodeRegion(const char* a, const char* b) {
+    while (a < b) {
+      if (static_cast<size_t>(b - a) < kMinStreamBytes) return DecodeLines(a, b);
+      const char* resume = nullptr;
+      RILL_RETURN_NOT_OK(StreamLines(a, b, &resume));
+      if (resume == nullptr || resume >= b) return Status::OK();
+      const char* mid = resume + (b - resume) / 2;
+      const char* nl = static_cast<const char*>(std::memchr(mid, '\n', b - mid));
+      mid = nl ? nl + 1 : b;
+      RILL_RETURN_NOT_OK(DecodeRegion(resume, mid));
+      a = mid;
+    }
+    return Status::OK();
+  }
+
+  /// The start of the first non-blank line at or after `p` (a line start)
+  /// before `b`, and in `*first` its first non-blank byte; `b` when none.
+  static const char* NextRecordLine(const char* p, const char* b, const char** first) {
+    const char* line = p;
+    for (const char* q = p; q < b; ++q) {
+      const char c = *q;
+      if (c == '\n') {
+        line = q + 1;
+      } else if (c != ' ' && c != '\t' && c != '\r') {
+        *first = q;
+        return line;
+      }
+    }
+    return b;
+  }
+
+  /// Decode lines of [a, b) from one document stream, each document checked
+  /// to be exactly one line. At the first line that is not decoded so,
+  /// decode it with DecodeOne and set `*resume` to the line after it.
+  Status StreamLines(const char* a, const char* b, const char** resume) {
+    *resume = nullptr;
+    const char* first = nullptr;
+    const char* line = NextRecordLine(a, b, &first);
+    if (line >= b) return Status::OK();
+    ondemand::document_stream stream;
+    if (!stream_parser_.iterate_many(a, b - a, kStreamBatch).get(stream)) {
+      for (auto it = stream.begin(); it != stream.end() && line < b; ++it) {
+        const char* nl = static_cast<const char*>(std::memchr(line, '\n', b - line));
+        const char* line_end = nl ? nl : b;
+        ondemand::document_reference doc;
+        bool decoded = false;
+        if (!(*it).get(doc) && a + it.current_index() == first) {
+          RILL_ASSIGN_OR_RAISE(
+              decoded, DecodeStreamed(doc, std::string_view(line, line_end - line), b));
+        }
+        if (!decoded) break;
+        line = NextRecordLine(nl ? nl + 1 : b, b, &first);
+      }
+      if (line >= b) return Status::OK();
+    }
+    const char* nl = static_cast<const char*>(std::memchr(line, '\n', b - line));
+    RILL_RETURN_NOT_OK(DecodeOne(std::string_view(line, (nl ? nl : b) - line)));
+    *resume = nl ? nl + 1 : b;
+    return Status::OK();
+  }
+
+  /// Decode the stream's current document, which starts `record` (a line of
+  /// a region ending at `region_end`), as DecodeOne would decode `record`.
+  /// False, with nothing changed, when it cannot be told so: the document
+  /// does not convert, or it is not exactly the line (it goes on past the
+  /// line's end, or the line holds more): DecodeOne decides then.
+  Result<bool> DecodeStreamed(ondemand::document_reference& doc, std::string_view record,
+                              const char* region_end) {
+    if (static_cast<int64_t>(record.size()) > options_.max_record_bytes) return false;
+    const int64_t unknown_fields = result_.unknown_fields;
+    const bool required = op_index_ < 0;
+    OpCode op = OpCode::kUpsert;
+    Status st = ParseFields(doc, required);
+    if (st.ok()) {
+      // The next token must come after the line's end, and only whitespace
+      // between: the document's last token (a '}') then lies on the line.
+      const char* line_end = record.data() + record.size();
+      auto loc = doc.current_location();
+      const char* next = loc.error() == simdjson::OUT_OF_BOUNDS ? region_end
+                         : loc.error()                         ? nullptr
+                                                               : loc.value_unsafe();
+      if (next == nullptr || next <= line_end ||
+          !IsBlank(std::string_view(line_end, next - line_end))) {
+        st = Status::Invalid("not one line");
+      }
+    }
+    if (st.ok()) st = CheckMissing(required);
+    if (st.ok() && op_index_ >= 0) st = ReadOpField(&op);
+    if (st.ok() && op_index_ >= 0 && op == OpCode::kUpsert) st = CheckRequired();
+    if (!st.ok()) {
+      result_.unknown_fields = unknown_fields;
+      return false;
+    }
+    ++result_.records;
+    RILL_RETURN_NOT_OK(Commit(record, op));
+    return true;
   }
 
   /// Decode one record (a view into buffer_); a bad one becomes a reject.
@@ -252,6 +402,11 @@ class JsonDecoder::Impl {
       Reject(record, bad.message());
       return Status::OK();
     }
+    return Commit(record, op);
+  }
+
+  /// Append the record just parsed (cells_ and ops_) as a row.
+  Status Commit(std::string_view record, OpCode op) {
     if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Append(static_cast<int8_t>(op)));
     for (size_t i = 0; i < num_columns_; ++i) {
       Cell& cell = cells_[i];
@@ -506,12 +661,39 @@ class JsonDecoder::Impl {
   /// the reason when the record cannot be decoded; `required`: also when a
   /// non-nullable column is missing or null.
   Status ParseRecord(std::string_view record, bool required) {
-    ++generation_;
-    ops_.clear();
     size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
-    if (err) return Status::Invalid(JsonErrorMessage(err));
+    if (err) {
+      ++generation_;
+      ops_.clear();
+      return Status::Invalid(JsonErrorMessage(err));
+    }
+    RILL_RETURN_NOT_OK(ParseFields(doc, required));
+    if (doc.current_location().error() == simdjson::SUCCESS) {
+      return Status::Invalid("unexpected content after the object");
+    }
+    return CheckMissing(required);
+  }
+
+  /// Invalid when `required` and a non-nullable column is missing from the
+  /// record just parsed.
+  Status CheckMissing(bool required) const {
+    for (size_t i = 0; required && i < specs_.size(); ++i) {
+      if (!specs_[i].nullable && cells_[i].generation != generation_) {
+        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
+      }
+    }
+    return Status::OK();
+  }
+
+  /// Read the object `doc` (a document, or a document of a stream) into cells_
+  /// and ops_, up to its closing brace.
+  template <typename Doc>
+  Status ParseFields(Doc& doc, bool required) {
+    ++generation_;
+    ops_.clear();
+    error_code err;
     ondemand::object obj;
     err = doc.get_object().get(obj);
     if (err == simdjson::INCORRECT_TYPE) return Status::Invalid("expected a JSON object");
@@ -552,14 +734,6 @@ class JsonDecoder::Impl {
       if (!st.ok()) return FieldError(key, st);
       if (cell.null && !spec.nullable && required) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
-      }
-    }
-    if (doc.current_location().error() == simdjson::SUCCESS) {
-      return Status::Invalid("unexpected content after the object");
-    }
-    for (size_t i = 0; required && i < specs_.size(); ++i) {
-      if (!specs_[i].nullable && cells_[i].generation != generation_) {
-        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
       }
     }
     return Status::OK();
@@ -769,6 +943,7 @@ class JsonDecoder::Impl {
   ondemand::parser parser_;
   ondemand::parser array_parser_;
   ondemand::parser envelope_parser_;  ///< change events (their rows: parser_)
+  ondemand::parser stream_parser_;    ///< document streams over regions of lines
   std::vector<char> buffer_;
 
   // State of the current Decode.
