@@ -227,6 +227,7 @@ ColumnSpec MakeSpec(const arrow::Field& field) {
       spec.type = arrow::list(fields[0]);
     }
   }
+  spec.type_id = spec.type->id();
   return spec;
 }
 

@@ -33,6 +33,7 @@ struct ColumnSpec {
   bool plain_name = true;
   ColKind kind = ColKind::kString;
   std::shared_ptr<arrow::DataType> type;  ///< the output type
+  int type_id = 0;                        ///< type->id(), an arrow::Type::type
   bool nullable = true;
   /// utf8 only: numbers and booleans become their JSON text too (columns of
   /// inferred fields whose values disagree in type); otherwise they are refused.
@@ -113,6 +114,50 @@ Status ApplyNestedOps(const std::vector<NestedOp>& ops);
 /// Read an On-Demand value into `out` (consuming it).
 simdjson::error_code ReadScalar(simdjson::ondemand::value value, JsonScalar* out);
 
+/// Read `value` for `spec` by the typed getter its kind calls for. True when
+/// it was read into `cell` (not null, in range); false leaves the value
+/// unconsumed for ReadScalar and Convert (nulls, other types, errors), or, for
+/// temporal kinds, consumed into `*text` when it was a string.
+inline bool ReadTyped(simdjson::ondemand::value& value, const ColumnSpec& spec, Cell* cell,
+                    JsonScalar* text) {
+  switch (spec.kind) {
+    case ColKind::kSigned: {
+      int64_t v;
+      if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
+        return false;
+      }
+      cell->i = v;
+      cell->u = static_cast<uint64_t>(v);
+      break;
+    }
+    case ColKind::kUnsigned: {
+      uint64_t v;
+      if (value.get_uint64().get(v) || v > spec.max) return false;
+      cell->u = v;
+      cell->i = static_cast<int64_t>(v);
+      break;
+    }
+    case ColKind::kFloat:
+      if (value.get_double().get(cell->d)) return false;
+      break;
+    case ColKind::kBool:
+      if (value.get_bool().get(cell->b)) return false;
+      break;
+    case ColKind::kString:
+    case ColKind::kBinary:
+      if (value.get_string().get(cell->s)) return false;
+      break;
+    case ColKind::kTimestamp:
+    case ColKind::kDate32:
+    case ColKind::kDate64:
+      if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
+      return false;
+    default:
+      return false;
+  }
+  cell->null = false;
+  return true;
+}
 /// "got a string \"ab…\"" style description of a value for errors.
 std::string Describe(const JsonScalar& v);
 

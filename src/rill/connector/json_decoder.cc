@@ -501,50 +501,7 @@ class JsonDecoder::Impl {
     return simdjson::SUCCESS;
   }
 
-  /// Read the value of column `col` by the typed getter its kind calls for.
-  /// True when it was read into `cell` (not null, in range); false leaves the
-  /// value unconsumed for the general path (nulls, other types, errors), or,
-  /// for temporal columns, consumed into `*text` when it was a string.
-  bool ReadTyped(ondemand::value& value, int col, Cell* cell, JsonScalar* text) {
-    const ColumnSpec& spec = specs_[col];
-    switch (spec.kind) {
-      case ColKind::kSigned: {
-        int64_t v;
-        if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
-          return false;
-        }
-        cell->i = v;
-        cell->u = static_cast<uint64_t>(v);
-        break;
-      }
-      case ColKind::kUnsigned: {
-        uint64_t v;
-        if (value.get_uint64().get(v) || v > spec.max) return false;
-        cell->u = v;
-        cell->i = static_cast<int64_t>(v);
-        break;
-      }
-      case ColKind::kFloat:
-        if (value.get_double().get(cell->d)) return false;
-        break;
-      case ColKind::kBool:
-        if (value.get_bool().get(cell->b)) return false;
-        break;
-      case ColKind::kString:
-      case ColKind::kBinary:
-        if (value.get_string().get(cell->s)) return false;
-        break;
-      case ColKind::kTimestamp:
-      case ColKind::kDate32:
-      case ColKind::kDate64:
-        if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
-        return false;
-      default:
-        return false;
-    }
-    cell->null = false;
-    return true;
-  }
+
 
   /// Stage the value of nested column `col` when it has the column's shape
   /// (`*staged`); leave nulls and other shapes unconsumed for Convert, which
@@ -719,7 +676,7 @@ class JsonDecoder::Impl {
       if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
       cell.generation = generation_;
       JsonScalar scalar;
-      if (ReadTyped(field.value(), col, &cell, &scalar)) continue;
+      if (json_internal::ReadTyped(field.value(), specs_[col], &cell, &scalar)) continue;
       if (nested_[col].spec != nullptr) {
         bool staged = false;
         RILL_RETURN_NOT_OK(ReadNested(field.value(), col, &staged));

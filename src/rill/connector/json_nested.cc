@@ -12,12 +12,35 @@ namespace {
 namespace ondemand = simdjson::ondemand;
 using simdjson::error_code;
 
+/// Append `value` to a fixed-width builder: without a Status when it has room
+/// (the decoder reserves for the whole input up front).
+template <typename Builder, typename T>
+Status AppendFixed(arrow::ArrayBuilder* builder, T value) {
+  auto* b = static_cast<Builder*>(builder);
+  if (b->length() < b->capacity()) {
+    b->UnsafeAppend(value);
+    return Status::OK();
+  }
+  return b->Append(value);
+}
+
+template <typename Builder>
+Status AppendBinary(arrow::ArrayBuilder* builder, std::string_view value) {
+  auto* b = static_cast<Builder*>(builder);
+  if (b->length() < b->capacity() &&
+      b->value_data_length() + static_cast<int64_t>(value.size()) <= b->value_data_capacity()) {
+    b->UnsafeAppend(value);
+    return Status::OK();
+  }
+  return b->Append(value);
+}
+
 Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* b) {
   using arrow::Type;
-  switch (spec.type->id()) {
+  switch (spec.type_id) {
 #define RILL_APPEND(ID, BUILDER, VALUE) \
   case Type::ID:                        \
-    return static_cast<arrow::BUILDER*>(b)->Append(VALUE);
+    return AppendFixed<arrow::BUILDER>(b, VALUE);
     RILL_APPEND(INT8, Int8Builder, static_cast<int8_t>(cell.i))
     RILL_APPEND(INT16, Int16Builder, static_cast<int16_t>(cell.i))
     RILL_APPEND(INT32, Int32Builder, static_cast<int32_t>(cell.i))
@@ -29,10 +52,10 @@ Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBu
     RILL_APPEND(FLOAT, FloatBuilder, static_cast<float>(cell.d))
     RILL_APPEND(DOUBLE, DoubleBuilder, cell.d)
     RILL_APPEND(BOOL, BooleanBuilder, cell.b)
-    RILL_APPEND(STRING, StringBuilder, cell.s)
-    RILL_APPEND(LARGE_STRING, LargeStringBuilder, cell.s)
-    RILL_APPEND(BINARY, BinaryBuilder, cell.s)
-    RILL_APPEND(LARGE_BINARY, LargeBinaryBuilder, cell.s)
+    case Type::STRING: return AppendBinary<arrow::StringBuilder>(b, cell.s);
+    case Type::LARGE_STRING: return AppendBinary<arrow::LargeStringBuilder>(b, cell.s);
+    case Type::BINARY: return AppendBinary<arrow::BinaryBuilder>(b, cell.s);
+    case Type::LARGE_BINARY: return AppendBinary<arrow::LargeBinaryBuilder>(b, cell.s);
     RILL_APPEND(TIMESTAMP, TimestampBuilder, cell.i)
     RILL_APPEND(DATE32, Date32Builder, static_cast<int32_t>(cell.i))
     RILL_APPEND(DATE64, Date64Builder, cell.i)
@@ -210,10 +233,14 @@ Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp
       return StageList(arr, node, ops);
     }
     default: {
-      JsonScalar v;
-      if (error_code err = ReadScalar(value, &v)) return JsonError(err);
       NestedOp op{NestedOp::kScalar, &node, {}};
-      RILL_RETURN_NOT_OK(Convert(v, spec, &op.cell));
+      JsonScalar v;
+      if (!ReadTyped(value, spec, &op.cell, &v)) {
+        if (v.type != JsonScalar::kString) {
+          if (error_code err = ReadScalar(value, &v)) return JsonError(err);
+        }
+        RILL_RETURN_NOT_OK(Convert(v, spec, &op.cell));
+      }
       ops->push_back(op);
       return Status::OK();
     }
