@@ -165,25 +165,38 @@ class JsonDecoder::Impl {
   }
 
   Result<DecodeResult> Decode(std::string_view data, const JsonInputPosition& where) {
-    // simdjson reads up to SIMDJSON_PADDING bytes past a document: copy once
-    // into a padded buffer; records are views into it.
-    buffer_.resize(data.size() + simdjson::SIMDJSON_PADDING);
-    if (!data.empty()) std::memcpy(buffer_.data(), data.data(), data.size());
-    std::memset(buffer_.data() + data.size(), 0, simdjson::SIMDJSON_PADDING);
-    base_ = buffer_.data();
-    end_ = base_ + data.size();
-    where_ = &where;
-    result_ = DecodeResult{};
-    line_cursor_ = base_;
-    line_at_cursor_ = where.first_line;
-    rows_ = 0;
-
     size_t first = 0;
     while (first < data.size() && (data[first] == ' ' || data[first] == '\t' ||
                                    data[first] == '\r' || data[first] == '\n')) {
       ++first;
     }
     bool is_array = first < data.size() && data[first] == '[';
+    // simdjson reads up to SIMDJSON_PADDING bytes past a document: records
+    // are read from a padded copy. Large NDJSON inputs by a known schema are
+    // read in place, except for their lines within SIMDJSON_PADDING of the
+    // end, which alone are copied.
+    size_t copy_from = 0;
+    const bool in_place = schema_ && !is_array && options_.format == JsonFormat::kJson &&
+                          data.size() >= kInPlaceBytes;
+    if (in_place) {
+      size_t nl = data.rfind('\n', data.size() - simdjson::SIMDJSON_PADDING - 1);
+      copy_from = nl == std::string_view::npos ? 0 : nl + 1;
+    }
+    const size_t copy_size = data.size() - copy_from;
+    buffer_.resize(copy_size + simdjson::SIMDJSON_PADDING);
+    if (copy_size > 0) std::memcpy(buffer_.data(), data.data() + copy_from, copy_size);
+    std::memset(buffer_.data() + copy_size, 0, simdjson::SIMDJSON_PADDING);
+    base_ = in_place ? data.data() : buffer_.data();
+    end_ = base_ + data.size();
+    copy_ = buffer_.data();
+    copy_end_ = copy_ + copy_size;
+    copy_origin_ = base_ + copy_from;
+    where_ = &where;
+    result_ = DecodeResult{};
+    line_cursor_ = base_;
+    line_at_cursor_ = where.first_line;
+    rows_ = 0;
+
     ReserveFor(data.size());
     if (!schema_) {
       RILL_RETURN_NOT_OK(is_array ? InferArray(first) : InferNdjson());
@@ -237,21 +250,28 @@ class JsonDecoder::Impl {
   static constexpr size_t kStreamBatch = 1 << 20;
   /// Regions smaller than this are decoded line by line.
   static constexpr size_t kMinStreamBytes = 1024;
+  /// NDJSON inputs from this size on are read in place (see Decode).
+  static constexpr size_t kInPlaceBytes = 64 << 10;
 
   Status DecodeNdjson() {
     if (options_.format != JsonFormat::kJson) {
       return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
     }
-    const char* p = base_;
-    while (p < end_) {
-      const char* b = end_;
-      if (static_cast<size_t>(end_ - p) > kStreamBatch) {
+    RILL_RETURN_NOT_OK(DecodeRegions(base_, copy_origin_));  // in place (or nothing)
+    return DecodeRegions(copy_, copy_end_);
+  }
+
+  /// Decode the lines of [p, end) region by region.
+  Status DecodeRegions(const char* p, const char* end) {
+    while (p < end) {
+      const char* b = end;
+      if (static_cast<size_t>(end - p) > kStreamBatch) {
         const char* nl = static_cast<const char*>(memrchr(p, '\n', kStreamBatch));
         if (nl == nullptr) {
           // A line longer than a stream batch: on its own.
           const char* limit = p + kStreamBatch;
-          nl = static_cast<const char*>(std::memchr(limit, '\n', end_ - limit));
-          b = nl ? nl + 1 : end_;
+          nl = static_cast<const char*>(std::memchr(limit, '\n', end - limit));
+          b = nl ? nl + 1 : end;
           RILL_RETURN_NOT_OK(DecodeLines(p, b));
           p = b;
           continue;
@@ -262,6 +282,18 @@ class JsonDecoder::Impl {
       p = b;
     }
     return Status::OK();
+  }
+
+  /// Where the bytes at `p` (in the input, or in its padded copy) are in the input.
+  const char* Origin(const char* p) const {
+    return p >= copy_ && p <= copy_end_ ? copy_origin_ + (p - copy_) : p;
+  }
+
+  /// How many bytes simdjson may read from `p` on: to the copy's padding, or,
+  /// in the input, to its end (lines read in place end SIMDJSON_PADDING before).
+  size_t Capacity(const char* p) const {
+    return static_cast<size_t>(
+        p >= copy_ && p <= copy_end_ ? copy_end_ + simdjson::SIMDJSON_PADDING - p : end_ - p);
   }
 
   /// Decode the lines of [a, b) one by one (DecodeOne each).
@@ -415,7 +447,7 @@ class JsonDecoder::Impl {
       RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
     RILL_RETURN_NOT_OK(json_internal::ApplyNestedOps(ops_));
-    if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
+    if (options_.row_offsets) result_.row_offsets.push_back(Origin(record.data()) - base_);
     ++rows_;
     return Status::OK();
   }
@@ -534,7 +566,7 @@ class JsonDecoder::Impl {
   /// for a truncate), source.ts_ms into the ts_ms_column, its op into `*op`.
   Status ParseChange(std::string_view record, OpCode* op) {
     ChangeEnvelope change;
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     RILL_RETURN_NOT_OK(
         json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change));
     *op = change.op;
@@ -618,7 +650,7 @@ class JsonDecoder::Impl {
   /// the reason when the record cannot be decoded; `required`: also when a
   /// non-nullable column is missing or null.
   Status ParseRecord(std::string_view record, bool required) {
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
     if (err) {
@@ -783,7 +815,7 @@ class JsonDecoder::Impl {
   void InferAny(std::string_view record) {
     if (options_.format != JsonFormat::kDebezium) return InferRecord(record);
     ChangeEnvelope change;
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     if (json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change)
             .ok() &&
         change.op != OpCode::kTruncate) {
@@ -792,7 +824,7 @@ class JsonDecoder::Impl {
   }
 
   void InferRecord(std::string_view record) {
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     ondemand::document doc;
     ondemand::object obj;
     if (parser_.iterate(record.data(), record.size(), capacity).get(doc) ||
@@ -851,6 +883,7 @@ class JsonDecoder::Impl {
   }
 
   void Reject(std::string_view raw, std::string error) {
+    raw = std::string_view(Origin(raw.data()), raw.size());
     int64_t offset = raw.data() - base_;
     // Lines are counted incrementally: rejects come in input order.
     const char* target = raw.data();
@@ -904,8 +937,11 @@ class JsonDecoder::Impl {
   std::vector<char> buffer_;
 
   // State of the current Decode.
-  const char* base_ = nullptr;
+  const char* base_ = nullptr;  ///< the input (read in place), or its copy
   const char* end_ = nullptr;
+  const char* copy_ = nullptr;  ///< the padded copy (buffer_) of the input's end
+  const char* copy_end_ = nullptr;
+  const char* copy_origin_ = nullptr;  ///< where the copy's first byte is in the input
   const JsonInputPosition* where_ = nullptr;
   DecodeResult result_;
   int64_t rows_ = 0;
