@@ -105,7 +105,7 @@ Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder*
 /// that it converts (every value below it, including those of fields the
 /// struct does not have), and add its appends to `ops`. Errors name the path
 /// below the column (".a[2]: expected …").
-Status StageNested(simdjson::ondemand::value value, const NestedNode& node,
+Status StageNested(simdjson::ondemand::value& value, const NestedNode& node,
                    std::vector<NestedOp>* ops);
 
 /// Apply staged appends.

@@ -682,18 +682,19 @@ class JsonDecoder::Impl {
   Status ParseFields(Doc& doc, bool required) {
     ++generation_;
     ops_.clear();
-    error_code err;
-    ondemand::object obj;
-    err = doc.get_object().get(obj);
+    auto object = doc.get_object();
+    error_code err = object.error();
     if (err == simdjson::INCORRECT_TYPE) return Status::Invalid("expected a JSON object");
     if (err) return Status::Invalid(JsonErrorMessage(err));
+    ondemand::object& obj = object.value_unsafe();
     size_t ordinal = 0;
     for (auto field_result : obj) {
-      ondemand::field field;
       std::string_view key;
       int col = -1;
-      if ((err = std::move(field_result).get(field)) ||
-          (err = FindColumn(field, ordinal++, &col, &key))) {
+      if ((err = field_result.error())) return Status::Invalid(JsonErrorMessage(err));
+      // By reference: a copy of the field just built stalls on store forwarding.
+      ondemand::field& field = field_result.value_unsafe();
+      if ((err = FindColumn(field, ordinal++, &col, &key))) {
         return Status::Invalid(JsonErrorMessage(err));
       }
       if (col < 0) {

@@ -118,7 +118,7 @@ error_code SkipValue(ondemand::value value) {
   return ReadScalar(value, &scalar);
 }
 
-Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops);
+Status Stage(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops);
 
 /// The child of a struct `node` that `field` names (-1: none). Fields usually
 /// come in schema order: the child at `ordinal` is compared first, raw.
@@ -137,7 +137,7 @@ int StructChild(ondemand::field& field, const NestedNode& node, size_t ordinal,
   return -1;
 }
 
-Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageStruct(ondemand::object& obj, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   const size_t n = node.children.size();
   uint64_t seen_bits = 0;
@@ -147,8 +147,10 @@ Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<Nes
   };
   size_t ordinal = 0;
   for (auto field_result : obj) {
-    ondemand::field field;
-    error_code err = std::move(field_result).get(field);
+    // Results are read in place (by reference): a copy of what was just
+    // built stalls on store forwarding.
+    error_code err = field_result.error();
+    ondemand::field& field = field_result.value_unsafe();
     int child = err ? -1 : StructChild(field, node, ordinal++, &err);
     if (err) return JsonError(err);
     if (child < 0 || seen(static_cast<size_t>(child))) {
@@ -174,13 +176,12 @@ Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<Nes
   return Status::OK();
 }
 
-Status StageList(ondemand::array arr, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageList(ondemand::array& arr, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   int64_t i = 0;
   for (auto item : arr) {
-    ondemand::value v;
-    if (error_code err = item.get(v)) return JsonError(err);
-    Status st = Stage(v, node.children[0], ops);
+    if (error_code err = item.error()) return JsonError(err);
+    Status st = Stage(item.value_unsafe(), node.children[0], ops);
     if (!st.ok()) return InChild(st, "[", std::to_string(i), "]");
     ++i;
   }
@@ -190,13 +191,14 @@ Status StageList(ondemand::array arr, const NestedNode& node, std::vector<Nested
   return Status::OK();
 }
 
-Status StageMap(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageMap(ondemand::object& obj, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   for (auto field_result : obj) {
-    ondemand::field field;
     NestedOp key{NestedOp::kMapKey, &node.children[0], {}};
-    error_code err = std::move(field_result).get(field);
-    if (err || (err = field.unescaped_key().get(key.cell.s))) return JsonError(err);
+    error_code err = field_result.error();
+    if (err) return JsonError(err);
+    ondemand::field& field = field_result.value_unsafe();
+    if ((err = field.unescaped_key().get(key.cell.s))) return JsonError(err);
     ops->push_back(key);
     Status st = Stage(field.value(), node.children[1], ops);
     if (!st.ok()) return InChild(st, ".", key.cell.s);
@@ -205,7 +207,7 @@ Status StageMap(ondemand::object obj, const NestedNode& node, std::vector<Nested
 }
 
 /// Check `value` for `node` and stage its appends.
-Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status Stage(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops) {
   const ColumnSpec& spec = *node.spec;
   ondemand::json_type type;
   if (error_code err = value.type().get(type)) return JsonError(err);
@@ -221,16 +223,16 @@ Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp
     case ColKind::kStruct:
     case ColKind::kMap: {
       if (type != ondemand::json_type::object) return ShapeMismatch("an object", value);
-      ondemand::object obj;
-      if (error_code err = value.get_object().get(obj)) return JsonError(err);
-      return spec.kind == ColKind::kStruct ? StageStruct(obj, node, ops)
-                                           : StageMap(obj, node, ops);
+      auto obj = value.get_object();
+      if (error_code err = obj.error()) return JsonError(err);
+      return spec.kind == ColKind::kStruct ? StageStruct(obj.value_unsafe(), node, ops)
+                                           : StageMap(obj.value_unsafe(), node, ops);
     }
     case ColKind::kList: {
       if (type != ondemand::json_type::array) return ShapeMismatch("an array", value);
-      ondemand::array arr;
-      if (error_code err = value.get_array().get(arr)) return JsonError(err);
-      return StageList(arr, node, ops);
+      auto arr = value.get_array();
+      if (error_code err = arr.error()) return JsonError(err);
+      return StageList(arr.value_unsafe(), node, ops);
     }
     default: {
       NestedOp op{NestedOp::kScalar, &node, {}};
@@ -300,7 +302,7 @@ NestedNode MakeNestedNode(const ColumnSpec& spec, arrow::ArrayBuilder* builder) 
   return node;
 }
 
-Status StageNested(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageNested(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops) {
   return Stage(value, node, ops);
 }
 
