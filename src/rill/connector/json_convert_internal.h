@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,11 @@ struct ColumnSpec {
   std::string name;
   /// `name` has no '"' or '\\': a raw (still escaped) key equal to it is it.
   bool plain_name = true;
+  /// plain_name of at most 15 bytes: name + '"' as 16 bytes, and the mask of
+  /// those that count (RawKeyIs compares them with two loads).
+  bool short_name = false;
+  uint64_t name_bytes[2] = {0, 0};
+  uint64_t name_mask[2] = {0, 0};
   ColKind kind = ColKind::kString;
   std::shared_ptr<arrow::DataType> type;  ///< the output type
   int type_id = 0;                        ///< type->id(), an arrow::Type::type
@@ -44,6 +50,20 @@ struct ColumnSpec {
   int32_t list_size = -1;///< fixed_size_list length
   std::vector<ColumnSpec> children;  ///< struct fields, list value, map key+item
 };
+
+/// True when the raw (still escaped) key at `raw` (just past its opening
+/// quote, in padded input: 16 bytes readable) is `spec`'s plain name.
+inline bool RawKeyIs(const char* raw, const ColumnSpec& spec) {
+  if (spec.short_name) {
+    uint64_t lo, hi;
+    std::memcpy(&lo, raw, 8);
+    std::memcpy(&hi, raw + 8, 8);
+    return ((lo & spec.name_mask[0]) == spec.name_bytes[0]) &
+           ((hi & spec.name_mask[1]) == spec.name_bytes[1]);
+  }
+  return spec.plain_name && raw[spec.name.size()] == '"' &&
+         std::memcmp(raw, spec.name.data(), spec.name.size()) == 0;
+}
 
 /// Build the spec of a field; types the decoder cannot fill become utf8.
 ColumnSpec MakeSpec(const arrow::Field& field);

@@ -522,7 +522,7 @@ class JsonDecoder::Impl {
                                   std::string_view* key) {
     if (ordinal < predicted_.size()) {
       int guess = predicted_[ordinal];
-      if (guess >= 0 && specs_[guess].plain_name && field.key().unsafe_is_equal(specs_[guess].name)) {
+      if (guess >= 0 && json_internal::RawKeyIs(field.key().raw(), specs_[guess])) {
         *col = guess;
         return simdjson::SUCCESS;
       }

@@ -125,8 +125,7 @@ Status Stage(ondemand::value& value, const NestedNode& node, std::vector<NestedO
 int StructChild(ondemand::field& field, const NestedNode& node, size_t ordinal,
                 error_code* err) {
   const auto& children = node.spec->children;
-  if (ordinal < children.size() && children[ordinal].plain_name &&
-      field.key().unsafe_is_equal(children[ordinal].name)) {
+  if (ordinal < children.size() && RawKeyIs(field.key().raw(), children[ordinal])) {
     return static_cast<int>(ordinal);
   }
   std::string_view key;
