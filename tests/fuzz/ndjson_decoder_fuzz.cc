@@ -1,10 +1,15 @@
 // libFuzzer target over JsonDecoder (NDJSON and JSON arrays, by a schema with
 // every kind of column, and by inference). Invariants checked on every input:
 // decoding never fails on bad bytes, every record is either a row or a reject,
-// and the batch is a valid Arrow batch of the decoder's schema.
+// and the batch is a valid Arrow batch of the decoder's schema. And NDJSON
+// decodes line by line: the input repeated into a large one (which the decoder
+// parses with document streams over many lines, and reads in place when large)
+// gives each copy's lines the rows and reject reasons the input gets alone.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include <arrow/api.h>
@@ -45,6 +50,36 @@ void Check(rill::JsonDecoder* decoder, std::string_view input) {
   }
 }
 
+/// Decode `input` (with a final newline) alone, then repeated past a few KiB:
+/// every copy must decode exactly as the input did alone.
+void CheckRepeated(rill::JsonDecoder* decoder, std::string_view input) {
+  const size_t first = input.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || input[first] == '[') return;  // arrays: one record
+  std::string line(input);
+  if (line.back() != '\n') line += '\n';
+  auto alone = decoder->Decode(line);
+  if (!alone.ok()) std::abort();
+  // Past 8 KiB (streams over many lines); one input in 8 past 64 KiB (read
+  // in place but for the last lines).
+  const size_t target = input.size() % 8 == 0 ? size_t{72} << 10 : size_t{8} << 10;
+  const size_t copies = std::max<size_t>(2, target / line.size() + 1);
+  std::string many;
+  for (size_t i = 0; i < copies; ++i) many += line;
+  auto all = decoder->Decode(many);
+  if (!all.ok()) std::abort();
+  const auto n = static_cast<int64_t>(copies);
+  if (all->records != n * alone->records) std::abort();
+  if (all->rejects.size() != copies * alone->rejects.size()) std::abort();
+  for (size_t i = 0; i < all->rejects.size(); ++i) {
+    if (all->rejects[i].error != alone->rejects[i % alone->rejects.size()].error) std::abort();
+  }
+  const int64_t rows = alone->batch ? alone->batch->num_rows() : 0;
+  if ((all->batch ? all->batch->num_rows() : 0) != n * rows) std::abort();
+  for (int64_t i = 0; i < n && rows > 0; ++i) {
+    if (!all->batch->Slice(i * rows, rows)->Equals(*alone->batch)) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -55,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.schema = FuzzSchema();
   static auto typed = rill::JsonDecoder::Make(options).ValueOrDie();
   Check(typed.get(), input);
+  CheckRepeated(typed.get(), input);
   options.schema = nullptr;
   auto inferring = rill::JsonDecoder::Make(options).ValueOrDie();
   Check(inferring.get(), input);

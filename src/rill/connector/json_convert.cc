@@ -132,6 +132,15 @@ ColumnSpec MakeSpec(const arrow::Field& field) {
   ColumnSpec spec;
   spec.name = field.name();
   spec.plain_name = spec.name.find_first_of("\\\"") == std::string::npos;
+  if (spec.plain_name && spec.name.size() <= 15) {
+    spec.short_name = true;
+    unsigned char bytes[16] = {}, mask[16] = {};
+    std::memcpy(bytes, spec.name.data(), spec.name.size());
+    bytes[spec.name.size()] = '"';
+    std::memset(mask, 0xff, spec.name.size() + 1);
+    std::memcpy(spec.name_bytes, bytes, 16);
+    std::memcpy(spec.name_mask, mask, 16);
+  }
   spec.type = field.type();
   spec.nullable = field.nullable();
   using arrow::Type;
@@ -227,6 +236,7 @@ ColumnSpec MakeSpec(const arrow::Field& field) {
       spec.type = arrow::list(fields[0]);
     }
   }
+  spec.type_id = spec.type->id();
   return spec;
 }
 

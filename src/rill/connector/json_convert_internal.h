@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,8 +32,14 @@ struct ColumnSpec {
   std::string name;
   /// `name` has no '"' or '\\': a raw (still escaped) key equal to it is it.
   bool plain_name = true;
+  /// plain_name of at most 15 bytes: name + '"' as 16 bytes, and the mask of
+  /// those that count (RawKeyIs compares them with two loads).
+  bool short_name = false;
+  uint64_t name_bytes[2] = {0, 0};
+  uint64_t name_mask[2] = {0, 0};
   ColKind kind = ColKind::kString;
   std::shared_ptr<arrow::DataType> type;  ///< the output type
+  int type_id = 0;                        ///< type->id(), an arrow::Type::type
   bool nullable = true;
   /// utf8 only: numbers and booleans become their JSON text too (columns of
   /// inferred fields whose values disagree in type); otherwise they are refused.
@@ -43,6 +50,20 @@ struct ColumnSpec {
   int32_t list_size = -1;///< fixed_size_list length
   std::vector<ColumnSpec> children;  ///< struct fields, list value, map key+item
 };
+
+/// True when the raw (still escaped) key at `raw` (just past its opening
+/// quote, in padded input: 16 bytes readable) is `spec`'s plain name.
+inline bool RawKeyIs(const char* raw, const ColumnSpec& spec) {
+  if (spec.short_name) {
+    uint64_t lo, hi;
+    std::memcpy(&lo, raw, 8);
+    std::memcpy(&hi, raw + 8, 8);
+    return ((lo & spec.name_mask[0]) == spec.name_bytes[0]) &
+           ((hi & spec.name_mask[1]) == spec.name_bytes[1]);
+  }
+  return spec.plain_name && raw[spec.name.size()] == '"' &&
+         std::memcmp(raw, spec.name.data(), spec.name.size()) == 0;
+}
 
 /// Build the spec of a field; types the decoder cannot fill become utf8.
 ColumnSpec MakeSpec(const arrow::Field& field);
@@ -104,7 +125,7 @@ Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder*
 /// that it converts (every value below it, including those of fields the
 /// struct does not have), and add its appends to `ops`. Errors name the path
 /// below the column (".a[2]: expected …").
-Status StageNested(simdjson::ondemand::value value, const NestedNode& node,
+Status StageNested(simdjson::ondemand::value& value, const NestedNode& node,
                    std::vector<NestedOp>* ops);
 
 /// Apply staged appends.
@@ -113,6 +134,50 @@ Status ApplyNestedOps(const std::vector<NestedOp>& ops);
 /// Read an On-Demand value into `out` (consuming it).
 simdjson::error_code ReadScalar(simdjson::ondemand::value value, JsonScalar* out);
 
+/// Read `value` for `spec` by the typed getter its kind calls for. True when
+/// it was read into `cell` (not null, in range); false leaves the value
+/// unconsumed for ReadScalar and Convert (nulls, other types, errors), or, for
+/// temporal kinds, consumed into `*text` when it was a string.
+inline bool ReadTyped(simdjson::ondemand::value& value, const ColumnSpec& spec, Cell* cell,
+                    JsonScalar* text) {
+  switch (spec.kind) {
+    case ColKind::kSigned: {
+      int64_t v;
+      if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
+        return false;
+      }
+      cell->i = v;
+      cell->u = static_cast<uint64_t>(v);
+      break;
+    }
+    case ColKind::kUnsigned: {
+      uint64_t v;
+      if (value.get_uint64().get(v) || v > spec.max) return false;
+      cell->u = v;
+      cell->i = static_cast<int64_t>(v);
+      break;
+    }
+    case ColKind::kFloat:
+      if (value.get_double().get(cell->d)) return false;
+      break;
+    case ColKind::kBool:
+      if (value.get_bool().get(cell->b)) return false;
+      break;
+    case ColKind::kString:
+    case ColKind::kBinary:
+      if (value.get_string().get(cell->s)) return false;
+      break;
+    case ColKind::kTimestamp:
+    case ColKind::kDate32:
+    case ColKind::kDate64:
+      if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
+      return false;
+    default:
+      return false;
+  }
+  cell->null = false;
+  return true;
+}
 /// "got a string \"ab…\"" style description of a value for errors.
 std::string Describe(const JsonScalar& v);
 

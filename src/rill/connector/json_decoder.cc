@@ -77,7 +77,11 @@ std::shared_ptr<arrow::DataType> SeenType(Seen s) {
 
 class JsonDecoder::Impl {
  public:
-  explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {}
+  explicit Impl(JsonDecodeOptions options) : options_(std::move(options)) {
+#ifdef SIMDJSON_THREADS_ENABLED
+    stream_parser_.threaded = false;  // the decoding thread runs every stage 1
+#endif
+  }
 
   Status SetSchema(std::shared_ptr<arrow::Schema> schema) {
     if (schema) {
@@ -161,25 +165,38 @@ class JsonDecoder::Impl {
   }
 
   Result<DecodeResult> Decode(std::string_view data, const JsonInputPosition& where) {
-    // simdjson reads up to SIMDJSON_PADDING bytes past a document: copy once
-    // into a padded buffer; records are views into it.
-    buffer_.resize(data.size() + simdjson::SIMDJSON_PADDING);
-    if (!data.empty()) std::memcpy(buffer_.data(), data.data(), data.size());
-    std::memset(buffer_.data() + data.size(), 0, simdjson::SIMDJSON_PADDING);
-    base_ = buffer_.data();
-    end_ = base_ + data.size();
-    where_ = &where;
-    result_ = DecodeResult{};
-    line_cursor_ = base_;
-    line_at_cursor_ = where.first_line;
-    rows_ = 0;
-
     size_t first = 0;
     while (first < data.size() && (data[first] == ' ' || data[first] == '\t' ||
                                    data[first] == '\r' || data[first] == '\n')) {
       ++first;
     }
     bool is_array = first < data.size() && data[first] == '[';
+    // simdjson reads up to SIMDJSON_PADDING bytes past a document: records
+    // are read from a padded copy. Large NDJSON inputs by a known schema are
+    // read in place, except for their lines within SIMDJSON_PADDING of the
+    // end, which alone are copied.
+    size_t copy_from = 0;
+    const bool in_place = schema_ && !is_array && options_.format == JsonFormat::kJson &&
+                          data.size() >= kInPlaceBytes;
+    if (in_place) {
+      size_t nl = data.rfind('\n', data.size() - simdjson::SIMDJSON_PADDING - 1);
+      copy_from = nl == std::string_view::npos ? 0 : nl + 1;
+    }
+    const size_t copy_size = data.size() - copy_from;
+    buffer_.resize(copy_size + simdjson::SIMDJSON_PADDING);
+    if (copy_size > 0) std::memcpy(buffer_.data(), data.data() + copy_from, copy_size);
+    std::memset(buffer_.data() + copy_size, 0, simdjson::SIMDJSON_PADDING);
+    base_ = in_place ? data.data() : buffer_.data();
+    end_ = base_ + data.size();
+    copy_ = buffer_.data();
+    copy_end_ = copy_ + copy_size;
+    copy_origin_ = base_ + copy_from;
+    where_ = &where;
+    result_ = DecodeResult{};
+    line_cursor_ = base_;
+    line_at_cursor_ = where.first_line;
+    rows_ = 0;
+
     ReserveFor(data.size());
     if (!schema_) {
       RILL_RETURN_NOT_OK(is_array ? InferArray(first) : InferNdjson());
@@ -227,8 +244,173 @@ class JsonDecoder::Impl {
     return Status::OK();
   }
 
+  /// Inputs are decoded in regions of at most this many bytes (whole lines),
+  /// each by one simdjson document stream of this batch size: the stream
+  /// parser's capacity, allocated once.
+  static constexpr size_t kStreamBatch = 1 << 20;
+  /// Regions smaller than this are decoded line by line.
+  static constexpr size_t kMinStreamBytes = 1024;
+  /// NDJSON inputs from this size on are read in place (see Decode).
+  static constexpr size_t kInPlaceBytes = 64 << 10;
+
   Status DecodeNdjson() {
-    return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
+    if (options_.format != JsonFormat::kJson) {
+      return ForEachLine([&](std::string_view line) { return DecodeOne(line); });
+    }
+    RILL_RETURN_NOT_OK(DecodeRegions(base_, copy_origin_));  // in place (or nothing)
+    return DecodeRegions(copy_, copy_end_);
+  }
+
+  /// Decode the lines of [p, end) region by region.
+  Status DecodeRegions(const char* p, const char* end) {
+    while (p < end) {
+      const char* b = end;
+      if (static_cast<size_t>(end - p) > kStreamBatch) {
+        const char* nl = static_cast<const char*>(memrchr(p, '\n', kStreamBatch));
+        if (nl == nullptr) {
+          // A line longer than a stream batch: on its own.
+          const char* limit = p + kStreamBatch;
+          nl = static_cast<const char*>(std::memchr(limit, '\n', end - limit));
+          b = nl ? nl + 1 : end;
+          RILL_RETURN_NOT_OK(DecodeLines(p, b));
+          p = b;
+          continue;
+        }
+        b = nl + 1;
+      }
+      RILL_RETURN_NOT_OK(DecodeRegion(p, b));
+      p = b;
+    }
+    return Status::OK();
+  }
+
+  /// Where the bytes at `p` (in the input, or in its padded copy) are in the input.
+  const char* Origin(const char* p) const {
+    return p >= copy_ && p <= copy_end_ ? copy_origin_ + (p - copy_) : p;
+  }
+
+  /// How many bytes simdjson may read from `p` on: to the copy's padding, or,
+  /// in the input, to its end (lines read in place end SIMDJSON_PADDING before).
+  size_t Capacity(const char* p) const {
+    return static_cast<size_t>(
+        p >= copy_ && p <= copy_end_ ? copy_end_ + simdjson::SIMDJSON_PADDING - p : end_ - p);
+  }
+
+  /// Decode the lines of [a, b) one by one (DecodeOne each).
+  Status DecodeLines(const char* a, const char* b) {
+    while (a < b) {
+      const char* nl = static_cast<const char*>(std::memchr(a, '\n', b - a));
+      const char* line_end = nl ? nl : b;
+      std::string_view line(a, line_end - a);
+      if (!IsBlank(line)) RILL_RETURN_NOT_OK(DecodeOne(line));
+      a = nl ? nl + 1 : b;
+    }
+    return Status::OK();
+  }
+
+  /// Decode the whole lines of [a, b) with simdjson document streams. A line
+  /// the stream does not decode exactly as DecodeOne would (a bad record, or
+  /// bytes the stream splits into documents otherwise than into lines) is
+  /// decoded by DecodeOne instead, and the lines after it by new streams over
+  /// the two halves of the rest: a bad line costs its region's stage 1 again,
+  /// and many bad lines at most O(log) passes before regions fall below
+  /// kMinStreamBytes and go line by line.
+  Status DecodeRegion(const char* a, const char* b) {
+    while (a < b) {
+      if (static_cast<size_t>(b - a) < kMinStreamBytes) return DecodeLines(a, b);
+      const char* resume = nullptr;
+      RILL_RETURN_NOT_OK(StreamLines(a, b, &resume));
+      if (resume == nullptr || resume >= b) return Status::OK();
+      const char* mid = resume + (b - resume) / 2;
+      const char* nl = static_cast<const char*>(std::memchr(mid, '\n', b - mid));
+      mid = nl ? nl + 1 : b;
+      RILL_RETURN_NOT_OK(DecodeRegion(resume, mid));
+      a = mid;
+    }
+    return Status::OK();
+  }
+
+  /// The start of the first non-blank line at or after `p` (a line start)
+  /// before `b`, and in `*first` its first non-blank byte; `b` when none.
+  static const char* NextRecordLine(const char* p, const char* b, const char** first) {
+    const char* line = p;
+    for (const char* q = p; q < b; ++q) {
+      const char c = *q;
+      if (c == '\n') {
+        line = q + 1;
+      } else if (c != ' ' && c != '\t' && c != '\r') {
+        *first = q;
+        return line;
+      }
+    }
+    return b;
+  }
+
+  /// Decode lines of [a, b) from one document stream, each document checked
+  /// to be exactly one line. At the first line that is not decoded so,
+  /// decode it with DecodeOne and set `*resume` to the line after it.
+  Status StreamLines(const char* a, const char* b, const char** resume) {
+    *resume = nullptr;
+    const char* first = nullptr;
+    const char* line = NextRecordLine(a, b, &first);
+    if (line >= b) return Status::OK();
+    ondemand::document_stream stream;
+    if (!stream_parser_.iterate_many(a, b - a, kStreamBatch).get(stream)) {
+      for (auto it = stream.begin(); it != stream.end() && line < b; ++it) {
+        const char* nl = static_cast<const char*>(std::memchr(line, '\n', b - line));
+        const char* line_end = nl ? nl : b;
+        ondemand::document_reference doc;
+        bool decoded = false;
+        if (!(*it).get(doc) && a + it.current_index() == first) {
+          RILL_ASSIGN_OR_RAISE(
+              decoded, DecodeStreamed(doc, std::string_view(line, line_end - line), b));
+        }
+        if (!decoded) break;
+        line = NextRecordLine(nl ? nl + 1 : b, b, &first);
+      }
+      if (line >= b) return Status::OK();
+    }
+    const char* nl = static_cast<const char*>(std::memchr(line, '\n', b - line));
+    RILL_RETURN_NOT_OK(DecodeOne(std::string_view(line, (nl ? nl : b) - line)));
+    *resume = nl ? nl + 1 : b;
+    return Status::OK();
+  }
+
+  /// Decode the stream's current document, which starts `record` (a line of
+  /// a region ending at `region_end`), as DecodeOne would decode `record`.
+  /// False, with nothing changed, when it cannot be told so: the document
+  /// does not convert, or it is not exactly the line (it goes on past the
+  /// line's end, or the line holds more): DecodeOne decides then.
+  Result<bool> DecodeStreamed(ondemand::document_reference& doc, std::string_view record,
+                              const char* region_end) {
+    if (static_cast<int64_t>(record.size()) > options_.max_record_bytes) return false;
+    const int64_t unknown_fields = result_.unknown_fields;
+    const bool required = op_index_ < 0;
+    OpCode op = OpCode::kUpsert;
+    Status st = ParseFields(doc, required);
+    if (st.ok()) {
+      // The next token must come after the line's end, and only whitespace
+      // between: the document's last token (a '}') then lies on the line.
+      const char* line_end = record.data() + record.size();
+      auto loc = doc.current_location();
+      const char* next = loc.error() == simdjson::OUT_OF_BOUNDS ? region_end
+                         : loc.error()                         ? nullptr
+                                                               : loc.value_unsafe();
+      if (next == nullptr || next <= line_end ||
+          !IsBlank(std::string_view(line_end, next - line_end))) {
+        st = Status::Invalid("not one line");
+      }
+    }
+    if (st.ok()) st = CheckMissing(required);
+    if (st.ok() && op_index_ >= 0) st = ReadOpField(&op);
+    if (st.ok() && op_index_ >= 0 && op == OpCode::kUpsert) st = CheckRequired();
+    if (!st.ok()) {
+      result_.unknown_fields = unknown_fields;
+      return false;
+    }
+    ++result_.records;
+    RILL_RETURN_NOT_OK(Commit(record, op));
+    return true;
   }
 
   /// Decode one record (a view into buffer_); a bad one becomes a reject.
@@ -252,6 +434,11 @@ class JsonDecoder::Impl {
       Reject(record, bad.message());
       return Status::OK();
     }
+    return Commit(record, op);
+  }
+
+  /// Append the record just parsed (cells_ and ops_) as a row.
+  Status Commit(std::string_view record, OpCode op) {
     if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Append(static_cast<int8_t>(op)));
     for (size_t i = 0; i < num_columns_; ++i) {
       Cell& cell = cells_[i];
@@ -260,7 +447,7 @@ class JsonDecoder::Impl {
       RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
     }
     RILL_RETURN_NOT_OK(json_internal::ApplyNestedOps(ops_));
-    if (options_.row_offsets) result_.row_offsets.push_back(record.data() - base_);
+    if (options_.row_offsets) result_.row_offsets.push_back(Origin(record.data()) - base_);
     ++rows_;
     return Status::OK();
   }
@@ -335,7 +522,7 @@ class JsonDecoder::Impl {
                                   std::string_view* key) {
     if (ordinal < predicted_.size()) {
       int guess = predicted_[ordinal];
-      if (guess >= 0 && specs_[guess].plain_name && field.key().unsafe_is_equal(specs_[guess].name)) {
+      if (guess >= 0 && json_internal::RawKeyIs(field.key().raw(), specs_[guess])) {
         *col = guess;
         return simdjson::SUCCESS;
       }
@@ -346,50 +533,7 @@ class JsonDecoder::Impl {
     return simdjson::SUCCESS;
   }
 
-  /// Read the value of column `col` by the typed getter its kind calls for.
-  /// True when it was read into `cell` (not null, in range); false leaves the
-  /// value unconsumed for the general path (nulls, other types, errors), or,
-  /// for temporal columns, consumed into `*text` when it was a string.
-  bool ReadTyped(ondemand::value& value, int col, Cell* cell, JsonScalar* text) {
-    const ColumnSpec& spec = specs_[col];
-    switch (spec.kind) {
-      case ColKind::kSigned: {
-        int64_t v;
-        if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
-          return false;
-        }
-        cell->i = v;
-        cell->u = static_cast<uint64_t>(v);
-        break;
-      }
-      case ColKind::kUnsigned: {
-        uint64_t v;
-        if (value.get_uint64().get(v) || v > spec.max) return false;
-        cell->u = v;
-        cell->i = static_cast<int64_t>(v);
-        break;
-      }
-      case ColKind::kFloat:
-        if (value.get_double().get(cell->d)) return false;
-        break;
-      case ColKind::kBool:
-        if (value.get_bool().get(cell->b)) return false;
-        break;
-      case ColKind::kString:
-      case ColKind::kBinary:
-        if (value.get_string().get(cell->s)) return false;
-        break;
-      case ColKind::kTimestamp:
-      case ColKind::kDate32:
-      case ColKind::kDate64:
-        if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
-        return false;
-      default:
-        return false;
-    }
-    cell->null = false;
-    return true;
-  }
+
 
   /// Stage the value of nested column `col` when it has the column's shape
   /// (`*staged`); leave nulls and other shapes unconsumed for Convert, which
@@ -422,7 +566,7 @@ class JsonDecoder::Impl {
   /// for a truncate), source.ts_ms into the ts_ms_column, its op into `*op`.
   Status ParseChange(std::string_view record, OpCode* op) {
     ChangeEnvelope change;
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     RILL_RETURN_NOT_OK(
         json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change));
     *op = change.op;
@@ -506,23 +650,51 @@ class JsonDecoder::Impl {
   /// the reason when the record cannot be decoded; `required`: also when a
   /// non-nullable column is missing or null.
   Status ParseRecord(std::string_view record, bool required) {
-    ++generation_;
-    ops_.clear();
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
-    if (err) return Status::Invalid(JsonErrorMessage(err));
-    ondemand::object obj;
-    err = doc.get_object().get(obj);
+    if (err) {
+      ++generation_;
+      ops_.clear();
+      return Status::Invalid(JsonErrorMessage(err));
+    }
+    RILL_RETURN_NOT_OK(ParseFields(doc, required));
+    if (doc.current_location().error() == simdjson::SUCCESS) {
+      return Status::Invalid("unexpected content after the object");
+    }
+    return CheckMissing(required);
+  }
+
+  /// Invalid when `required` and a non-nullable column is missing from the
+  /// record just parsed.
+  Status CheckMissing(bool required) const {
+    for (size_t i = 0; required && i < specs_.size(); ++i) {
+      if (!specs_[i].nullable && cells_[i].generation != generation_) {
+        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
+      }
+    }
+    return Status::OK();
+  }
+
+  /// Read the object `doc` (a document, or a document of a stream) into cells_
+  /// and ops_, up to its closing brace.
+  template <typename Doc>
+  Status ParseFields(Doc& doc, bool required) {
+    ++generation_;
+    ops_.clear();
+    auto object = doc.get_object();
+    error_code err = object.error();
     if (err == simdjson::INCORRECT_TYPE) return Status::Invalid("expected a JSON object");
     if (err) return Status::Invalid(JsonErrorMessage(err));
+    ondemand::object& obj = object.value_unsafe();
     size_t ordinal = 0;
     for (auto field_result : obj) {
-      ondemand::field field;
       std::string_view key;
       int col = -1;
-      if ((err = std::move(field_result).get(field)) ||
-          (err = FindColumn(field, ordinal++, &col, &key))) {
+      if ((err = field_result.error())) return Status::Invalid(JsonErrorMessage(err));
+      // By reference: a copy of the field just built stalls on store forwarding.
+      ondemand::field& field = field_result.value_unsafe();
+      if ((err = FindColumn(field, ordinal++, &col, &key))) {
         return Status::Invalid(JsonErrorMessage(err));
       }
       if (col < 0) {
@@ -537,7 +709,7 @@ class JsonDecoder::Impl {
       if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
       cell.generation = generation_;
       JsonScalar scalar;
-      if (ReadTyped(field.value(), col, &cell, &scalar)) continue;
+      if (json_internal::ReadTyped(field.value(), specs_[col], &cell, &scalar)) continue;
       if (nested_[col].spec != nullptr) {
         bool staged = false;
         RILL_RETURN_NOT_OK(ReadNested(field.value(), col, &staged));
@@ -552,14 +724,6 @@ class JsonDecoder::Impl {
       if (!st.ok()) return FieldError(key, st);
       if (cell.null && !spec.nullable && required) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
-      }
-    }
-    if (doc.current_location().error() == simdjson::SUCCESS) {
-      return Status::Invalid("unexpected content after the object");
-    }
-    for (size_t i = 0; required && i < specs_.size(); ++i) {
-      if (!specs_[i].nullable && cells_[i].generation != generation_) {
-        return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
       }
     }
     return Status::OK();
@@ -652,7 +816,7 @@ class JsonDecoder::Impl {
   void InferAny(std::string_view record) {
     if (options_.format != JsonFormat::kDebezium) return InferRecord(record);
     ChangeEnvelope change;
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     if (json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change)
             .ok() &&
         change.op != OpCode::kTruncate) {
@@ -661,7 +825,7 @@ class JsonDecoder::Impl {
   }
 
   void InferRecord(std::string_view record) {
-    size_t capacity = static_cast<size_t>(end_ - record.data()) + simdjson::SIMDJSON_PADDING;
+    size_t capacity = Capacity(record.data());
     ondemand::document doc;
     ondemand::object obj;
     if (parser_.iterate(record.data(), record.size(), capacity).get(doc) ||
@@ -720,6 +884,7 @@ class JsonDecoder::Impl {
   }
 
   void Reject(std::string_view raw, std::string error) {
+    raw = std::string_view(Origin(raw.data()), raw.size());
     int64_t offset = raw.data() - base_;
     // Lines are counted incrementally: rejects come in input order.
     const char* target = raw.data();
@@ -769,11 +934,15 @@ class JsonDecoder::Impl {
   ondemand::parser parser_;
   ondemand::parser array_parser_;
   ondemand::parser envelope_parser_;  ///< change events (their rows: parser_)
+  ondemand::parser stream_parser_;    ///< document streams over regions of lines
   std::vector<char> buffer_;
 
   // State of the current Decode.
-  const char* base_ = nullptr;
+  const char* base_ = nullptr;  ///< the input (read in place), or its copy
   const char* end_ = nullptr;
+  const char* copy_ = nullptr;  ///< the padded copy (buffer_) of the input's end
+  const char* copy_end_ = nullptr;
+  const char* copy_origin_ = nullptr;  ///< where the copy's first byte is in the input
   const JsonInputPosition* where_ = nullptr;
   DecodeResult result_;
   int64_t rows_ = 0;

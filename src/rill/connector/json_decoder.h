@@ -1,8 +1,13 @@
 // JsonDecoder: NDJSON (or a top-level JSON array of objects) into Arrow record
 // batches, by a target schema, with per-record rejects.
 //
-// simdjson On-Demand parses each record and the values go straight into Arrow
-// builders; there are no intermediate row objects. A record that cannot be
+// simdjson On-Demand parses the records and the values go straight into Arrow
+// builders; there are no intermediate row objects. NDJSON is parsed by document
+// streams (iterate_many) over regions of up to 1 MiB of lines; a line a stream
+// cannot decode exactly as it would decode on its own (a bad record, an object
+// spread over lines, two documents on a line, bytes that fail the region's
+// stage 1) is decoded on its own, so it alone is rejected, with the reason it
+// has alone, and its neighbours are kept. A record that cannot be
 // decoded (bad syntax, invalid UTF-8, a value of the wrong type, a number out of
 // range, a duplicate field, a record over the size limit) becomes a
 // RejectedRecord; the good records of the same input are kept. A record is

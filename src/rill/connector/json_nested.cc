@@ -12,12 +12,35 @@ namespace {
 namespace ondemand = simdjson::ondemand;
 using simdjson::error_code;
 
+/// Append `value` to a fixed-width builder: without a Status when it has room
+/// (the decoder reserves for the whole input up front).
+template <typename Builder, typename T>
+Status AppendFixed(arrow::ArrayBuilder* builder, T value) {
+  auto* b = static_cast<Builder*>(builder);
+  if (b->length() < b->capacity()) {
+    b->UnsafeAppend(value);
+    return Status::OK();
+  }
+  return b->Append(value);
+}
+
+template <typename Builder>
+Status AppendBinary(arrow::ArrayBuilder* builder, std::string_view value) {
+  auto* b = static_cast<Builder*>(builder);
+  if (b->length() < b->capacity() &&
+      b->value_data_length() + static_cast<int64_t>(value.size()) <= b->value_data_capacity()) {
+    b->UnsafeAppend(value);
+    return Status::OK();
+  }
+  return b->Append(value);
+}
+
 Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* b) {
   using arrow::Type;
-  switch (spec.type->id()) {
+  switch (spec.type_id) {
 #define RILL_APPEND(ID, BUILDER, VALUE) \
   case Type::ID:                        \
-    return static_cast<arrow::BUILDER*>(b)->Append(VALUE);
+    return AppendFixed<arrow::BUILDER>(b, VALUE);
     RILL_APPEND(INT8, Int8Builder, static_cast<int8_t>(cell.i))
     RILL_APPEND(INT16, Int16Builder, static_cast<int16_t>(cell.i))
     RILL_APPEND(INT32, Int32Builder, static_cast<int32_t>(cell.i))
@@ -29,10 +52,10 @@ Status AppendScalarCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBu
     RILL_APPEND(FLOAT, FloatBuilder, static_cast<float>(cell.d))
     RILL_APPEND(DOUBLE, DoubleBuilder, cell.d)
     RILL_APPEND(BOOL, BooleanBuilder, cell.b)
-    RILL_APPEND(STRING, StringBuilder, cell.s)
-    RILL_APPEND(LARGE_STRING, LargeStringBuilder, cell.s)
-    RILL_APPEND(BINARY, BinaryBuilder, cell.s)
-    RILL_APPEND(LARGE_BINARY, LargeBinaryBuilder, cell.s)
+    case Type::STRING: return AppendBinary<arrow::StringBuilder>(b, cell.s);
+    case Type::LARGE_STRING: return AppendBinary<arrow::LargeStringBuilder>(b, cell.s);
+    case Type::BINARY: return AppendBinary<arrow::BinaryBuilder>(b, cell.s);
+    case Type::LARGE_BINARY: return AppendBinary<arrow::LargeBinaryBuilder>(b, cell.s);
     RILL_APPEND(TIMESTAMP, TimestampBuilder, cell.i)
     RILL_APPEND(DATE32, Date32Builder, static_cast<int32_t>(cell.i))
     RILL_APPEND(DATE64, Date64Builder, cell.i)
@@ -95,15 +118,14 @@ error_code SkipValue(ondemand::value value) {
   return ReadScalar(value, &scalar);
 }
 
-Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops);
+Status Stage(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops);
 
 /// The child of a struct `node` that `field` names (-1: none). Fields usually
 /// come in schema order: the child at `ordinal` is compared first, raw.
 int StructChild(ondemand::field& field, const NestedNode& node, size_t ordinal,
                 error_code* err) {
   const auto& children = node.spec->children;
-  if (ordinal < children.size() && children[ordinal].plain_name &&
-      field.key().unsafe_is_equal(children[ordinal].name)) {
+  if (ordinal < children.size() && RawKeyIs(field.key().raw(), children[ordinal])) {
     return static_cast<int>(ordinal);
   }
   std::string_view key;
@@ -114,7 +136,7 @@ int StructChild(ondemand::field& field, const NestedNode& node, size_t ordinal,
   return -1;
 }
 
-Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageStruct(ondemand::object& obj, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   const size_t n = node.children.size();
   uint64_t seen_bits = 0;
@@ -124,8 +146,10 @@ Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<Nes
   };
   size_t ordinal = 0;
   for (auto field_result : obj) {
-    ondemand::field field;
-    error_code err = std::move(field_result).get(field);
+    // Results are read in place (by reference): a copy of what was just
+    // built stalls on store forwarding.
+    error_code err = field_result.error();
+    ondemand::field& field = field_result.value_unsafe();
     int child = err ? -1 : StructChild(field, node, ordinal++, &err);
     if (err) return JsonError(err);
     if (child < 0 || seen(static_cast<size_t>(child))) {
@@ -151,13 +175,12 @@ Status StageStruct(ondemand::object obj, const NestedNode& node, std::vector<Nes
   return Status::OK();
 }
 
-Status StageList(ondemand::array arr, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageList(ondemand::array& arr, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   int64_t i = 0;
   for (auto item : arr) {
-    ondemand::value v;
-    if (error_code err = item.get(v)) return JsonError(err);
-    Status st = Stage(v, node.children[0], ops);
+    if (error_code err = item.error()) return JsonError(err);
+    Status st = Stage(item.value_unsafe(), node.children[0], ops);
     if (!st.ok()) return InChild(st, "[", std::to_string(i), "]");
     ++i;
   }
@@ -167,13 +190,14 @@ Status StageList(ondemand::array arr, const NestedNode& node, std::vector<Nested
   return Status::OK();
 }
 
-Status StageMap(ondemand::object obj, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageMap(ondemand::object& obj, const NestedNode& node, std::vector<NestedOp>* ops) {
   ops->push_back(NestedOp{NestedOp::kStart, &node, {}});
   for (auto field_result : obj) {
-    ondemand::field field;
     NestedOp key{NestedOp::kMapKey, &node.children[0], {}};
-    error_code err = std::move(field_result).get(field);
-    if (err || (err = field.unescaped_key().get(key.cell.s))) return JsonError(err);
+    error_code err = field_result.error();
+    if (err) return JsonError(err);
+    ondemand::field& field = field_result.value_unsafe();
+    if ((err = field.unescaped_key().get(key.cell.s))) return JsonError(err);
     ops->push_back(key);
     Status st = Stage(field.value(), node.children[1], ops);
     if (!st.ok()) return InChild(st, ".", key.cell.s);
@@ -182,7 +206,7 @@ Status StageMap(ondemand::object obj, const NestedNode& node, std::vector<Nested
 }
 
 /// Check `value` for `node` and stage its appends.
-Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status Stage(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops) {
   const ColumnSpec& spec = *node.spec;
   ondemand::json_type type;
   if (error_code err = value.type().get(type)) return JsonError(err);
@@ -198,22 +222,26 @@ Status Stage(ondemand::value value, const NestedNode& node, std::vector<NestedOp
     case ColKind::kStruct:
     case ColKind::kMap: {
       if (type != ondemand::json_type::object) return ShapeMismatch("an object", value);
-      ondemand::object obj;
-      if (error_code err = value.get_object().get(obj)) return JsonError(err);
-      return spec.kind == ColKind::kStruct ? StageStruct(obj, node, ops)
-                                           : StageMap(obj, node, ops);
+      auto obj = value.get_object();
+      if (error_code err = obj.error()) return JsonError(err);
+      return spec.kind == ColKind::kStruct ? StageStruct(obj.value_unsafe(), node, ops)
+                                           : StageMap(obj.value_unsafe(), node, ops);
     }
     case ColKind::kList: {
       if (type != ondemand::json_type::array) return ShapeMismatch("an array", value);
-      ondemand::array arr;
-      if (error_code err = value.get_array().get(arr)) return JsonError(err);
-      return StageList(arr, node, ops);
+      auto arr = value.get_array();
+      if (error_code err = arr.error()) return JsonError(err);
+      return StageList(arr.value_unsafe(), node, ops);
     }
     default: {
-      JsonScalar v;
-      if (error_code err = ReadScalar(value, &v)) return JsonError(err);
       NestedOp op{NestedOp::kScalar, &node, {}};
-      RILL_RETURN_NOT_OK(Convert(v, spec, &op.cell));
+      JsonScalar v;
+      if (!ReadTyped(value, spec, &op.cell, &v)) {
+        if (v.type != JsonScalar::kString) {
+          if (error_code err = ReadScalar(value, &v)) return JsonError(err);
+        }
+        RILL_RETURN_NOT_OK(Convert(v, spec, &op.cell));
+      }
       ops->push_back(op);
       return Status::OK();
     }
@@ -273,7 +301,7 @@ NestedNode MakeNestedNode(const ColumnSpec& spec, arrow::ArrayBuilder* builder) 
   return node;
 }
 
-Status StageNested(ondemand::value value, const NestedNode& node, std::vector<NestedOp>* ops) {
+Status StageNested(ondemand::value& value, const NestedNode& node, std::vector<NestedOp>* ops) {
   return Stage(value, node, ops);
 }
 
