@@ -150,16 +150,23 @@ double RunDuck(WindowKind kind, const std::vector<std::shared_ptr<arrow::RecordB
   return NowSeconds() - t0;
 }
 
+bool g_rill_only = false;  // --rill-only: skip DuckDB (for profiling; prints no JSON)
+
 void Compare(WindowKind kind, int64_t events, int64_t batch, int64_t keys, int reps) {
   auto batches = MakeEvents(events, batch, keys);
   std::vector<double> rill, duck;
   int64_t rows_out = 0;
   for (int r = 0; r < reps; ++r) {
     rill.push_back(RunRill(kind, batches, &rows_out));
+    if (g_rill_only) {
+      Log("%s rep %d: rill %.3f s", WindowKindName(kind), r, rill.back());
+      continue;
+    }
     duck.push_back(RunDuck(kind, batches));
     Log("%s rep %d: rill %.3f s, duckdb %.3f s", WindowKindName(kind), r, rill.back(),
         duck.back());
   }
+  if (g_rill_only) return;
   Measurement m;
   m.name = std::string("window_rows_per_s_") + WindowKindName(kind) + "_" + CountLabel(events);
   m.value = events / Median(rill);
@@ -210,6 +217,7 @@ int main(int argc, char** argv) {
   const int64_t keys = args.Int("keys", 100000);
   const int reps = static_cast<int>(args.Int("reps", 3));
   g_rate = std::max<int64_t>(1, args.Int("rate", 10000));
+  g_rill_only = args.Flag("rill-only");
   std::vector<WindowKind> kinds = {WindowKind::kTumbling, WindowKind::kHopping,
                                    WindowKind::kSession};
   if (args.Flag("kind")) kinds = {Check(ParseWindowKind(args.Str("kind", "")), "kind")};

@@ -86,6 +86,9 @@ class CountState : public AggState {
   explicit CountState(bool star) : star_(star) {}
   void Grow(size_t n) override { n_.resize(n, 0); }
   void Reset(uint32_t g) override { n_[g] = 0; }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) CountState::Reset(g);
+  }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
     if (star_ || !in->has_nulls) {
@@ -123,6 +126,9 @@ class SumState : public AggState {
   void Reset(uint32_t g) override {
     sum_[g] = 0;
     nn_[g] = 0;
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) SumState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
@@ -165,6 +171,9 @@ class MinMaxState : public AggState {
     bytes_ -= Traits<T>::Bytes(v_[g]);
     v_[g] = T();
     has_[g] = 0;
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) MinMaxState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
@@ -225,6 +234,9 @@ class FirstLastState : public AggState {
     v_[g] = T();
     has_[g] = 0;
   }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) FirstLastState::Reset(g);
+  }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t* times, int64_t seq0) override {
     for (size_t i = 0; i < n; ++i) {
@@ -276,6 +288,9 @@ class DistinctState : public AggState {
   void Reset(uint32_t g) override {
     if (sets_[g]) bytes_ -= Bytes(*sets_[g]);
     sets_[g].reset();
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) DistinctState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
@@ -330,6 +345,9 @@ class ApproxDistinctState : public AggState {
   void Reset(uint32_t g) override {
     if (sketches_[g]) bytes_ -= sketches_[g]->bytes();
     sketches_[g].reset();
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) ApproxDistinctState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {

@@ -223,6 +223,7 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
     impl->aggs.push_back(std::move(slot));
   }
   std::unique_ptr<WindowOperator> op(new WindowOperator(std::move(impl), std::move(spec)));
+  op->impl_->ClearWindowCache();
   RILL_ASSIGN_OR_RAISE(auto empty, op->impl_->Build({}, 0));
   op->output_schema_ = empty->schema();
   op->impl_->PublishStats();
@@ -230,6 +231,32 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
 }
 
 // Groups ---------------------------------------------------------------------------
+
+void WindowOperator::Impl::GrowGroups(size_t n) {
+  if (n <= g_alive.size()) return;
+  const size_t cap = std::max<size_t>({1024, g_alive.size() * 2, n});
+  g_start.reserve(cap);
+  for (auto& a : aggs) {
+    if (a.state) a.state->Grow(cap);
+  }
+  g_end.resize(cap);
+  g_code.resize(cap);
+  g_null.resize(cap);
+  g_refs.resize(cap);
+  g_dirty.resize(cap, 0);
+  g_alive.resize(cap, 0);
+}
+
+void WindowOperator::Impl::InitGroup(uint32_t gid, int64_t start, int64_t end, uint64_t code,
+                                     bool null) {
+  g_start[gid] = start;
+  g_end[gid] = end;
+  g_code[gid] = code;
+  g_null[gid] = null ? 1 : 0;
+  g_alive[gid] = 1;
+  ++live_groups;
+  codes.Ref(code);
+}
 
 uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t code,
                                        bool null) {
@@ -239,29 +266,37 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t cod
     free_gids.pop_back();
   } else {
     gid = static_cast<uint32_t>(g_start.size());
-    const size_t n = gid + 1;
-    if (n > g_alive.size()) {
-      const size_t cap = std::max<size_t>(1024, g_alive.size() * 2);
-      g_start.reserve(cap);
-      for (auto& a : aggs) {
-        if (a.state) a.state->Grow(cap);
-      }
-      g_end.resize(cap);
-      g_code.resize(cap);
-      g_null.resize(cap);
-      g_refs.resize(cap);
-      g_dirty.resize(cap, 0);
-      g_alive.resize(cap, 0);
-    }
+    GrowGroups(gid + 1);
     g_start.push_back(0);
   }
-  g_start[gid] = start;
-  g_end[gid] = end;
-  g_code[gid] = code;
-  g_null[gid] = null ? 1 : 0;
-  g_alive[gid] = 1;
-  ++live_groups;
-  codes.Ref(code);
+  InitGroup(gid, start, end, code, null);
+  return gid;
+}
+
+uint32_t WindowOperator::Impl::NewWindowGroup(window_internal::Window& w, int64_t start,
+                                             uint64_t code, bool null) {
+  using window_internal::BlockSize;
+  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class)) {
+    // Blocks double in size up to the largest class, so a window's unused
+    // slots stay below its groups plus 16.
+    const uint32_t size_class = static_cast<uint32_t>(
+        std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
+    auto& free = free_blocks[size_class];
+    uint32_t first;
+    if (!free.empty()) {
+      first = free.back();
+      free.pop_back();
+    } else {
+      first = static_cast<uint32_t>(g_start.size());
+      GrowGroups(first + BlockSize(size_class));
+      g_start.resize(first + BlockSize(size_class));
+    }
+    w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+  }
+  auto& block = w.blocks.back();
+  const uint32_t gid = block.first + block.used++;
+  ++w.num_groups;
+  InitGroup(gid, start, start + size_us, code, null);
   return gid;
 }
 
@@ -283,6 +318,43 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   g_dirty[gid] = 0;
   --live_groups;
   free_gids.push_back(gid);
+}
+
+void WindowOperator::Impl::FreeBlocks(const std::vector<window_internal::GidBlock>& blocks) {
+  const bool encoded = codes.mode() == window_internal::KeyCodes::Mode::kEncoded;
+  for (const auto& block : blocks) {
+    const uint32_t first = block.first, end = block.first + block.used;
+    for (auto& a : aggs) {
+      if (a.state) a.state->ResetRange(first, block.used);
+    }
+    if (has_sql) {
+      for (uint32_t gid = first; gid < end; ++gid) {
+        for (const auto& ref : g_refs[gid]) {
+          auto& slot = slots[ref.slot];
+          if (--slot.refs == 0) {
+            slot.batch.reset();
+            free_slots.push_back(ref.slot);
+          }
+        }
+        ref_count -= static_cast<int64_t>(g_refs[gid].size());
+        std::vector<window_internal::RowRef>().swap(g_refs[gid]);
+      }
+    }
+    if (encoded) {
+      for (uint32_t gid = first; gid < end; ++gid) codes.Unref(g_code[gid]);
+    }
+    std::fill(g_alive.begin() + first, g_alive.begin() + end, 0);
+    std::fill(g_dirty.begin() + first, g_dirty.begin() + end, 0);
+    live_groups -= block.used;
+    free_blocks[block.size_class].push_back(block.first);
+  }
+}
+
+void WindowOperator::Impl::AppendGids(const std::vector<window_internal::GidBlock>& blocks,
+                                      std::vector<uint32_t>* gids) {
+  for (const auto& block : blocks) {
+    for (uint32_t i = 0; i < block.used; ++i) gids->push_back(block.first + i);
+  }
 }
 
 void WindowOperator::Impl::Touch(uint32_t gid, int64_t row) {
@@ -314,8 +386,19 @@ void WindowOperator::Impl::FlushPending() {
   pend_rows.clear();
 }
 
-window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
-  if (start == cached_start) return *cached_window;
+void WindowOperator::Impl::ClearWindowCache() {
+  std::fill(std::begin(cached_start), std::end(cached_start), INT64_MIN);
+  std::fill(std::begin(cached_window), std::end(cached_window), nullptr);
+}
+
+inline window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
+  // Starts are multiples of slide_us.
+  const int i = static_cast<int>((start / slide_us) & (kWindowCache - 1));
+  if (cached_start[i] == start) return *cached_window[i];
+  return FindWindowSlow(start);
+}
+
+window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
   auto it = windows.find(start);
   if (it == windows.end()) {
     window_internal::Window fresh;
@@ -323,16 +406,16 @@ window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
     it = windows.emplace(start, std::move(fresh)).first;
     if (!spare_maps.empty()) {
       it->second.groups = std::move(spare_maps.back().groups);
-      it->second.gids = std::move(spare_maps.back().gids);
+      it->second.blocks = std::move(spare_maps.back().blocks);
       spare_maps.pop_back();
-    } else {
+    } else if (!use_recent) {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      if (!use_recent) it->second.groups.reserve(expected_groups);
-      it->second.gids.reserve(expected_groups);
+      it->second.groups.reserve(expected_groups);
     }
   }
-  cached_start = start;
-  cached_window = &it->second;  // std::map nodes are stable until erased
+  const int i = static_cast<int>((start / slide_us) & (kWindowCache - 1));
+  cached_start[i] = start;
+  cached_window[i] = &it->second;  // std::map nodes are stable until erased
   return it->second;
 }
 
@@ -356,8 +439,7 @@ void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start
       return;
     }
   }
-  const uint32_t gid = NewGroup(start, start + size_us, code, false);
-  w.gids.push_back(gid);
+  const uint32_t gid = NewWindowGroup(w, start, code, false);
   if (conflict) {
     w.groups.emplace(code, gid);
   } else {
@@ -369,7 +451,7 @@ void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start
 
 void WindowOperator::Impl::SweepRecent() {
   if (!use_recent || recent.size() <= 2 * static_cast<size_t>(live_groups) + 4096) return;
-  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> kept;
+  decltype(recent) kept;
   kept.reserve(static_cast<size_t>(live_groups));
   for (const auto& [code, rec] : recent) {
     for (int i = 0; i < window_internal::kRecent; ++i) {
@@ -388,16 +470,12 @@ void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start
   uint32_t gid;
   if (null) {
     if (w.null_gid == window_internal::kNoGroup) {
-      w.null_gid = NewGroup(start, start + size_us, code, true);
-      w.gids.push_back(w.null_gid);
+      w.null_gid = NewWindowGroup(w, start, code, true);
     }
     gid = w.null_gid;
   } else {
     auto [g, inserted] = w.groups.try_emplace(code, 0);
-    if (inserted) {
-      g->second = NewGroup(start, start + size_us, code, false);
-      w.gids.push_back(g->second);
-    }
+    if (inserted) g->second = NewWindowGroup(w, start, code, false);
     gid = g->second;
   }
   Touch(gid, row);
@@ -480,6 +558,38 @@ void WindowOperator::Impl::MarkLate(int64_t n) {
   }
 }
 
+void WindowOperator::Impl::RadixOrder(int64_t n) {
+  row_order.clear();
+  // Below this many rows the maps' slots a batch probes are few anyway.
+  constexpr int64_t kRadixMinRows = 1024;
+  constexpr int kRadixBits = 8;
+  const bool radix = spec.kind != WindowKind::kSession && n >= kRadixMinRows &&
+                     codes.mode() != window_internal::KeyCodes::Mode::kNone;
+  if (!radix) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (!row_late[r]) row_order.push_back(static_cast<uint32_t>(r));
+    }
+    return;
+  }
+  auto bucket = [&](int64_t r) {
+    return static_cast<uint32_t>(window_internal::CodeHash()(row_codes[r]) >>
+                                 (64 - kRadixBits));
+  };
+  radix_count.assign((size_t{1} << kRadixBits) + 1, 0);
+  int64_t on_time = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (row_late[r]) continue;
+    ++radix_count[bucket(r) + 1];
+    ++on_time;
+  }
+  for (size_t b = 1; b < radix_count.size(); ++b) radix_count[b] += radix_count[b - 1];
+  row_order.resize(static_cast<size_t>(on_time));
+  for (int64_t r = 0; r < n; ++r) {
+    if (row_late[r]) continue;
+    row_order[radix_count[bucket(r)]++] = static_cast<uint32_t>(r);
+  }
+}
+
 std::vector<std::pair<double, double>> WindowOperator::OpenWindowsOf(double t) const {
   const Impl& s = *impl_;
   std::vector<std::pair<double, double>> out;
@@ -557,12 +667,16 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
       continue;
     }
     ++on_time;
-    const uint64_t code = s.row_codes[r];
-    const bool null = s.row_nulls[r] != 0;
     s.max_t_us = std::max(s.max_t_us, t);
-    switch (spec.kind) {
-      case WindowKind::kTumbling:
-      case WindowKind::kHopping:
+  }
+  s.RadixOrder(n);
+  switch (spec.kind) {
+    case WindowKind::kTumbling:
+    case WindowKind::kHopping:
+      for (const uint32_t r : s.row_order) {
+        const int64_t t = s.in.times[r];
+        const uint64_t code = s.row_codes[r];
+        const bool null = s.row_nulls[r] != 0;
         if (s.use_recent && !null) {
           auto& rec = s.recent[code];
           for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
@@ -570,17 +684,19 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
                start -= s.slide_us) {
             s.AddToRecent(s.FindWindow(start), start, rec, code, r);
           }
-          break;
+          continue;
         }
         for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
              start > t - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
           s.AddToWindow(s.FindWindow(start), start, code, null, r);
         }
-        break;
-      case WindowKind::kSession:
-        s.AddToSession(code, null, t, r);
-        break;
-    }
+      }
+      break;
+    case WindowKind::kSession:
+      for (const uint32_t r : s.row_order) {
+        s.AddToSession(s.row_codes[r], s.row_nulls[r] != 0, s.in.times[r], r);
+      }
+      break;
   }
   s.FlushPending();
   if (s.in.slot >= 0 && s.slots[s.in.slot].refs == 0) {
@@ -614,6 +730,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
   }
   s.rows_since_emit = false;
   std::vector<uint32_t> closing;
+  std::vector<window_internal::GidBlock> closing_blocks;
   if (s.spec.kind == WindowKind::kSession) {
     while (!s.close_queue.empty() && s.close_queue.top().end <= s.watermark_us) {
       const CloseEntry e = s.close_queue.top();
@@ -628,24 +745,22 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
     std::sort(closing.begin(), closing.end());
     closing.erase(std::unique(closing.begin(), closing.end()), closing.end());
   } else {
-    s.cached_start = INT64_MIN;
-    s.cached_window = nullptr;
     while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
       auto& w = s.windows.begin()->second;
-      // Gid order makes emitting and freeing walk the state arrays sequentially
-      // (and the free list hands out consecutive gids again).
-      const size_t first = closing.size();
-      closing.insert(closing.end(), w.gids.begin(), w.gids.end());
-      std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
-      s.expected_groups = w.gids.size();
+      // A window's groups are its gid blocks in creation order: emitting and
+      // freeing them walks the state arrays in order, with no sort.
+      Impl::AppendGids(w.blocks, &closing);
+      closing_blocks.insert(closing_blocks.end(), w.blocks.begin(), w.blocks.end());
+      s.expected_groups = w.num_groups;
       // Keep as many spare maps as windows a row falls in (hopping: size / slide).
       if (s.spare_maps.size() < s.max_spares) {
         w.groups.clear();
-        w.gids.clear();
+        w.blocks.clear();
         s.spare_maps.push_back(std::move(w));
       }
       s.windows.erase(s.windows.begin());
     }
+    s.ClearWindowCache();
   }
   std::vector<uint32_t> rows;
   for (uint32_t gid : s.dirty) {
@@ -656,15 +771,17 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
   const size_t updates = rows.size();
   rows.insert(rows.end(), closing.begin(), closing.end());
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(rows, updates));
-  for (uint32_t gid : closing) {
-    if (s.spec.kind == WindowKind::kSession) {
+  if (s.spec.kind == WindowKind::kSession) {
+    for (uint32_t gid : closing) {
       auto& list = s.SessionsOf(s.g_code[gid], s.g_null[gid] != 0);
       list.erase(std::find_if(list.begin(), list.end(),
                               [&](const Session& x) { return x.gid == gid; }));
       if (list.empty() && !s.g_null[gid]) s.sessions.erase(s.g_code[gid]);
       --s.open_sessions;
+      s.FreeGroup(gid);
     }
-    s.FreeGroup(gid);
+  } else {
+    s.FreeBlocks(closing_blocks);
   }
   s.codes.MaybeSweep();
   s.SweepRecent();
@@ -687,11 +804,14 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Flush() {
     return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
   });
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(all, 0));
-  for (uint32_t gid : all) s.FreeGroup(gid);
+  if (s.spec.kind == WindowKind::kSession) {
+    for (uint32_t gid : all) s.FreeGroup(gid);
+  } else {
+    for (const auto& [start, w] : s.windows) s.FreeBlocks(w.blocks);
+  }
   s.codes.MaybeSweep();
   s.windows.clear();
-  s.cached_start = INT64_MIN;
-  s.cached_window = nullptr;
+  s.ClearWindowCache();
   s.sessions.clear();
   s.null_sessions.clear();
   s.recent.clear();
@@ -740,7 +860,7 @@ int64_t WindowOperator::Impl::StateBytes() const {
   }
   for (const auto& spare : spare_maps) {
     variable += static_cast<int64_t>(spare.groups.bucket_count() * (sizeof(uint64_t) + 5) +
-                                     spare.gids.capacity() * sizeof(uint32_t));
+                                     spare.blocks.capacity() * sizeof(window_internal::GidBlock));
   }
   variable += static_cast<int64_t>(recent.size() * (sizeof(window_internal::RecentGroups) + 9));
   return live_groups * per_group + variable +

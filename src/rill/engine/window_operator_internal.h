@@ -67,20 +67,42 @@ struct KeyHash {
   }
 };
 
+/// Hash of a key code (see KeyCodes). It is the hash the maps below use as
+/// is (avalanching: boost does not mix it again) and a map places an entry
+/// by its high bits, so rows visited in order of CodeHash's high bits probe
+/// a map's slots in order (see WindowOperator::Impl::RadixOrder).
+struct CodeHash {
+  using is_avalanching = void;
+  size_t operator()(uint64_t code) const noexcept { return KeyHash::Mix(code); }
+};
+
 /// Groups of one window by key code (see KeyCodes).
-using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t>;
+using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t, CodeHash>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
+/// A run of consecutive gids owned by one window: [first, first + used) are
+/// its groups, in creation order; `size` is 16 << size class.
+struct GidBlock {
+  uint32_t first;
+  uint32_t used;
+  uint32_t size_class;
+};
+constexpr uint32_t kBlockClasses = 9;  // 16 to 4096 gids
+constexpr uint32_t BlockSize(uint32_t size_class) { return 16u << size_class; }
+
 /// An open tumbling or hopping window: its groups by key code (with
 /// use_recent only those made while their RecentGroups slot was taken), the
-/// group of the null key (single integer key only) and all its gids (what is
-/// emitted and freed when it closes, without walking the map).
+/// group of the null key (single integer key only) and the gid blocks all its
+/// groups live in. A window's groups are consecutive gids in a few blocks, so
+/// closing it emits and frees them walking the state arrays in order, with
+/// no sort and no walk of the map.
 struct Window {
   int64_t end = 0;
   GroupMap groups;
   uint32_t null_gid = kNoGroup;
-  std::vector<uint32_t> gids;
+  std::vector<GidBlock> blocks;
+  size_t num_groups = 0;
 };
 
 /// The groups of one key in its most recent windows, by window ordinal
@@ -191,19 +213,26 @@ struct WindowOperator::Impl {
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
+  // Free gid blocks of closed windows, by size class (their state slots reset).
+  std::vector<uint32_t> free_blocks[window_internal::kBlockClasses];
   // Cleared maps of closed windows, reused by new ones: a steady stream then
   // never rehashes nor faults in fresh pages for its window maps.
   std::vector<window_internal::Window> spare_maps;
   size_t max_spares = 4;
-  // Window lookups of the current Consume: the last window found (tumbling
-  // rows mostly fall in it). Reset whenever windows are erased.
-  int64_t cached_start = INT64_MIN;
-  window_internal::Window* cached_window = nullptr;
+  // Window lookups: the windows found lately, by ordinal (start / slide)
+  // modulo kWindowCache, so rows visited out of time order (RadixOrder) find
+  // theirs without a walk of `windows`. An entry is cleared when its window
+  // is erased.
+  static constexpr int kWindowCache = 64;
+  int64_t cached_start[kWindowCache];
+  window_internal::Window* cached_window[kWindowCache] = {};
   // Hopping with 3 to kRecent - 2 windows per row: recent
   // groups by key code (see RecentGroups); swept of keys whose windows all
   // closed once it outgrows the live groups.
   bool use_recent = false;
-  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> recent;
+  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups,
+                            window_internal::CodeHash>
+      recent;
   boost::unordered_flat_map<uint64_t, std::vector<window_internal::Session>> sessions;
   std::vector<window_internal::Session> null_sessions;  // of the null integer key
   int64_t open_sessions = 0;
@@ -226,13 +255,35 @@ struct WindowOperator::Impl {
   std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
   std::vector<uint64_t> row_codes;
   std::vector<uint8_t> row_nulls;
+  std::vector<uint32_t> row_order;   // on-time rows in the order they are added
+  std::vector<uint32_t> radix_count;
 
   mutable std::mutex stats_mu;
   WindowStats stats;  // guarded by stats_mu
 
   // window_operator.cc
+  /// Make room in the state arrays for gids below `n`.
+  void GrowGroups(size_t n);
+  /// Set up group `gid` (a free slot).
+  void InitGroup(uint32_t gid, int64_t start, int64_t end, uint64_t code, bool null);
+  /// A new group from the free list (sessions).
   uint32_t NewGroup(int64_t start, int64_t end, uint64_t code, bool null);
+  /// A new group of window `w` (starting at `start`), from its last gid block.
+  uint32_t NewWindowGroup(window_internal::Window& w, int64_t start, uint64_t code,
+                          bool null);
   void FreeGroup(uint32_t gid);
+  /// Free every group of `blocks` and put the blocks on the free lists.
+  void FreeBlocks(const std::vector<window_internal::GidBlock>& blocks);
+  /// Append the gids of `blocks` to `gids`, in creation order.
+  static void AppendGids(const std::vector<window_internal::GidBlock>& blocks,
+                         std::vector<uint32_t>* gids);
+  /// Fill row_order with the on-time rows (row_late 0) of the batch: in row
+  /// order, or, for a large batch of keyed tumbling or hopping windows, by
+  /// the high bits of their key's CodeHash (a stable counting sort, so the
+  /// rows of one key keep their order), so the probes of the group maps and
+  /// the updates of the groups made by earlier batches walk memory in order.
+  void RadixOrder(int64_t n);
+  void ClearWindowCache();
   void Touch(uint32_t gid, int64_t row);
   void FlushPending();
   /// Compute row_late of the batch in `in`.
@@ -240,6 +291,7 @@ struct WindowOperator::Impl {
   /// Compute row_codes / row_nulls of the batch in `in`.
   void ComputeCodes(int64_t n);
   window_internal::Window& FindWindow(int64_t start);
+  window_internal::Window& FindWindowSlow(int64_t start);
   void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
                    int64_t row);
   /// AddToWindow through `recent` (non-null keys with use_recent).
