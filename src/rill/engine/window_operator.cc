@@ -398,6 +398,17 @@ inline window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) 
   return FindWindowSlow(start);
 }
 
+inline const void* WindowOperator::Impl::ProbeAddress(uint32_t r) const {
+  const uint64_t code = row_codes[r];
+  if (row_nulls[r]) return nullptr;
+  if (use_recent) return recent.HomeAddress(code);
+  // The map of the row's last window, when it is at hand.
+  const int64_t ordinal = FloorDiv(in.times[r], slide_us);
+  const int i = static_cast<int>(ordinal & (kWindowCache - 1));
+  if (cached_start[i] != ordinal * slide_us) return nullptr;
+  return cached_window[i]->groups.HomeAddress(code);
+}
+
 window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
   auto it = windows.find(start);
   if (it == windows.end()) {
@@ -433,15 +444,14 @@ void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start
       held != window_internal::kNoOrdinal && held * slide_us + size_us > watermark_us;
   // The window's map holds the groups made while their slot was taken.
   if (conflict || !w.groups.empty()) {
-    auto found = w.groups.find(code);
-    if (found != w.groups.end()) {
-      Touch(found->second, row);
+    if (const uint32_t* found = w.groups.Find(code)) {
+      Touch(*found, row);
       return;
     }
   }
   const uint32_t gid = NewWindowGroup(w, start, code, false);
   if (conflict) {
-    w.groups.emplace(code, gid);
+    *w.groups.TryEmplace(code).first = gid;
   } else {
     rec.ordinal[slot] = ordinal;
     rec.gid[slot] = gid;
@@ -453,15 +463,15 @@ void WindowOperator::Impl::SweepRecent() {
   if (!use_recent || recent.size() <= 2 * static_cast<size_t>(live_groups) + 4096) return;
   decltype(recent) kept;
   kept.reserve(static_cast<size_t>(live_groups));
-  for (const auto& [code, rec] : recent) {
+  recent.ForEach([&](uint64_t code, const window_internal::RecentGroups& rec) {
     for (int i = 0; i < window_internal::kRecent; ++i) {
       const int64_t o = rec.ordinal[i];
       if (o != window_internal::kNoOrdinal && o * slide_us + size_us > watermark_us) {
-        kept.emplace(code, rec);
+        *kept.TryEmplace(code).first = rec;
         break;
       }
     }
-  }
+  });
   recent = std::move(kept);
 }
 
@@ -474,9 +484,9 @@ void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start
     }
     gid = w.null_gid;
   } else {
-    auto [g, inserted] = w.groups.try_emplace(code, 0);
-    if (inserted) g->second = NewWindowGroup(w, start, code, false);
-    gid = g->second;
+    auto [g, inserted] = w.groups.TryEmplace(code);
+    if (inserted) *g = NewWindowGroup(w, start, code, false);
+    gid = *g;
   }
   Touch(gid, row);
 }
@@ -544,6 +554,10 @@ void WindowOperator::Impl::AddToSession(uint64_t code, bool null, int64_t t, int
 
 // Consume ------------------------------------------------------------------------
 
+// Rows ahead whose map slot is prefetched (see ProbeAddress): about a memory
+// latency's worth of rows.
+constexpr size_t kPrefetchAhead = 8;
+
 void WindowOperator::Impl::MarkLate(int64_t n) {
   row_late.resize(n);
   const bool by_window = spec.late_by_window && spec.kind != WindowKind::kSession;
@@ -563,7 +577,8 @@ void WindowOperator::Impl::RadixOrder(int64_t n) {
   // Below this many rows the maps' slots a batch probes are few anyway.
   constexpr int64_t kRadixMinRows = 1024;
   constexpr int kRadixBits = 8;
-  const bool radix = spec.kind != WindowKind::kSession && n >= kRadixMinRows &&
+  static const bool kOff = std::getenv("RILL_NO_RADIX") != nullptr;
+  const bool radix = !kOff && spec.kind != WindowKind::kSession && n >= kRadixMinRows &&
                      codes.mode() != window_internal::KeyCodes::Mode::kNone;
   if (!radix) {
     for (int64_t r = 0; r < n; ++r) {
@@ -673,12 +688,19 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
   switch (spec.kind) {
     case WindowKind::kTumbling:
     case WindowKind::kHopping:
-      for (const uint32_t r : s.row_order) {
+      for (size_t k = 0; k < s.row_order.size(); ++k) {
+        if (k + kPrefetchAhead < s.row_order.size()) {
+          // In the loop itself: GCC drops calls of functions that only prefetch.
+          if (const void* p = s.ProbeAddress(s.row_order[k + kPrefetchAhead])) {
+            __builtin_prefetch(p);
+          }
+        }
+        const uint32_t r = s.row_order[k];
         const int64_t t = s.in.times[r];
         const uint64_t code = s.row_codes[r];
         const bool null = s.row_nulls[r] != 0;
         if (s.use_recent && !null) {
-          auto& rec = s.recent[code];
+          auto& rec = *s.recent.TryEmplace(code).first;
           for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
                start > t - s.size_us && start + s.size_us > s.watermark_us;
                start -= s.slide_us) {

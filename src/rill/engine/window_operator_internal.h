@@ -76,8 +76,95 @@ struct CodeHash {
   size_t operator()(uint64_t code) const noexcept { return KeyHash::Mix(code); }
 };
 
+/// A map from key code to V (default-constructible, trivially copyable):
+/// open addressing with linear probing, the home slot of a code the high bits
+/// of its CodeHash. So codes visited in order of those bits (RadixOrder) walk
+/// the slots forward, and Prefetch can fetch a code's slot ahead of its probe.
+/// Entries are never erased one by one: Clear empties the map (keeping its
+/// capacity), a rebuild drops what is not needed.
+template <typename V>
+class CodeMap {
+ public:
+  struct Slot {
+    uint64_t code;
+    uint8_t used;
+    V value;
+  };
+  CodeMap() { Rehash(16); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t bucket_count() const { return slots_.size(); }
+  /// Make room for `n` entries without growing.
+  void reserve(size_t n) {
+    if (n * 2 > slots_.size()) Rehash(n * 2);
+  }
+  void clear() {
+    if (size_ == 0) return;
+    for (auto& slot : slots_) slot.used = 0;
+    size_ = 0;
+  }
+  /// The address of `code`'s home slot, to prefetch.
+  const void* HomeAddress(uint64_t code) const { return &slots_[Home(code)]; }
+  /// The value of `code`, or null.
+  V* Find(uint64_t code) {
+    for (size_t i = Home(code);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (!slot.used) return nullptr;
+      if (slot.code == code) return &slot.value;
+    }
+  }
+  /// The value of `code`, inserted as V() when absent; second: inserted.
+  std::pair<V*, bool> TryEmplace(uint64_t code) {
+    for (size_t i = Home(code);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.used) {
+        if (slot.code == code) return {&slot.value, false};
+        continue;
+      }
+      if ((size_ + 1) * 4 > slots_.size() * 3) {  // load above 3/4: grow first
+        Rehash(slots_.size() * 2);
+        return TryEmplace(code);
+      }
+      slot.code = code;
+      slot.used = 1;
+      slot.value = V();
+      ++size_;
+      return {&slot.value, true};
+    }
+  }
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& slot : slots_) {
+      if (slot.used) f(slot.code, slot.value);
+    }
+  }
+
+ private:
+  size_t Home(uint64_t code) const { return CodeHash()(code) >> shift_; }
+  void Rehash(size_t min_slots) {
+    size_t n = 16;
+    int bits = 4;
+    while (n < min_slots) {
+      n *= 2;
+      ++bits;
+    }
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(n, Slot{0, 0, V()});
+    mask_ = n - 1;
+    shift_ = 64 - bits;
+    size_ = 0;
+    for (const auto& slot : old) {
+      if (slot.used) *TryEmplace(slot.code).first = slot.value;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  int shift_ = 60;
+  size_t size_ = 0;
+};
+
 /// Groups of one window by key code (see KeyCodes).
-using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t, CodeHash>;
+using GroupMap = CodeMap<uint32_t>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
@@ -230,9 +317,7 @@ struct WindowOperator::Impl {
   // groups by key code (see RecentGroups); swept of keys whose windows all
   // closed once it outgrows the live groups.
   bool use_recent = false;
-  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups,
-                            window_internal::CodeHash>
-      recent;
+  window_internal::CodeMap<window_internal::RecentGroups> recent;
   boost::unordered_flat_map<uint64_t, std::vector<window_internal::Session>> sessions;
   std::vector<window_internal::Session> null_sessions;  // of the null integer key
   int64_t open_sessions = 0;
@@ -292,6 +377,9 @@ struct WindowOperator::Impl {
   void ComputeCodes(int64_t n);
   window_internal::Window& FindWindow(int64_t start);
   window_internal::Window& FindWindowSlow(int64_t start);
+  /// The address of the map slot row `r` of the batch will probe first (to
+  /// prefetch), or null.
+  const void* ProbeAddress(uint32_t r) const;
   void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
                    int64_t row);
   /// AddToWindow through `recent` (non-null keys with use_recent).
