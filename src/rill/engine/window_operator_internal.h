@@ -96,7 +96,7 @@ class CodeMap {
   size_t bucket_count() const { return slots_.size(); }
   /// Make room for `n` entries without growing.
   void reserve(size_t n) {
-    if (n * 2 > slots_.size()) Rehash(n * 2);
+    if (n * 4 > slots_.size() * 3) Rehash(n * 4 / 3 + 1);
   }
   void clear() {
     if (size_ == 0) return;
@@ -269,7 +269,9 @@ struct BatchInputs {
 
 namespace rill {
 
-struct WindowOperator::Impl {
+// Hidden: its functions are librill's own, so calls among them are direct
+// (and inlined) rather than through the PLT.
+struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   using CloseQueue = std::priority_queue<window_internal::CloseEntry,
                                          std::vector<window_internal::CloseEntry>,
                                          std::greater<window_internal::CloseEntry>>;
@@ -281,6 +283,7 @@ struct WindowOperator::Impl {
   std::shared_ptr<arrow::DataType> time_type;      // input type of the time column
   std::shared_ptr<arrow::DataType> bound_type;     // window_start/end output type
   int64_t size_us = 0, slide_us = 0, gap_us = 0, lateness_us = 0, idle_us = 0;
+  double inv_slide = 1;  // 1 / slide_us
   std::vector<window_internal::AggSlot> aggs;
   bool has_sql = false;
   std::vector<std::shared_ptr<arrow::DataType>> key_types;  // input types
@@ -375,7 +378,10 @@ struct WindowOperator::Impl {
   void MarkLate(int64_t n);
   /// Compute row_codes / row_nulls of the batch in `in`.
   void ComputeCodes(int64_t n);
-  window_internal::Window& FindWindow(int64_t start);
+  /// floor(t / slide_us), without a division for times of today.
+  int64_t Ordinal(int64_t t) const;
+  /// The window starting at `start` (= ordinal * slide_us), made when missing.
+  window_internal::Window& FindWindow(int64_t start, int64_t ordinal);
   window_internal::Window& FindWindowSlow(int64_t start);
   /// The address of the map slot row `r` of the batch will probe first (to
   /// prefetch), or null.
