@@ -34,6 +34,20 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 int64_t ToMicros(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e6)); }
 
+// ToMicros for |seconds| <= 9e12 (what ReadTimes accepts), without a libm
+// call: rounds half away from zero like llround (x - trunc(x) is exact).
+int64_t ToMicrosFast(double seconds) {
+  const double x = seconds * 1e6;
+  int64_t r = static_cast<int64_t>(x);
+  const double frac = x - static_cast<double>(r);
+  if (frac >= 0.5) {
+    ++r;
+  } else if (frac <= -0.5) {
+    --r;
+  }
+  return r;
+}
+
 double ToSeconds(int64_t us) {
   if (us == INT64_MIN) return -std::numeric_limits<double>::infinity();
   if (us == INT64_MAX) return std::numeric_limits<double>::infinity();
@@ -93,7 +107,7 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
           (*valid)[i] = 0;
           continue;
         }
-        (*us)[i] = ToMicros(v[i]);
+        (*us)[i] = ToMicrosFast(v[i]);
       }
       return Status::OK();
     }
@@ -358,14 +372,6 @@ void WindowOperator::Impl::AppendGids(const std::vector<window_internal::GidBloc
   }
 }
 
-inline void WindowOperator::Impl::Touch(uint32_t gid, int64_t row) {
-  pend_gids.push_back(gid);
-  pend_rows.push_back(row);
-  if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
-    g_dirty[gid] = 1;
-    dirty.push_back(gid);
-  }
-}
 
 void WindowOperator::Impl::FlushPending() {
   const size_t n = pend_gids.size();
@@ -410,7 +416,7 @@ inline window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start,
   return FindWindowSlow(start);
 }
 
-inline const void* WindowOperator::Impl::ProbeAddress(uint32_t r) const {
+inline const char* WindowOperator::Impl::ProbeAddress(uint32_t r) const {
   const uint64_t code = row_codes[r];
   if (row_nulls[r]) return nullptr;
   if (use_recent) return recent.HomeAddress(code);
@@ -443,9 +449,9 @@ window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
 }
 
 inline void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start,
-                                       window_internal::RecentGroups& rec, uint64_t code,
-                                       int64_t row) {
-  const int64_t ordinal = start / slide_us;  // starts are multiples of slide_us
+                                              int64_t ordinal,
+                                              window_internal::RecentGroups& rec,
+                                              uint64_t code, int64_t row) {
   const int slot = static_cast<int>(ordinal & (window_internal::kRecent - 1));
   if (rec.ordinal[slot] == ordinal) {
     Touch(rec.gid[slot], row);
@@ -705,8 +711,13 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
       for (size_t k = 0; k < s.row_order.size(); ++k) {
         if (k + kPrefetchAhead < s.row_order.size()) {
           // In the loop itself: GCC drops calls of functions that only prefetch.
-          if (const void* p = s.ProbeAddress(s.row_order[k + kPrefetchAhead])) {
+          if (const char* p = s.ProbeAddress(s.row_order[k + kPrefetchAhead])) {
             __builtin_prefetch(p);
+            if (s.use_recent) {  // a RecentGroups slot spans two or three lines
+              __builtin_prefetch(p + 64);
+              __builtin_prefetch(p + sizeof(window_internal::CodeMap<
+                                            window_internal::RecentGroups>::Slot) - 1);
+            }
           }
         }
         const uint32_t r = s.row_order[k];
@@ -719,7 +730,7 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
           for (int64_t start = ordinal * s.slide_us;
                start > t - s.size_us && start + s.size_us > s.watermark_us;
                start -= s.slide_us, --ordinal) {
-            s.AddToRecent(s.FindWindow(start, ordinal), start, rec, code, r);
+            s.AddToRecent(s.FindWindow(start, ordinal), start, ordinal, rec, code, r);
           }
           continue;
         }

@@ -104,7 +104,9 @@ class CodeMap {
     size_ = 0;
   }
   /// The address of `code`'s home slot, to prefetch.
-  const void* HomeAddress(uint64_t code) const { return &slots_[Home(code)]; }
+  const char* HomeAddress(uint64_t code) const {
+    return reinterpret_cast<const char*>(&slots_[Home(code)]);
+  }
   /// The value of `code`, or null.
   V* Find(uint64_t code) {
     for (size_t i = Home(code);; i = (i + 1) & mask_) {
@@ -372,7 +374,15 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   /// the updates of the groups made by earlier batches walk memory in order.
   void RadixOrder(int64_t n);
   void ClearWindowCache();
-  void Touch(uint32_t gid, int64_t row);
+  /// Queue row `row` for group `gid`'s aggregates (FlushPending applies them).
+  void Touch(uint32_t gid, int64_t row) {
+    pend_gids.push_back(gid);
+    pend_rows.push_back(row);
+    if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
+      g_dirty[gid] = 1;
+      dirty.push_back(gid);
+    }
+  }
   void FlushPending();
   /// Compute row_late of the batch in `in`.
   void MarkLate(int64_t n);
@@ -385,11 +395,11 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   window_internal::Window& FindWindowSlow(int64_t start);
   /// The address of the map slot row `r` of the batch will probe first (to
   /// prefetch), or null.
-  const void* ProbeAddress(uint32_t r) const;
+  const char* ProbeAddress(uint32_t r) const;
   void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
                    int64_t row);
   /// AddToWindow through `recent` (non-null keys with use_recent).
-  void AddToRecent(window_internal::Window& w, int64_t start,
+  void AddToRecent(window_internal::Window& w, int64_t start, int64_t ordinal,
                    window_internal::RecentGroups& rec, uint64_t code, int64_t row);
   void SweepRecent();
   std::vector<window_internal::Session>& SessionsOf(uint64_t code, bool null);
