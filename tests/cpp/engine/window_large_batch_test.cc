@@ -1,5 +1,6 @@
 // Randomized differential test of WindowOperator with large batches over many
-// keys (the radix-ordered path: batches of >= 1024 rows with a group key),
+// keys (gid blocks of many sizes, CodeMap growth, prefetched probes, and for
+// hopping the radix-ordered path: batches of >= 1024 rows with a group key),
 // against DuckDB computing the same windows with plain SQL.
 //
 // Each sequence picks a tumbling or hopping window (hopping with 2, 3 to 6
