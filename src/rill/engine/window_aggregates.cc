@@ -11,6 +11,7 @@
 #include <arrow/compute/cast.h>
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
+#include <arrow/util/bit_util.h>
 #include <boost/unordered/unordered_flat_set.hpp>
 
 namespace rill::window_internal {
@@ -65,20 +66,40 @@ struct Traits<std::string> {
 template <typename T, typename H, typename F>
 Result<std::shared_ptr<arrow::Array>> BuildArray(const std::vector<uint32_t>& gids,
                                                  arrow::MemoryPool* pool, H&& has, F&& value) {
-  typename Traits<T>::Builder builder(pool);
-  RILL_RETURN_NOT_OK(builder.Reserve(static_cast<int64_t>(gids.size())));
-  for (uint32_t g : gids) {
-    if constexpr (std::is_same_v<T, std::string>) {
+  const int64_t n = static_cast<int64_t>(gids.size());
+  if constexpr (std::is_same_v<T, std::string>) {
+    typename Traits<T>::Builder builder(pool);
+    RILL_RETURN_NOT_OK(builder.Reserve(n));
+    for (uint32_t g : gids) {
       RILL_RETURN_NOT_OK(has(g) ? builder.Append(value(g)) : builder.AppendNull());
-    } else if (has(g)) {
-      builder.UnsafeAppend(value(g));
-    } else {
-      builder.UnsafeAppendNull();
     }
+    std::shared_ptr<arrow::Array> out;
+    RILL_RETURN_NOT_OK(builder.Finish(&out));
+    return out;
+  } else {
+    // Values straight into the buffer; a validity bitmap only when some group
+    // has no value (rare: most aggregates saw a row).
+    RILL_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> values,
+                         arrow::AllocateBuffer(n * static_cast<int64_t>(sizeof(T)), pool));
+    T* out = reinterpret_cast<T*>(values->mutable_data());
+    int64_t nulls = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t g = gids[i];
+      const bool h = has(g);
+      out[i] = h ? T(value(g)) : T();
+      nulls += h ? 0 : 1;
+    }
+    std::shared_ptr<arrow::Buffer> validity;
+    if (nulls > 0) {
+      RILL_ASSIGN_OR_RAISE(validity, arrow::AllocateBitmap(n, pool));
+      uint8_t* bits = validity->mutable_data();
+      for (int64_t i = 0; i < n; ++i) arrow::bit_util::SetBitTo(bits, i, has(gids[i]));
+    }
+    using ArrowType = typename arrow::CTypeTraits<T>::ArrowType;
+    return arrow::MakeArray(arrow::ArrayData::Make(
+        arrow::TypeTraits<ArrowType>::type_singleton(), n, {std::move(validity), std::move(values)},
+        nulls));
   }
-  std::shared_ptr<arrow::Array> out;
-  RILL_RETURN_NOT_OK(builder.Finish(&out));
-  return out;
 }
 
 class CountState : public AggState {
@@ -100,12 +121,8 @@ class CountState : public AggState {
   void Merge(uint32_t into, uint32_t from) override { n_[into] += n_[from]; }
   Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
                                                arrow::MemoryPool* pool) override {
-    arrow::Int64Builder b(pool);
-    RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
-    for (uint32_t g : gids) b.UnsafeAppend(n_[g]);
-    std::shared_ptr<arrow::Array> out;
-    RILL_RETURN_NOT_OK(b.Finish(&out));
-    return out;
+    return BuildArray<int64_t>(gids, pool, [](uint32_t) { return true; },
+                               [&](uint32_t g) { return n_[g]; });
   }
   int64_t variable_bytes() const override { return 0; }
   int64_t slot_bytes() const override { return sizeof(int64_t); }

@@ -63,7 +63,9 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
   const int64_t n = array.length();
   us->resize(n);
   valid->assign(n, 1);
-  for (int64_t i = 0; i < n; ++i) (*valid)[i] = array.IsValid(i) ? 1 : 0;
+  if (array.null_count() > 0) {
+    for (int64_t i = 0; i < n; ++i) (*valid)[i] = array.IsValid(i) ? 1 : 0;
+  }
   const auto& type = *array.type();
   auto raw64 = [&] { return array.data()->GetValues<int64_t>(1); };
   switch (type.id()) {
