@@ -423,7 +423,7 @@ inline const char* WindowOperator::Impl::ProbeAddress(uint32_t r) const {
   if (row_nulls[r]) return nullptr;
   if (use_recent) return recent.HomeAddress(code);
   // The map of the row's last window, when it is at hand.
-  const int64_t ordinal = Ordinal(in.times[r]);
+  const int64_t ordinal = row_ordinals[r];
   const int i = static_cast<int>(ordinal & (kWindowCache - 1));
   if (cached_start[i] != ordinal * slide_us) return nullptr;
   return cached_window[i]->groups.HomeAddress(code);
@@ -707,6 +707,11 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
     s.max_t_us = std::max(s.max_t_us, t);
   }
   s.RadixOrder(n);
+  if (spec.kind != WindowKind::kSession) {
+    // Each row's last window, once (the prefetch and the row both need it).
+    s.row_ordinals.resize(static_cast<size_t>(n));
+    for (const uint32_t r : s.row_order) s.row_ordinals[r] = s.Ordinal(s.in.times[r]);
+  }
   switch (spec.kind) {
     case WindowKind::kTumbling:
     case WindowKind::kHopping:
@@ -728,7 +733,7 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
         const bool null = s.row_nulls[r] != 0;
         if (s.use_recent && !null) {
           auto& rec = *s.recent.TryEmplace(code).first;
-          int64_t ordinal = s.Ordinal(t);
+          int64_t ordinal = s.row_ordinals[r];
           for (int64_t start = ordinal * s.slide_us;
                start > t - s.size_us && start + s.size_us > s.watermark_us;
                start -= s.slide_us, --ordinal) {
@@ -736,7 +741,7 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
           }
           continue;
         }
-        int64_t ordinal = s.Ordinal(t);
+        int64_t ordinal = s.row_ordinals[r];
         for (int64_t start = ordinal * s.slide_us;
              start > t - s.size_us && start + s.size_us > s.watermark_us;
              start -= s.slide_us, --ordinal) {

@@ -346,6 +346,7 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::vector<uint64_t> row_codes;
   std::vector<uint8_t> row_nulls;
   std::vector<uint32_t> row_order;   // on-time rows in the order they are added
+  std::vector<int64_t> row_ordinals; // of row_order's rows: Ordinal(event time)
   std::vector<uint32_t> radix_count;
 
   mutable std::mutex stats_mu;
