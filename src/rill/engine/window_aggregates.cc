@@ -196,7 +196,17 @@ class MinMaxState : public AggState {
               const int64_t*, int64_t) override {
     for (size_t i = 0; i < n; ++i) {
       if (in->has_nulls && !in->IsValid(rows[i])) continue;
-      Offer(gids[i], Traits<T>::Get(*in, rows[i]));
+      if constexpr (std::is_same_v<T, std::string>) {
+        Offer(gids[i], Traits<T>::Get(*in, rows[i]));
+      } else {
+        // Numbers: a select instead of a branch (new groups and better values
+        // come in no predictable order).
+        const uint32_t g = gids[i];
+        const T value = Traits<T>::Get(*in, rows[i]);
+        const bool take = !has_[g] || Better(value, v_[g]);
+        v_[g] = take ? value : v_[g];
+        has_[g] = 1;
+      }
     }
   }
   void Merge(uint32_t into, uint32_t from) override {
@@ -212,17 +222,21 @@ class MinMaxState : public AggState {
   int64_t slot_bytes() const override { return sizeof(T) + 1; }
 
  private:
+  // Whether `value` replaces `current`. NaN compares false both ways; like
+  // DuckDB, treat it as the largest value.
+  template <typename V>
+  static bool Better(const V& value, const T& current) {
+    if constexpr (std::is_same_v<T, double>) {
+      const bool vn = std::isnan(value), cn = std::isnan(current);
+      return kMax ? (vn && !cn) || (!vn && !cn && value > current)
+                  : (cn && !vn) || (!vn && !cn && value < current);
+    } else {
+      return kMax ? value > current : value < current;
+    }
+  }
   template <typename V>
   void Offer(uint32_t g, const V& value) {
-    // NaN compares false both ways; like DuckDB, treat it as the largest value.
-    bool better;
-    if constexpr (std::is_same_v<T, double>) {
-      const bool vn = std::isnan(value), cn = std::isnan(v_[g]);
-      better = kMax ? (vn && !cn) || (!vn && !cn && value > v_[g])
-                    : (cn && !vn) || (!vn && !cn && value < v_[g]);
-    } else {
-      better = kMax ? value > v_[g] : value < v_[g];
-    }
+    const bool better = Better(value, v_[g]);
     if (!has_[g] || better) {
       bytes_ -= Traits<T>::Bytes(v_[g]);
       v_[g] = T(value);

@@ -38,14 +38,9 @@ int64_t ToMicros(double seconds) { return static_cast<int64_t>(std::llround(seco
 // call: rounds half away from zero like llround (x - trunc(x) is exact).
 int64_t ToMicrosFast(double seconds) {
   const double x = seconds * 1e6;
-  int64_t r = static_cast<int64_t>(x);
+  const int64_t r = static_cast<int64_t>(x);
   const double frac = x - static_cast<double>(r);
-  if (frac >= 0.5) {
-    ++r;
-  } else if (frac <= -0.5) {
-    --r;
-  }
-  return r;
+  return r + (frac >= 0.5 ? 1 : 0) - (frac <= -0.5 ? 1 : 0);
 }
 
 double ToSeconds(int64_t us) {
@@ -104,12 +99,13 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
         cast = d.make_array();
       }
       const double* v = static_cast<const arrow::DoubleArray&>(*cast).raw_values();
+      int64_t* out = us->data();
+      uint8_t* ok = valid->data();
       for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(v[i]) || std::fabs(v[i]) > 9e12) {
-          (*valid)[i] = 0;
-          continue;
-        }
-        (*us)[i] = ToMicrosFast(v[i]);
+        // Without branches: NaN fails the comparison too.
+        const bool in_range = std::fabs(v[i]) <= 9e12;
+        out[i] = ToMicrosFast(in_range ? v[i] : 0.0);
+        ok[i] &= in_range ? 1 : 0;
       }
       return Status::OK();
     }
