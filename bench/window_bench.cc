@@ -19,7 +19,9 @@
 // Prints window_rows_per_s_<kind>_1m (value: Rill rows/s, baseline: DuckDB,
 // ratio, target >= 10) and with --growth window_row_cost_growth_<kind>: Rill's
 // ns per row at --large events (default 10m) over --small (default 100k),
-// target <= 1.5.
+// target <= 1.5. Each rep's log line also has both sides' CPU seconds (on a
+// shared machine wall time includes waiting for a core). --rill-only runs
+// only Rill and prints no JSON (for profiling).
 #include <ctime>
 
 #include <arrow/api.h>
