@@ -11,6 +11,7 @@
 #include <arrow/compute/cast.h>
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
+#include <arrow/util/bit_util.h>
 #include <boost/unordered/unordered_flat_set.hpp>
 
 namespace rill::window_internal {
@@ -65,20 +66,40 @@ struct Traits<std::string> {
 template <typename T, typename H, typename F>
 Result<std::shared_ptr<arrow::Array>> BuildArray(const std::vector<uint32_t>& gids,
                                                  arrow::MemoryPool* pool, H&& has, F&& value) {
-  typename Traits<T>::Builder builder(pool);
-  RILL_RETURN_NOT_OK(builder.Reserve(static_cast<int64_t>(gids.size())));
-  for (uint32_t g : gids) {
-    if constexpr (std::is_same_v<T, std::string>) {
+  const int64_t n = static_cast<int64_t>(gids.size());
+  if constexpr (std::is_same_v<T, std::string>) {
+    typename Traits<T>::Builder builder(pool);
+    RILL_RETURN_NOT_OK(builder.Reserve(n));
+    for (uint32_t g : gids) {
       RILL_RETURN_NOT_OK(has(g) ? builder.Append(value(g)) : builder.AppendNull());
-    } else if (has(g)) {
-      builder.UnsafeAppend(value(g));
-    } else {
-      builder.UnsafeAppendNull();
     }
+    std::shared_ptr<arrow::Array> out;
+    RILL_RETURN_NOT_OK(builder.Finish(&out));
+    return out;
+  } else {
+    // Values straight into the buffer; a validity bitmap only when some group
+    // has no value (rare: most aggregates saw a row).
+    RILL_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> values,
+                         arrow::AllocateBuffer(n * static_cast<int64_t>(sizeof(T)), pool));
+    T* out = reinterpret_cast<T*>(values->mutable_data());
+    int64_t nulls = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t g = gids[i];
+      const bool h = has(g);
+      out[i] = h ? T(value(g)) : T();
+      nulls += h ? 0 : 1;
+    }
+    std::shared_ptr<arrow::Buffer> validity;
+    if (nulls > 0) {
+      RILL_ASSIGN_OR_RAISE(validity, arrow::AllocateBitmap(n, pool));
+      uint8_t* bits = validity->mutable_data();
+      for (int64_t i = 0; i < n; ++i) arrow::bit_util::SetBitTo(bits, i, has(gids[i]));
+    }
+    using ArrowType = typename arrow::CTypeTraits<T>::ArrowType;
+    return arrow::MakeArray(arrow::ArrayData::Make(
+        arrow::TypeTraits<ArrowType>::type_singleton(), n, {std::move(validity), std::move(values)},
+        nulls));
   }
-  std::shared_ptr<arrow::Array> out;
-  RILL_RETURN_NOT_OK(builder.Finish(&out));
-  return out;
 }
 
 class CountState : public AggState {
@@ -86,6 +107,9 @@ class CountState : public AggState {
   explicit CountState(bool star) : star_(star) {}
   void Grow(size_t n) override { n_.resize(n, 0); }
   void Reset(uint32_t g) override { n_[g] = 0; }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) CountState::Reset(g);
+  }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
     if (star_ || !in->has_nulls) {
@@ -97,12 +121,8 @@ class CountState : public AggState {
   void Merge(uint32_t into, uint32_t from) override { n_[into] += n_[from]; }
   Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
                                                arrow::MemoryPool* pool) override {
-    arrow::Int64Builder b(pool);
-    RILL_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(gids.size())));
-    for (uint32_t g : gids) b.UnsafeAppend(n_[g]);
-    std::shared_ptr<arrow::Array> out;
-    RILL_RETURN_NOT_OK(b.Finish(&out));
-    return out;
+    return BuildArray<int64_t>(gids, pool, [](uint32_t) { return true; },
+                               [&](uint32_t g) { return n_[g]; });
   }
   int64_t variable_bytes() const override { return 0; }
   int64_t slot_bytes() const override { return sizeof(int64_t); }
@@ -123,6 +143,9 @@ class SumState : public AggState {
   void Reset(uint32_t g) override {
     sum_[g] = 0;
     nn_[g] = 0;
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) SumState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
@@ -166,11 +189,24 @@ class MinMaxState : public AggState {
     v_[g] = T();
     has_[g] = 0;
   }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) MinMaxState::Reset(g);
+  }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
     for (size_t i = 0; i < n; ++i) {
       if (in->has_nulls && !in->IsValid(rows[i])) continue;
-      Offer(gids[i], Traits<T>::Get(*in, rows[i]));
+      if constexpr (std::is_same_v<T, std::string>) {
+        Offer(gids[i], Traits<T>::Get(*in, rows[i]));
+      } else {
+        // Numbers: a select instead of a branch (new groups and better values
+        // come in no predictable order).
+        const uint32_t g = gids[i];
+        const T value = Traits<T>::Get(*in, rows[i]);
+        const bool take = !has_[g] || Better(value, v_[g]);
+        v_[g] = take ? value : v_[g];
+        has_[g] = 1;
+      }
     }
   }
   void Merge(uint32_t into, uint32_t from) override {
@@ -186,17 +222,21 @@ class MinMaxState : public AggState {
   int64_t slot_bytes() const override { return sizeof(T) + 1; }
 
  private:
+  // Whether `value` replaces `current`. NaN compares false both ways; like
+  // DuckDB, treat it as the largest value.
+  template <typename V>
+  static bool Better(const V& value, const T& current) {
+    if constexpr (std::is_same_v<T, double>) {
+      const bool vn = std::isnan(value), cn = std::isnan(current);
+      return kMax ? (vn && !cn) || (!vn && !cn && value > current)
+                  : (cn && !vn) || (!vn && !cn && value < current);
+    } else {
+      return kMax ? value > current : value < current;
+    }
+  }
   template <typename V>
   void Offer(uint32_t g, const V& value) {
-    // NaN compares false both ways; like DuckDB, treat it as the largest value.
-    bool better;
-    if constexpr (std::is_same_v<T, double>) {
-      const bool vn = std::isnan(value), cn = std::isnan(v_[g]);
-      better = kMax ? (vn && !cn) || (!vn && !cn && value > v_[g])
-                    : (cn && !vn) || (!vn && !cn && value < v_[g]);
-    } else {
-      better = kMax ? value > v_[g] : value < v_[g];
-    }
+    const bool better = Better(value, v_[g]);
     if (!has_[g] || better) {
       bytes_ -= Traits<T>::Bytes(v_[g]);
       v_[g] = T(value);
@@ -224,6 +264,9 @@ class FirstLastState : public AggState {
     bytes_ -= Traits<T>::Bytes(v_[g]);
     v_[g] = T();
     has_[g] = 0;
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) FirstLastState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t* times, int64_t seq0) override {
@@ -276,6 +319,9 @@ class DistinctState : public AggState {
   void Reset(uint32_t g) override {
     if (sets_[g]) bytes_ -= Bytes(*sets_[g]);
     sets_[g].reset();
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) DistinctState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {
@@ -330,6 +376,9 @@ class ApproxDistinctState : public AggState {
   void Reset(uint32_t g) override {
     if (sketches_[g]) bytes_ -= sketches_[g]->bytes();
     sketches_[g].reset();
+  }
+  void ResetRange(uint32_t first, uint32_t n) override {
+    for (uint32_t g = first; g < first + n; ++g) ApproxDistinctState::Reset(g);
   }
   void Update(const uint32_t* gids, const int64_t* rows, size_t n, const InputColumn* in,
               const int64_t*, int64_t) override {

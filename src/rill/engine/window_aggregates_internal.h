@@ -51,6 +51,8 @@ class AggState {
   virtual void Grow(size_t n) = 0;
   /// Forget group `gid` (its slot may be reused).
   virtual void Reset(uint32_t gid) = 0;
+  /// Forget groups [first, first + n).
+  virtual void ResetRange(uint32_t first, uint32_t n) = 0;
   /// Add rows[i] of `in` (event time times[rows[i]], arrival seq0 + rows[i]) to
   /// group gids[i], for i < n. `in` is null for count(*).
   virtual void Update(const uint32_t* gids, const int64_t* rows, size_t n,

@@ -34,6 +34,15 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 int64_t ToMicros(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e6)); }
 
+// ToMicros for |seconds| <= 9e12 (what ReadTimes accepts), without a libm
+// call: rounds half away from zero like llround (x - trunc(x) is exact).
+int64_t ToMicrosFast(double seconds) {
+  const double x = seconds * 1e6;
+  const int64_t r = static_cast<int64_t>(x);
+  const double frac = x - static_cast<double>(r);
+  return r + (frac >= 0.5 ? 1 : 0) - (frac <= -0.5 ? 1 : 0);
+}
+
 double ToSeconds(int64_t us) {
   if (us == INT64_MIN) return -std::numeric_limits<double>::infinity();
   if (us == INT64_MAX) return std::numeric_limits<double>::infinity();
@@ -49,7 +58,9 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
   const int64_t n = array.length();
   us->resize(n);
   valid->assign(n, 1);
-  for (int64_t i = 0; i < n; ++i) (*valid)[i] = array.IsValid(i) ? 1 : 0;
+  if (array.null_count() > 0) {
+    for (int64_t i = 0; i < n; ++i) (*valid)[i] = array.IsValid(i) ? 1 : 0;
+  }
   const auto& type = *array.type();
   auto raw64 = [&] { return array.data()->GetValues<int64_t>(1); };
   switch (type.id()) {
@@ -88,12 +99,13 @@ Status ReadTimes(const arrow::Array& array, std::vector<int64_t>* us,
         cast = d.make_array();
       }
       const double* v = static_cast<const arrow::DoubleArray&>(*cast).raw_values();
+      int64_t* out = us->data();
+      uint8_t* ok = valid->data();
       for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(v[i]) || std::fabs(v[i]) > 9e12) {
-          (*valid)[i] = 0;
-          continue;
-        }
-        (*us)[i] = ToMicros(v[i]);
+        // Without branches: NaN fails the comparison too.
+        const bool in_range = std::fabs(v[i]) <= 9e12;
+        out[i] = ToMicrosFast(in_range ? v[i] : 0.0);
+        ok[i] &= in_range ? 1 : 0;
       }
       return Status::OK();
     }
@@ -170,6 +182,7 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
     impl->max_spares = static_cast<size_t>(
         std::clamp<int64_t>(impl->size_us / std::max<int64_t>(impl->slide_us, 1) + 2, 4, 64));
   }
+  impl->inv_slide = 1.0 / static_cast<double>(std::max<int64_t>(impl->slide_us, 1));
   impl->lateness_us = ToMicros(spec.allowed_lateness_seconds);
   impl->idle_us = ToMicros(spec.idle_timeout_seconds);
   if (spec.kind != WindowKind::kSession && (impl->size_us <= 0 || impl->slide_us <= 0)) {
@@ -223,6 +236,7 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
     impl->aggs.push_back(std::move(slot));
   }
   std::unique_ptr<WindowOperator> op(new WindowOperator(std::move(impl), std::move(spec)));
+  op->impl_->ClearWindowCache();
   RILL_ASSIGN_OR_RAISE(auto empty, op->impl_->Build({}, 0));
   op->output_schema_ = empty->schema();
   op->impl_->PublishStats();
@@ -230,6 +244,32 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
 }
 
 // Groups ---------------------------------------------------------------------------
+
+void WindowOperator::Impl::GrowGroups(size_t n) {
+  if (n <= g_alive.size()) return;
+  const size_t cap = std::max<size_t>({1024, g_alive.size() * 2, n});
+  g_start.reserve(cap);
+  for (auto& a : aggs) {
+    if (a.state) a.state->Grow(cap);
+  }
+  g_end.resize(cap);
+  g_code.resize(cap);
+  g_null.resize(cap);
+  g_refs.resize(cap);
+  g_dirty.resize(cap, 0);
+  g_alive.resize(cap, 0);
+}
+
+inline void WindowOperator::Impl::InitGroup(uint32_t gid, int64_t start, int64_t end, uint64_t code,
+                                     bool null) {
+  g_start[gid] = start;
+  g_end[gid] = end;
+  g_code[gid] = code;
+  g_null[gid] = null ? 1 : 0;
+  g_alive[gid] = 1;
+  ++live_groups;
+  codes.Ref(code);
+}
 
 uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t code,
                                        bool null) {
@@ -239,29 +279,37 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t cod
     free_gids.pop_back();
   } else {
     gid = static_cast<uint32_t>(g_start.size());
-    const size_t n = gid + 1;
-    if (n > g_alive.size()) {
-      const size_t cap = std::max<size_t>(1024, g_alive.size() * 2);
-      g_start.reserve(cap);
-      for (auto& a : aggs) {
-        if (a.state) a.state->Grow(cap);
-      }
-      g_end.resize(cap);
-      g_code.resize(cap);
-      g_null.resize(cap);
-      g_refs.resize(cap);
-      g_dirty.resize(cap, 0);
-      g_alive.resize(cap, 0);
-    }
+    GrowGroups(gid + 1);
     g_start.push_back(0);
   }
-  g_start[gid] = start;
-  g_end[gid] = end;
-  g_code[gid] = code;
-  g_null[gid] = null ? 1 : 0;
-  g_alive[gid] = 1;
-  ++live_groups;
-  codes.Ref(code);
+  InitGroup(gid, start, end, code, null);
+  return gid;
+}
+
+inline uint32_t WindowOperator::Impl::NewWindowGroup(window_internal::Window& w, int64_t start,
+                                             uint64_t code, bool null) {
+  using window_internal::BlockSize;
+  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class)) {
+    // Blocks double in size up to the largest class, so a window's unused
+    // slots stay below its groups plus 16.
+    const uint32_t size_class = static_cast<uint32_t>(
+        std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
+    auto& free = free_blocks[size_class];
+    uint32_t first;
+    if (!free.empty()) {
+      first = free.back();
+      free.pop_back();
+    } else {
+      first = static_cast<uint32_t>(g_start.size());
+      GrowGroups(first + BlockSize(size_class));
+      g_start.resize(first + BlockSize(size_class));
+    }
+    w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+  }
+  auto& block = w.blocks.back();
+  const uint32_t gid = block.first + block.used++;
+  ++w.num_groups;
+  InitGroup(gid, start, start + size_us, code, null);
   return gid;
 }
 
@@ -285,14 +333,43 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   free_gids.push_back(gid);
 }
 
-void WindowOperator::Impl::Touch(uint32_t gid, int64_t row) {
-  pend_gids.push_back(gid);
-  pend_rows.push_back(row);
-  if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
-    g_dirty[gid] = 1;
-    dirty.push_back(gid);
+void WindowOperator::Impl::FreeBlocks(const std::vector<window_internal::GidBlock>& blocks) {
+  const bool encoded = codes.mode() == window_internal::KeyCodes::Mode::kEncoded;
+  for (const auto& block : blocks) {
+    const uint32_t first = block.first, end = block.first + block.used;
+    for (auto& a : aggs) {
+      if (a.state) a.state->ResetRange(first, block.used);
+    }
+    if (has_sql) {
+      for (uint32_t gid = first; gid < end; ++gid) {
+        for (const auto& ref : g_refs[gid]) {
+          auto& slot = slots[ref.slot];
+          if (--slot.refs == 0) {
+            slot.batch.reset();
+            free_slots.push_back(ref.slot);
+          }
+        }
+        ref_count -= static_cast<int64_t>(g_refs[gid].size());
+        std::vector<window_internal::RowRef>().swap(g_refs[gid]);
+      }
+    }
+    if (encoded) {
+      for (uint32_t gid = first; gid < end; ++gid) codes.Unref(g_code[gid]);
+    }
+    std::fill(g_alive.begin() + first, g_alive.begin() + end, 0);
+    std::fill(g_dirty.begin() + first, g_dirty.begin() + end, 0);
+    live_groups -= block.used;
+    free_blocks[block.size_class].push_back(block.first);
   }
 }
+
+void WindowOperator::Impl::AppendGids(const std::vector<window_internal::GidBlock>& blocks,
+                                      std::vector<uint32_t>* gids) {
+  for (const auto& block : blocks) {
+    for (uint32_t i = 0; i < block.used; ++i) gids->push_back(block.first + i);
+  }
+}
+
 
 void WindowOperator::Impl::FlushPending() {
   const size_t n = pend_gids.size();
@@ -314,8 +391,41 @@ void WindowOperator::Impl::FlushPending() {
   pend_rows.clear();
 }
 
-window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
-  if (start == cached_start) return *cached_window;
+void WindowOperator::Impl::ClearWindowCache() {
+  std::fill(std::begin(cached_start), std::end(cached_start), INT64_MIN);
+  std::fill(std::begin(cached_window), std::end(cached_window), nullptr);
+}
+
+inline int64_t WindowOperator::Impl::Ordinal(int64_t t) const {
+  // Below 2^52 the double quotient is off by at most one or two: correct it
+  // instead of a 64-bit division per row.
+  constexpr int64_t kExact = int64_t{1} << 52;
+  if (t >= kExact || t <= -kExact) return FloorDiv(t, slide_us);
+  int64_t q = static_cast<int64_t>(static_cast<double>(t) * inv_slide);  // truncated
+  while (q * slide_us > t) --q;
+  while (t - q * slide_us >= slide_us) ++q;
+  return q;
+}
+
+inline window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start,
+                                                                 int64_t ordinal) {
+  const int i = static_cast<int>(ordinal & (kWindowCache - 1));
+  if (cached_start[i] == start) return *cached_window[i];
+  return FindWindowSlow(start);
+}
+
+inline const char* WindowOperator::Impl::ProbeAddress(uint32_t r) const {
+  const uint64_t code = row_codes[r];
+  if (row_nulls[r]) return nullptr;
+  if (use_recent) return recent.HomeAddress(code);
+  // The map of the row's last window, when it is at hand.
+  const int64_t ordinal = row_ordinals[r];
+  const int i = static_cast<int>(ordinal & (kWindowCache - 1));
+  if (cached_start[i] != ordinal * slide_us) return nullptr;
+  return cached_window[i]->groups.HomeAddress(code);
+}
+
+window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
   auto it = windows.find(start);
   if (it == windows.end()) {
     window_internal::Window fresh;
@@ -323,23 +433,23 @@ window_internal::Window& WindowOperator::Impl::FindWindow(int64_t start) {
     it = windows.emplace(start, std::move(fresh)).first;
     if (!spare_maps.empty()) {
       it->second.groups = std::move(spare_maps.back().groups);
-      it->second.gids = std::move(spare_maps.back().gids);
+      it->second.blocks = std::move(spare_maps.back().blocks);
       spare_maps.pop_back();
-    } else {
+    } else if (!use_recent) {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      if (!use_recent) it->second.groups.reserve(expected_groups);
-      it->second.gids.reserve(expected_groups);
+      it->second.groups.reserve(expected_groups);
     }
   }
-  cached_start = start;
-  cached_window = &it->second;  // std::map nodes are stable until erased
+  const int i = static_cast<int>((start / slide_us) & (kWindowCache - 1));
+  cached_start[i] = start;
+  cached_window[i] = &it->second;  // std::map nodes are stable until erased
   return it->second;
 }
 
-void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start,
-                                       window_internal::RecentGroups& rec, uint64_t code,
-                                       int64_t row) {
-  const int64_t ordinal = start / slide_us;  // starts are multiples of slide_us
+inline void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start,
+                                              int64_t ordinal,
+                                              window_internal::RecentGroups& rec,
+                                              uint64_t code, int64_t row) {
   const int slot = static_cast<int>(ordinal & (window_internal::kRecent - 1));
   if (rec.ordinal[slot] == ordinal) {
     Touch(rec.gid[slot], row);
@@ -350,16 +460,14 @@ void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start
       held != window_internal::kNoOrdinal && held * slide_us + size_us > watermark_us;
   // The window's map holds the groups made while their slot was taken.
   if (conflict || !w.groups.empty()) {
-    auto found = w.groups.find(code);
-    if (found != w.groups.end()) {
-      Touch(found->second, row);
+    if (const uint32_t* found = w.groups.Find(code)) {
+      Touch(*found, row);
       return;
     }
   }
-  const uint32_t gid = NewGroup(start, start + size_us, code, false);
-  w.gids.push_back(gid);
+  const uint32_t gid = NewWindowGroup(w, start, code, false);
   if (conflict) {
-    w.groups.emplace(code, gid);
+    *w.groups.TryEmplace(code).first = gid;
   } else {
     rec.ordinal[slot] = ordinal;
     rec.gid[slot] = gid;
@@ -369,36 +477,32 @@ void WindowOperator::Impl::AddToRecent(window_internal::Window& w, int64_t start
 
 void WindowOperator::Impl::SweepRecent() {
   if (!use_recent || recent.size() <= 2 * static_cast<size_t>(live_groups) + 4096) return;
-  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> kept;
+  decltype(recent) kept;
   kept.reserve(static_cast<size_t>(live_groups));
-  for (const auto& [code, rec] : recent) {
+  recent.ForEach([&](uint64_t code, const window_internal::RecentGroups& rec) {
     for (int i = 0; i < window_internal::kRecent; ++i) {
       const int64_t o = rec.ordinal[i];
       if (o != window_internal::kNoOrdinal && o * slide_us + size_us > watermark_us) {
-        kept.emplace(code, rec);
+        *kept.TryEmplace(code).first = rec;
         break;
       }
     }
-  }
+  });
   recent = std::move(kept);
 }
 
-void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start,
+inline void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_t start,
                                        uint64_t code, bool null, int64_t row) {
   uint32_t gid;
   if (null) {
     if (w.null_gid == window_internal::kNoGroup) {
-      w.null_gid = NewGroup(start, start + size_us, code, true);
-      w.gids.push_back(w.null_gid);
+      w.null_gid = NewWindowGroup(w, start, code, true);
     }
     gid = w.null_gid;
   } else {
-    auto [g, inserted] = w.groups.try_emplace(code, 0);
-    if (inserted) {
-      g->second = NewGroup(start, start + size_us, code, false);
-      w.gids.push_back(g->second);
-    }
-    gid = g->second;
+    auto [g, inserted] = w.groups.TryEmplace(code);
+    if (inserted) *g = NewWindowGroup(w, start, code, false);
+    gid = *g;
   }
   Touch(gid, row);
 }
@@ -466,6 +570,10 @@ void WindowOperator::Impl::AddToSession(uint64_t code, bool null, int64_t t, int
 
 // Consume ------------------------------------------------------------------------
 
+// Rows ahead whose map slot is prefetched (see ProbeAddress): about a memory
+// latency's worth of rows.
+constexpr size_t kPrefetchAhead = 8;
+
 void WindowOperator::Impl::MarkLate(int64_t n) {
   row_late.resize(n);
   const bool by_window = spec.late_by_window && spec.kind != WindowKind::kSession;
@@ -477,6 +585,41 @@ void WindowOperator::Impl::MarkLate(int64_t n) {
       is_late = FloorDiv(t, slide_us) * slide_us + size_us <= watermark_us;
     }
     row_late[r] = is_late ? 1 : 0;
+  }
+}
+
+void WindowOperator::Impl::RadixOrder(int64_t n) {
+  row_order.clear();
+  // Below this many rows the maps' slots a batch probes are few anyway.
+  constexpr int64_t kRadixMinRows = 1024;
+  constexpr int kRadixBits = 8;
+  // Only where a row falls in several windows: for tumbling windows the
+  // prefetched probes in row order measured faster than the reordered rows.
+  const bool radix = spec.kind == WindowKind::kHopping && size_us > slide_us &&
+                     n >= kRadixMinRows &&
+                     codes.mode() != window_internal::KeyCodes::Mode::kNone;
+  if (!radix) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (!row_late[r]) row_order.push_back(static_cast<uint32_t>(r));
+    }
+    return;
+  }
+  auto bucket = [&](int64_t r) {
+    return static_cast<uint32_t>(window_internal::CodeHash()(row_codes[r]) >>
+                                 (64 - kRadixBits));
+  };
+  radix_count.assign((size_t{1} << kRadixBits) + 1, 0);
+  int64_t on_time = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (row_late[r]) continue;
+    ++radix_count[bucket(r) + 1];
+    ++on_time;
+  }
+  for (size_t b = 1; b < radix_count.size(); ++b) radix_count[b] += radix_count[b - 1];
+  row_order.resize(static_cast<size_t>(on_time));
+  for (int64_t r = 0; r < n; ++r) {
+    if (row_late[r]) continue;
+    row_order[radix_count[bucket(r)]++] = static_cast<uint32_t>(r);
   }
 }
 
@@ -557,30 +700,56 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
       continue;
     }
     ++on_time;
-    const uint64_t code = s.row_codes[r];
-    const bool null = s.row_nulls[r] != 0;
     s.max_t_us = std::max(s.max_t_us, t);
-    switch (spec.kind) {
-      case WindowKind::kTumbling:
-      case WindowKind::kHopping:
-        if (s.use_recent && !null) {
-          auto& rec = s.recent[code];
-          for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
-               start > t - s.size_us && start + s.size_us > s.watermark_us;
-               start -= s.slide_us) {
-            s.AddToRecent(s.FindWindow(start), start, rec, code, r);
+  }
+  s.RadixOrder(n);
+  if (spec.kind != WindowKind::kSession) {
+    // Each row's last window, once (the prefetch and the row both need it).
+    s.row_ordinals.resize(static_cast<size_t>(n));
+    for (const uint32_t r : s.row_order) s.row_ordinals[r] = s.Ordinal(s.in.times[r]);
+  }
+  switch (spec.kind) {
+    case WindowKind::kTumbling:
+    case WindowKind::kHopping:
+      for (size_t k = 0; k < s.row_order.size(); ++k) {
+        if (k + kPrefetchAhead < s.row_order.size()) {
+          // In the loop itself: GCC drops calls of functions that only prefetch.
+          if (const char* p = s.ProbeAddress(s.row_order[k + kPrefetchAhead])) {
+            __builtin_prefetch(p);
+            if (s.use_recent) {  // a RecentGroups slot spans two or three lines
+              __builtin_prefetch(p + 64);
+              __builtin_prefetch(p + sizeof(window_internal::CodeMap<
+                                            window_internal::RecentGroups>::Slot) - 1);
+            }
           }
-          break;
         }
-        for (int64_t start = FloorDiv(t, s.slide_us) * s.slide_us;
-             start > t - s.size_us && start + s.size_us > s.watermark_us; start -= s.slide_us) {
-          s.AddToWindow(s.FindWindow(start), start, code, null, r);
+        const uint32_t r = s.row_order[k];
+        const int64_t t = s.in.times[r];
+        const uint64_t code = s.row_codes[r];
+        const bool null = s.row_nulls[r] != 0;
+        if (s.use_recent && !null) {
+          auto& rec = *s.recent.TryEmplace(code).first;
+          int64_t ordinal = s.row_ordinals[r];
+          for (int64_t start = ordinal * s.slide_us;
+               start > t - s.size_us && start + s.size_us > s.watermark_us;
+               start -= s.slide_us, --ordinal) {
+            s.AddToRecent(s.FindWindow(start, ordinal), start, ordinal, rec, code, r);
+          }
+          continue;
         }
-        break;
-      case WindowKind::kSession:
-        s.AddToSession(code, null, t, r);
-        break;
-    }
+        int64_t ordinal = s.row_ordinals[r];
+        for (int64_t start = ordinal * s.slide_us;
+             start > t - s.size_us && start + s.size_us > s.watermark_us;
+             start -= s.slide_us, --ordinal) {
+          s.AddToWindow(s.FindWindow(start, ordinal), start, code, null, r);
+        }
+      }
+      break;
+    case WindowKind::kSession:
+      for (const uint32_t r : s.row_order) {
+        s.AddToSession(s.row_codes[r], s.row_nulls[r] != 0, s.in.times[r], r);
+      }
+      break;
   }
   s.FlushPending();
   if (s.in.slot >= 0 && s.slots[s.in.slot].refs == 0) {
@@ -614,6 +783,7 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
   }
   s.rows_since_emit = false;
   std::vector<uint32_t> closing;
+  std::vector<window_internal::GidBlock> closing_blocks;
   if (s.spec.kind == WindowKind::kSession) {
     while (!s.close_queue.empty() && s.close_queue.top().end <= s.watermark_us) {
       const CloseEntry e = s.close_queue.top();
@@ -628,24 +798,22 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
     std::sort(closing.begin(), closing.end());
     closing.erase(std::unique(closing.begin(), closing.end()), closing.end());
   } else {
-    s.cached_start = INT64_MIN;
-    s.cached_window = nullptr;
     while (!s.windows.empty() && s.windows.begin()->second.end <= s.watermark_us) {
       auto& w = s.windows.begin()->second;
-      // Gid order makes emitting and freeing walk the state arrays sequentially
-      // (and the free list hands out consecutive gids again).
-      const size_t first = closing.size();
-      closing.insert(closing.end(), w.gids.begin(), w.gids.end());
-      std::sort(closing.begin() + static_cast<std::ptrdiff_t>(first), closing.end());
-      s.expected_groups = w.gids.size();
+      // A window's groups are its gid blocks in creation order: emitting and
+      // freeing them walks the state arrays in order, with no sort.
+      Impl::AppendGids(w.blocks, &closing);
+      closing_blocks.insert(closing_blocks.end(), w.blocks.begin(), w.blocks.end());
+      s.expected_groups = w.num_groups;
       // Keep as many spare maps as windows a row falls in (hopping: size / slide).
       if (s.spare_maps.size() < s.max_spares) {
         w.groups.clear();
-        w.gids.clear();
+        w.blocks.clear();
         s.spare_maps.push_back(std::move(w));
       }
       s.windows.erase(s.windows.begin());
     }
+    s.ClearWindowCache();
   }
   std::vector<uint32_t> rows;
   for (uint32_t gid : s.dirty) {
@@ -656,15 +824,17 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Emit(double now) {
   const size_t updates = rows.size();
   rows.insert(rows.end(), closing.begin(), closing.end());
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(rows, updates));
-  for (uint32_t gid : closing) {
-    if (s.spec.kind == WindowKind::kSession) {
+  if (s.spec.kind == WindowKind::kSession) {
+    for (uint32_t gid : closing) {
       auto& list = s.SessionsOf(s.g_code[gid], s.g_null[gid] != 0);
       list.erase(std::find_if(list.begin(), list.end(),
                               [&](const Session& x) { return x.gid == gid; }));
       if (list.empty() && !s.g_null[gid]) s.sessions.erase(s.g_code[gid]);
       --s.open_sessions;
+      s.FreeGroup(gid);
     }
-    s.FreeGroup(gid);
+  } else {
+    s.FreeBlocks(closing_blocks);
   }
   s.codes.MaybeSweep();
   s.SweepRecent();
@@ -687,11 +857,14 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Flush() {
     return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
   });
   RILL_ASSIGN_OR_RAISE(auto out, s.Build(all, 0));
-  for (uint32_t gid : all) s.FreeGroup(gid);
+  if (s.spec.kind == WindowKind::kSession) {
+    for (uint32_t gid : all) s.FreeGroup(gid);
+  } else {
+    for (const auto& [start, w] : s.windows) s.FreeBlocks(w.blocks);
+  }
   s.codes.MaybeSweep();
   s.windows.clear();
-  s.cached_start = INT64_MIN;
-  s.cached_window = nullptr;
+  s.ClearWindowCache();
   s.sessions.clear();
   s.null_sessions.clear();
   s.recent.clear();
@@ -740,7 +913,7 @@ int64_t WindowOperator::Impl::StateBytes() const {
   }
   for (const auto& spare : spare_maps) {
     variable += static_cast<int64_t>(spare.groups.bucket_count() * (sizeof(uint64_t) + 5) +
-                                     spare.gids.capacity() * sizeof(uint32_t));
+                                     spare.blocks.capacity() * sizeof(window_internal::GidBlock));
   }
   variable += static_cast<int64_t>(recent.size() * (sizeof(window_internal::RecentGroups) + 9));
   return live_groups * per_group + variable +

@@ -67,20 +67,131 @@ struct KeyHash {
   }
 };
 
+/// Hash of a key code (see KeyCodes). CodeMap places an entry by its high
+/// bits, so rows visited in order of those bits probe a map's slots in order
+/// (see WindowOperator::Impl::RadixOrder).
+struct CodeHash {
+  using is_avalanching = void;
+  size_t operator()(uint64_t code) const noexcept { return KeyHash::Mix(code); }
+};
+
+/// A map from key code to V (default-constructible, trivially copyable):
+/// open addressing with linear probing, the home slot of a code the high bits
+/// of its CodeHash. So codes visited in order of those bits (RadixOrder) walk
+/// the slots forward, and HomeAddress lets a caller prefetch a code's slot
+/// ahead of its probe.
+/// Entries are never erased one by one: Clear empties the map (keeping its
+/// capacity), a rebuild drops what is not needed.
+template <typename V>
+class CodeMap {
+ public:
+  struct Slot {
+    uint64_t code;
+    uint8_t used;
+    V value;
+  };
+  CodeMap() { Rehash(16); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t bucket_count() const { return slots_.size(); }
+  /// Make room for `n` entries without growing.
+  void reserve(size_t n) {
+    if (n * 4 > slots_.size() * 3) Rehash(n * 4 / 3 + 1);
+  }
+  void clear() {
+    if (size_ == 0) return;
+    for (auto& slot : slots_) slot.used = 0;
+    size_ = 0;
+  }
+  /// The address of `code`'s home slot, to prefetch.
+  const char* HomeAddress(uint64_t code) const {
+    return reinterpret_cast<const char*>(&slots_[Home(code)]);
+  }
+  /// The value of `code`, or null.
+  V* Find(uint64_t code) {
+    for (size_t i = Home(code);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (!slot.used) return nullptr;
+      if (slot.code == code) return &slot.value;
+    }
+  }
+  /// The value of `code`, inserted as V() when absent; second: inserted.
+  std::pair<V*, bool> TryEmplace(uint64_t code) {
+    for (size_t i = Home(code);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.used) {
+        if (slot.code == code) return {&slot.value, false};
+        continue;
+      }
+      if ((size_ + 1) * 4 > slots_.size() * 3) {  // load above 3/4: grow first
+        Rehash(slots_.size() * 2);
+        return TryEmplace(code);
+      }
+      slot.code = code;
+      slot.used = 1;
+      slot.value = V();
+      ++size_;
+      return {&slot.value, true};
+    }
+  }
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& slot : slots_) {
+      if (slot.used) f(slot.code, slot.value);
+    }
+  }
+
+ private:
+  size_t Home(uint64_t code) const { return CodeHash()(code) >> shift_; }
+  void Rehash(size_t min_slots) {
+    size_t n = 16;
+    int bits = 4;
+    while (n < min_slots) {
+      n *= 2;
+      ++bits;
+    }
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(n, Slot{0, 0, V()});
+    mask_ = n - 1;
+    shift_ = 64 - bits;
+    size_ = 0;
+    for (const auto& slot : old) {
+      if (slot.used) *TryEmplace(slot.code).first = slot.value;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  int shift_ = 60;
+  size_t size_ = 0;
+};
+
 /// Groups of one window by key code (see KeyCodes).
-using GroupMap = boost::unordered_flat_map<uint64_t, uint32_t>;
+using GroupMap = CodeMap<uint32_t>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
+/// A run of consecutive gids owned by one window: [first, first + used) are
+/// its groups, in creation order; `size` is 16 << size class.
+struct GidBlock {
+  uint32_t first;
+  uint32_t used;
+  uint32_t size_class;
+};
+constexpr uint32_t kBlockClasses = 9;  // 16 to 4096 gids
+constexpr uint32_t BlockSize(uint32_t size_class) { return 16u << size_class; }
+
 /// An open tumbling or hopping window: its groups by key code (with
 /// use_recent only those made while their RecentGroups slot was taken), the
-/// group of the null key (single integer key only) and all its gids (what is
-/// emitted and freed when it closes, without walking the map).
+/// group of the null key (single integer key only) and the gid blocks all its
+/// groups live in. A window's groups are consecutive gids in a few blocks, so
+/// closing it emits and frees them walking the state arrays in order, with
+/// no sort and no walk of the map.
 struct Window {
   int64_t end = 0;
   GroupMap groups;
   uint32_t null_gid = kNoGroup;
-  std::vector<uint32_t> gids;
+  std::vector<GidBlock> blocks;
+  size_t num_groups = 0;
 };
 
 /// The groups of one key in its most recent windows, by window ordinal
@@ -160,7 +271,9 @@ struct BatchInputs {
 
 namespace rill {
 
-struct WindowOperator::Impl {
+// Hidden: its functions are librill's own, so calls among them are direct
+// (and inlined) rather than through the PLT.
+struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   using CloseQueue = std::priority_queue<window_internal::CloseEntry,
                                          std::vector<window_internal::CloseEntry>,
                                          std::greater<window_internal::CloseEntry>>;
@@ -172,6 +285,7 @@ struct WindowOperator::Impl {
   std::shared_ptr<arrow::DataType> time_type;      // input type of the time column
   std::shared_ptr<arrow::DataType> bound_type;     // window_start/end output type
   int64_t size_us = 0, slide_us = 0, gap_us = 0, lateness_us = 0, idle_us = 0;
+  double inv_slide = 1;  // 1 / slide_us
   std::vector<window_internal::AggSlot> aggs;
   bool has_sql = false;
   std::vector<std::shared_ptr<arrow::DataType>> key_types;  // input types
@@ -191,19 +305,24 @@ struct WindowOperator::Impl {
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
+  // Free gid blocks of closed windows, by size class (their state slots reset).
+  std::vector<uint32_t> free_blocks[window_internal::kBlockClasses];
   // Cleared maps of closed windows, reused by new ones: a steady stream then
   // never rehashes nor faults in fresh pages for its window maps.
   std::vector<window_internal::Window> spare_maps;
   size_t max_spares = 4;
-  // Window lookups of the current Consume: the last window found (tumbling
-  // rows mostly fall in it). Reset whenever windows are erased.
-  int64_t cached_start = INT64_MIN;
-  window_internal::Window* cached_window = nullptr;
+  // Window lookups: the windows found lately, by ordinal (start / slide)
+  // modulo kWindowCache, so rows visited out of time order (RadixOrder) find
+  // theirs without a walk of `windows`. An entry is cleared when its window
+  // is erased.
+  static constexpr int kWindowCache = 64;
+  int64_t cached_start[kWindowCache];
+  window_internal::Window* cached_window[kWindowCache] = {};
   // Hopping with 3 to kRecent - 2 windows per row: recent
   // groups by key code (see RecentGroups); swept of keys whose windows all
   // closed once it outgrows the live groups.
   bool use_recent = false;
-  boost::unordered_flat_map<uint64_t, window_internal::RecentGroups> recent;
+  window_internal::CodeMap<window_internal::RecentGroups> recent;
   boost::unordered_flat_map<uint64_t, std::vector<window_internal::Session>> sessions;
   std::vector<window_internal::Session> null_sessions;  // of the null integer key
   int64_t open_sessions = 0;
@@ -226,24 +345,65 @@ struct WindowOperator::Impl {
   std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
   std::vector<uint64_t> row_codes;
   std::vector<uint8_t> row_nulls;
+  std::vector<uint32_t> row_order;   // on-time rows in the order they are added
+  std::vector<int64_t> row_ordinals; // of row_order's rows: Ordinal(event time)
+  std::vector<uint32_t> radix_count;
 
   mutable std::mutex stats_mu;
   WindowStats stats;  // guarded by stats_mu
 
   // window_operator.cc
+  /// Make room in the state arrays for gids below `n`.
+  void GrowGroups(size_t n);
+  /// Set up group `gid` (a free slot).
+  void InitGroup(uint32_t gid, int64_t start, int64_t end, uint64_t code, bool null);
+  /// A new group from the free list (sessions).
   uint32_t NewGroup(int64_t start, int64_t end, uint64_t code, bool null);
+  /// A new group of window `w` (starting at `start`), from its last gid block.
+  uint32_t NewWindowGroup(window_internal::Window& w, int64_t start, uint64_t code,
+                          bool null);
   void FreeGroup(uint32_t gid);
-  void Touch(uint32_t gid, int64_t row);
+  /// Free every group of `blocks` and put the blocks on the free lists.
+  void FreeBlocks(const std::vector<window_internal::GidBlock>& blocks);
+  /// Append the gids of `blocks` to `gids`, in creation order.
+  static void AppendGids(const std::vector<window_internal::GidBlock>& blocks,
+                         std::vector<uint32_t>* gids);
+  /// Fill row_order with the on-time rows (row_late 0) of the batch: in row
+  /// order, or, for a large batch of keyed hopping windows (a row in several
+  /// windows), by the high bits of their key's CodeHash (a stable counting
+  /// sort, so the rows of one key keep their order and every aggregate sees
+  /// them as before), so the RecentGroups and window map probes and the
+  /// updates of groups made by earlier batches walk memory forward. Tumbling
+  /// windows keep row order: with their probes prefetched (Consume) it
+  /// measured faster than the reordered rows.
+  void RadixOrder(int64_t n);
+  void ClearWindowCache();
+  /// Queue row `row` for group `gid`'s aggregates (FlushPending applies them).
+  void Touch(uint32_t gid, int64_t row) {
+    pend_gids.push_back(gid);
+    pend_rows.push_back(row);
+    if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
+      g_dirty[gid] = 1;
+      dirty.push_back(gid);
+    }
+  }
   void FlushPending();
   /// Compute row_late of the batch in `in`.
   void MarkLate(int64_t n);
   /// Compute row_codes / row_nulls of the batch in `in`.
   void ComputeCodes(int64_t n);
-  window_internal::Window& FindWindow(int64_t start);
+  /// floor(t / slide_us), without a division for times of today.
+  int64_t Ordinal(int64_t t) const;
+  /// The window starting at `start` (= ordinal * slide_us), made when missing.
+  window_internal::Window& FindWindow(int64_t start, int64_t ordinal);
+  window_internal::Window& FindWindowSlow(int64_t start);
+  /// The address of the map slot row `r` of the batch will probe first (to
+  /// prefetch), or null.
+  const char* ProbeAddress(uint32_t r) const;
   void AddToWindow(window_internal::Window& w, int64_t start, uint64_t code, bool null,
                    int64_t row);
   /// AddToWindow through `recent` (non-null keys with use_recent).
-  void AddToRecent(window_internal::Window& w, int64_t start,
+  void AddToRecent(window_internal::Window& w, int64_t start, int64_t ordinal,
                    window_internal::RecentGroups& rec, uint64_t code, int64_t row);
   void SweepRecent();
   std::vector<window_internal::Session>& SessionsOf(uint64_t code, bool null);

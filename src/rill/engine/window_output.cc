@@ -10,6 +10,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
+#include <arrow/util/bit_util.h>
 
 #include "rill/common/arrow_init.h"
 #include "rill/engine/window_operator_internal.h"
@@ -106,18 +107,18 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
   // Window bounds.
   for (int which = 0; which < 2; ++which) {
     const auto& v = which == 0 ? g_start : g_end;
-    std::shared_ptr<arrow::Array> array;
+    // Straight into the buffer: bounds are never null.
+    RILL_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> values,
+                         arrow::AllocateBuffer(n * 8, pool));
     if (bound_type->id() == arrow::Type::TIMESTAMP) {
-      arrow::TimestampBuilder b(bound_type, pool);
-      RILL_RETURN_NOT_OK(b.Reserve(n));
-      for (uint32_t g : gids) b.UnsafeAppend(v[g]);
-      RILL_RETURN_NOT_OK(b.Finish(&array));
+      auto* out = reinterpret_cast<int64_t*>(values->mutable_data());
+      for (int64_t i = 0; i < n; ++i) out[i] = v[gids[i]];
     } else {
-      arrow::DoubleBuilder b(pool);
-      RILL_RETURN_NOT_OK(b.Reserve(n));
-      for (uint32_t g : gids) b.UnsafeAppend(static_cast<double>(v[g]) / 1e6);
-      RILL_RETURN_NOT_OK(b.Finish(&array));
+      auto* out = reinterpret_cast<double*>(values->mutable_data());
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<double>(v[gids[i]]) / 1e6;
     }
+    std::shared_ptr<arrow::Array> array =
+        arrow::MakeArray(arrow::ArrayData::Make(bound_type, n, {nullptr, std::move(values)}, 0));
     fields.push_back(arrow::field(which == 0 ? "window_start" : "window_end", bound_type,
                                   /*nullable=*/false));
     columns.push_back(std::move(array));
@@ -132,21 +133,33 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Impl::Build(
     RILL_RETURN_NOT_OK(b->Reserve(n));
     builders.push_back(std::move(b));
   }
+  std::shared_ptr<arrow::Array> int_keys;
   if (codes.mode() == window_internal::KeyCodes::Mode::kInt) {
-    auto& b = static_cast<arrow::Int64Builder&>(*builders[0]);
-    for (uint32_t g : gids) {
-      if (g_null[g]) {
-        b.UnsafeAppendNull();
-      } else {
-        b.UnsafeAppend(static_cast<int64_t>(g_code[g]));
+    // The codes are the values: straight into the buffer.
+    RILL_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> values,
+                         arrow::AllocateBuffer(n * 8, pool));
+    auto* out = reinterpret_cast<int64_t*>(values->mutable_data());
+    int64_t nulls = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t g = gids[i];
+      out[i] = g_null[g] ? 0 : static_cast<int64_t>(g_code[g]);
+      nulls += g_null[g];
+    }
+    std::shared_ptr<arrow::Buffer> validity;
+    if (nulls > 0) {
+      RILL_ASSIGN_OR_RAISE(validity, arrow::AllocateBitmap(n, pool));
+      for (int64_t i = 0; i < n; ++i) {
+        arrow::bit_util::SetBitTo(validity->mutable_data(), i, !g_null[gids[i]]);
       }
     }
+    int_keys = arrow::MakeArray(
+        arrow::ArrayData::Make(arrow::int64(), n, {std::move(validity), std::move(values)}, nulls));
   } else if (nkeys > 0) {
     RILL_RETURN_NOT_OK(DecodeKeys(gids, &builders));
   }
   for (size_t k = 0; k < nkeys; ++k) {
-    std::shared_ptr<arrow::Array> array;
-    RILL_RETURN_NOT_OK(builders[k]->Finish(&array));
+    std::shared_ptr<arrow::Array> array = int_keys;
+    if (!array) RILL_RETURN_NOT_OK(builders[k]->Finish(&array));
     array = CastOrKeep(array, key_types[k]);
     fields.push_back(arrow::field(spec.group_by[k], array->type()));
     columns.push_back(std::move(array));
