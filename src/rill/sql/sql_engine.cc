@@ -28,6 +28,7 @@
 
 #include <duckdb.hpp>
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/execution/operator/projection/physical_projection.hpp>
 #include <duckdb/execution/physical_operator.hpp>
 #include <duckdb/execution/physical_plan_generator.hpp>
 #include <duckdb/main/prepared_statement_data.hpp>
@@ -915,6 +916,31 @@ bool IsConstantPlan(const duckdb::PhysicalOperator& op) {
   return true;
 }
 
+// True when a constant plan (IsConstantPlan) gives the same rows every time:
+// projections of constants only (DuckDB folded every deterministic
+// expression; what is left, random() or now(), is evaluated per run) over the
+// one-row scan, or an empty result.
+bool IsInvariantPlan(const duckdb::PhysicalOperator& op) {
+  using Type = duckdb::PhysicalOperatorType;
+  if (op.type == Type::DUMMY_SCAN || op.type == Type::EMPTY_RESULT) {
+    return op.children.empty();
+  }
+  if (op.type != Type::PROJECTION || op.children.size() != 1) {
+    return false;
+  }
+  for (const auto& expression : op.Cast<duckdb::PhysicalProjection>().select_list) {
+    if (expression->GetExpressionClass() != duckdb::ExpressionClass::BOUND_CONSTANT) {
+      return false;
+    }
+  }
+  for (const auto& child : op.children) {
+    if (!IsInvariantPlan(child.get())) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A SELECT without FROM and without CTEs: the only statements whose plan may
 // be constant (others are not prepared for the session's cache).
 bool MayHaveConstantPlan(const duckdb::SQLStatement& statement) {
@@ -955,6 +981,10 @@ struct SqlSession::State {
   struct Plan {
     duckdb::unique_ptr<duckdb::PreparedStatement> statement;
     uint64_t last_used = 0;
+    // Gives the same rows every run (IsInvariantPlan): kept after the first
+    // run and shared (results are immutable) instead of running it again.
+    bool invariant = false;
+    std::shared_ptr<arrow::Table> result;
   };
   std::unordered_map<std::string, Plan> plans;  // constant plans by statement text
   // Texts whose plan is not constant (tried once), by last use.
@@ -978,10 +1008,10 @@ struct SqlSession::State {
 
   // The cached constant plan of `sql`, prepared now if `sql` may have one and
   // was not tried before; null when it has none.
-  duckdb::PreparedStatement* ConstantPlan(const std::string& sql) {
+  Plan* ConstantPlan(const std::string& sql) {
     if (auto it = plans.find(sql); it != plans.end()) {
       it->second.last_used = ++clock;
-      return it->second.statement.get();
+      return &it->second;
     }
     if (auto it = others.find(sql); it != others.end()) {
       it->second = ++clock;
@@ -1021,10 +1051,11 @@ struct SqlSession::State {
       return nullptr;
     }
     auto& plan = plans[sql];
+    plan.invariant = IsInvariantPlan(prepared->data->physical_plan->Root());
     plan.statement = std::move(prepared);
     plan.last_used = ++clock;
     Trim(plans, [](const Plan& p) { return p.last_used; });
-    return plans[sql].statement.get();
+    return &plans[sql];
   }
 
   Result<std::shared_ptr<arrow::Table>> Execute(duckdb::PreparedStatement& statement,
@@ -1048,7 +1079,7 @@ struct SqlSession::State {
 
   Result<std::shared_ptr<arrow::Table>> Query(const std::string& sql,
                                               QueryInterrupt* interrupt) {
-    duckdb::PreparedStatement* plan = ConstantPlan(sql);
+    Plan* plan = ConstantPlan(sql);
     if (plan == nullptr) {
       if (pc == nullptr) {
         RILL_ASSIGN_OR_RAISE(pc, engine->Acquire());
@@ -1058,21 +1089,29 @@ struct SqlSession::State {
       }
       return engine->Run(*pc, sql, interrupt);
     }
-    if (interrupt == nullptr) {
-      return Execute(*plan, sql);
-    }
-    if (interrupt->interrupted()) {
+    if (interrupt != nullptr && interrupt->interrupted()) {
       return Status::Cancelled("query interrupted before it started");
     }
+    if (plan->result != nullptr) {
+      return plan->result;
+    }
     duckdb::Connection* conn = constant.get();
-    interrupt->Attach([conn] { conn->Interrupt(); });
-    auto result = Execute(*plan, sql);
-    interrupt->Detach();
+    if (interrupt != nullptr) {
+      interrupt->Attach([conn] { conn->Interrupt(); });
+    }
+    auto result = Execute(*plan->statement, sql);
+    if (interrupt != nullptr) {
+      interrupt->Detach();
+    }
     if (!result.ok()) {
       plans.erase(sql);  // prepared again next time
-      if (interrupt->interrupted()) {
+      if (interrupt != nullptr && interrupt->interrupted()) {
         return Status::Cancelled("query interrupted: ", result.status().message());
       }
+      return result;
+    }
+    if (plan->invariant) {
+      plan->result = *result;
     }
     return result;
   }

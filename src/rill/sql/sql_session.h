@@ -10,7 +10,10 @@
 // a second, single-threaded DuckDB database of the engine (same options,
 // memory limit and DefineHelpers objects, no tables), so they run on the
 // calling thread without waking the task scheduler's workers (a statement that
-// reads a setting, whose values differ there, runs the ordinary way). Every other
+// reads a setting, whose values differ there, runs the ordinary way). A plan
+// whose every expression DuckDB folded to a constant (`SELECT 42, 'x'`; not
+// `SELECT random()` or `now()`) gives the same rows every time: its first
+// result is kept and shared (results are immutable). Every other
 // statement runs as SqlEngine::Query runs it (one pinned version per table,
 // the views' statistics and encodings), on the session's connection.
 //

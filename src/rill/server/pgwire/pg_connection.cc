@@ -214,16 +214,36 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
     }
     inline_out_.clear();
     inline_out_.swap(session_.output());
-    boost::asio::async_write(
-        socket_, boost::asio::buffer(inline_out_),
-        boost::asio::bind_executor(strand_, [self, finish](const boost::system::error_code& ec,
-                                                           size_t) {
-          if (ec || finish) {
-            self->Finish();
-            return;
-          }
-          self->ReadMore();
-        }));
+    // Send what the socket takes now without blocking; an asynchronous write
+    // (its completion is posted, which may wake the other io thread) only
+    // for what it does not.
+    boost::system::error_code ec;
+    size_t sent = 0;
+    socket_.non_blocking(true, ec);
+    while (!ec && sent < inline_out_.size()) {
+      sent += socket_.write_some(
+          boost::asio::buffer(inline_out_.data() + sent, inline_out_.size() - sent), ec);
+    }
+    boost::system::error_code ignored;
+    socket_.non_blocking(false, ignored);  // the pool's writes block
+    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
+      boost::asio::async_write(
+          socket_, boost::asio::buffer(inline_out_.data() + sent, inline_out_.size() - sent),
+          boost::asio::bind_executor(strand_, [self, finish](const boost::system::error_code& e,
+                                                             size_t) {
+            if (e || finish) {
+              self->Finish();
+              return;
+            }
+            self->ReadMore();
+          }));
+      return;
+    }
+    if (ec || finish) {
+      Finish();
+      return;
+    }
+    ReadMore();
   }
 
   // On a pool thread, no read pending: say why the connection ends, then close.
