@@ -186,7 +186,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
 
   // On the io thread (the strand), `n` bytes in buffer_. Once authenticated,
   // what is cheap runs right here (PgSession::FeedInline) and its answer goes
-  // out with an asynchronous write: no hand-off to the pool and back. The
+  // out without blocking this thread: no hand-off to the pool and back. The
   // first message that may take longer goes to the pool with the rest.
   void OnRead(size_t n) {
     auto self = shared_from_this();
