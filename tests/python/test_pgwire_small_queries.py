@@ -49,6 +49,10 @@ def test_repeated_constant_queries_match_duckdb(server):
         conn.execute("SET application_name = 'small-queries'")
         assert conn.execute("SHOW application_name").fetchone() == ("small-queries",)
         assert conn.execute("SELECT 42 AS answer").fetchone() == (42,)
+        # A statement over 16 KiB runs on the pool even with a cached plan: same answer.
+        long_literal = "SELECT '" + "x" * 20000 + "' AS long_text"
+        for _ in range(7):
+            assert conn.execute(long_literal).fetchone() == ("x" * 20000,)
 
 
 def test_prepared_statement_follows_a_table_replaced_with_another_schema(server):

@@ -17,6 +17,9 @@ namespace {
 
 // A portal's rows left to send at most for Execute to run inline.
 constexpr int64_t kMaxInlineRows = 256;
+// A message's bytes at most for it to run inline: lexing a long statement
+// (or checking long parameters) takes the io thread too long.
+constexpr size_t kMaxInlineMessageBytes = 16 * 1024;
 
 bool IsOneOf(const std::string& word, std::initializer_list<const char*> words) {
   return std::any_of(words.begin(), words.end(), [&](const char* w) { return word == w; });
@@ -60,6 +63,9 @@ bool PgSession::IsCheapFrame(const PgFrame& frame) {
   // Until Sync, extended-protocol messages are only looked at.
   if (discard_until_sync_ && frame.type != 'Q') {
     return true;
+  }
+  if (frame.body.size() > kMaxInlineMessageBytes) {
+    return false;
   }
   switch (frame.type) {
     case 'Q': {

@@ -89,8 +89,9 @@ class PgSession {
   /// As Feed, for a thread that must not block (the network thread): run
   /// messages only while each is cheap (Sync, Parse, Bind, Close, session
   /// statements such as SET / SHOW / BEGIN, empty queries, errors, and
-  /// statements whose cached plan reads no table, PgExecutor::IsCheap), and
-  /// while the output stays under kMaxInlineOutputBytes. At the first other
+  /// statements whose cached plan reads no table, PgExecutor::IsCheap; each
+  /// message at most 16 KiB), and while the output stays under
+  /// kMaxInlineOutputBytes. At the first other
   /// message, set *deferred and return: Feed (with no new bytes) runs it and
   /// the rest. Before authentication everything is deferred.
   Status FeedInline(const char* data, size_t size, bool* deferred);
