@@ -4,7 +4,8 @@
 // fuzzer spends its time in the protocol code.
 //
 // Input layout: byte 0 selects the start state (bit 0: already past startup
-// with no authentication; bit 1: SCRAM authentication required); byte 1 is
+// with no authentication; bit 1: SCRAM authentication required; bit 2: fed
+// as the network thread feeds, FeedInline then Feed); byte 1 is
 // the chunk size the rest is fed in (1..256), to exercise partial reads.
 #include <cstddef>
 #include <cstdint>
@@ -72,7 +73,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (size_t at = 0; at < size && !session.closed(); at += chunk) {
     size_t n = std::min(chunk, size - at);
-    if (!session.Feed(reinterpret_cast<const char*>(data + at), n).ok()) {
+    const char* bytes = reinterpret_cast<const char*>(data + at);
+    if (mode & 4) {
+      // As the network thread does: cheap messages inline, the rest by Feed.
+      bool deferred = false;
+      if (!session.FeedInline(bytes, n, &deferred).ok() ||
+          (deferred && !session.Feed("", 0).ok())) {
+        break;
+      }
+    } else if (!session.Feed(bytes, n).ok()) {
       break;
     }
     session.output().clear();

@@ -16,16 +16,25 @@
 #include "rill/sql/sql_engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 
 #include <duckdb.hpp>
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/execution/operator/projection/physical_projection.hpp>
+#include <duckdb/execution/physical_operator.hpp>
+#include <duckdb/execution/physical_plan_generator.hpp>
+#include <duckdb/main/prepared_statement_data.hpp>
 #include <duckdb/parallel/task_scheduler.hpp>
+#include <duckdb/parser/query_node/select_node.hpp>
+#include <duckdb/parser/statement/select_statement.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
 #include <arrow/c/bridge.h>
 
@@ -33,6 +42,7 @@
 #include "rill/sql/sql_engine_access_internal.h"
 #include "rill/sql/duckdb_result.h"
 #include "rill/sql/query_interrupt.h"
+#include "rill/sql/sql_session.h"
 #include "rill/table/live_table.h"
 #include "rill/table/schema.h"
 
@@ -78,6 +88,14 @@ struct PreparedEntry {
   duckdb::unique_ptr<duckdb::PreparedStatement> statement;
   uint64_t prepared_generation = 0;  // pc->generation when `statement` was prepared
   uint64_t last_used = 0;            // guarded by SqlEngine::Impl::mu; for eviction
+};
+
+// The live SqlSessions of an engine, so (un)registration can sync their
+// connections (an idle session must not keep a dropped table alive). Shared
+// with the sessions: a session may outlive its engine's last call.
+struct SessionRegistry {
+  std::mutex mu;
+  std::set<SqlSession::State*> sessions;  // guarded by mu
 };
 
 // Unpins the sources of a connection when a query ends, however it ends.
@@ -139,6 +157,13 @@ struct SqlEngine::Impl {
   // Prepared statements by SQL text, guarded by mu (each entry has its own lock).
   std::map<std::string, std::shared_ptr<PreparedEntry>> prepared;
   uint64_t prepared_clock = 0;  // guarded by mu
+  const std::shared_ptr<SessionRegistry> sessions = std::make_shared<SessionRegistry>();
+  // The database of the sessions' constant plans (ConstantDatabase), made
+  // with the first one; `options` are the main database's.
+  SqlOptions options;
+  std::mutex constant_mu;
+  std::shared_ptr<duckdb::DuckDB> constant_db;        // guarded by constant_mu
+  std::vector<std::string> helpers;                   // DefineHelpers' statements, constant_mu
 
   // Bring the views of `pc` in line with the registry. On error the connection
   // must be discarded.
@@ -212,6 +237,17 @@ struct SqlEngine::Impl {
       idle.push_back(std::move(pc));
     }
   }
+
+  // A second, single-threaded database for the constant plans of SqlSessions
+  // (plans that read no table): they run on the calling thread and never wake
+  // the main database's task scheduler. Made on first use, with the main
+  // database's options and memory limit and the statements of DefineHelpers
+  // (macros a constant query may call).
+  Result<duckdb::DuckDB*> ConstantDatabase();
+
+  // Sync the connections of the idle SqlSessions now (after a registry change);
+  // a session running a query syncs before its next one.
+  void SyncSessions();
 
   // Sync every idle connection now (after a registry change).
   void SyncIdle() {
@@ -378,36 +414,79 @@ SqlEngine::~SqlEngine() {
   impl_->idle.clear();
 }
 
-Result<std::unique_ptr<SqlEngine>> SqlEngine::Make(SqlOptions options) {
-  auto impl = std::make_unique<Impl>();
+namespace {
+
+// DuckDB's configuration for `options` (the main database and the constant one).
+void Configure(const SqlOptions& options, duckdb::DBConfig& config) {
+  if (options.threads > 0) {
+    config.SetOptionByName("threads", duckdb::Value::BIGINT(options.threads));
+  }
+  if (options.memory_limit_bytes > 0) {
+    config.SetOptionByName("memory_limit",
+                           duckdb::Value(std::to_string(options.memory_limit_bytes) + "B"));
+  }
+  // The machine reaches no extension repository; never try to download.
+  config.SetOptionByName("autoinstall_known_extensions", duckdb::Value::BOOLEAN(false));
+  config.SetOptionByName("enable_external_access",
+                         duckdb::Value::BOOLEAN(options.enable_external_access));
+  if (!options.enable_external_access) {
+    // DuckDB could not spill to its temp directory anyway (file access is
+    // off): a query over the memory limit then fails with "Out of Memory
+    // Error" rather than a permission error on ".tmp".
+    config.options.use_temporary_directory = false;
+  }
+}
+
+Status LockConfiguration(duckdb::DuckDB& db, const SqlOptions& options) {
+  if (options.lock_configuration) {
+    duckdb::Connection conn(db);
+    auto result = conn.Query("SET lock_configuration = true");
+    if (result->HasError()) {
+      return Status::Invalid("cannot lock DuckDB configuration: ", result->GetError());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<duckdb::DuckDB*> SqlEngine::Impl::ConstantDatabase() {
+  std::lock_guard<std::mutex> lock(constant_mu);
+  if (constant_db != nullptr) {
+    return constant_db.get();
+  }
+  SqlOptions single = options;
+  single.threads = 1;  // no worker thread: a plan runs on the calling thread
+  single.memory_limit_bytes = static_cast<int64_t>(
+      duckdb::BufferManager::GetBufferManager(*db->instance).GetMaxMemory());
   try {
     duckdb::DBConfig config;
-    if (options.threads > 0) {
-      config.SetOptionByName("threads", duckdb::Value::BIGINT(options.threads));
-    }
-    if (options.memory_limit_bytes > 0) {
-      config.SetOptionByName("memory_limit",
-                             duckdb::Value(std::to_string(options.memory_limit_bytes) + "B"));
-    }
-    // The machine reaches no extension repository; never try to download.
-    config.SetOptionByName("autoinstall_known_extensions", duckdb::Value::BOOLEAN(false));
-    config.SetOptionByName("enable_external_access",
-                           duckdb::Value::BOOLEAN(options.enable_external_access));
-    if (!options.enable_external_access) {
-      // DuckDB could not spill to its temp directory anyway (file access is
-      // off): a query over the memory limit then fails with "Out of Memory
-      // Error" rather than a permission error on ".tmp".
-      config.options.use_temporary_directory = false;
-    }
-    impl->db = std::make_unique<duckdb::DuckDB>(nullptr, &config);
-    sql_internal::RegisterScanFunction(*impl->db->instance);
-    if (options.lock_configuration) {
-      duckdb::Connection conn(*impl->db);
-      auto result = conn.Query("SET lock_configuration = true");
+    Configure(single, config);
+    auto constant = std::make_shared<duckdb::DuckDB>(nullptr, &config);
+    duckdb::Connection conn(*constant);
+    for (const auto& sql : helpers) {
+      auto result = conn.Query(sql);
       if (result->HasError()) {
-        return Status::Invalid("cannot lock DuckDB configuration: ", result->GetError());
+        return QueryError(result->GetError(), sql);
       }
     }
+    RILL_RETURN_NOT_OK(LockConfiguration(*constant, single));
+    constant_db = std::move(constant);
+  } catch (const std::exception& e) {
+    return Status::Invalid("cannot start DuckDB: ", ErrorMessage(e));
+  }
+  return constant_db.get();
+}
+
+Result<std::unique_ptr<SqlEngine>> SqlEngine::Make(SqlOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  try {
+    duckdb::DBConfig config;
+    Configure(options, config);
+    impl->db = std::make_unique<duckdb::DuckDB>(nullptr, &config);
+    sql_internal::RegisterScanFunction(*impl->db->instance);
+    RILL_RETURN_NOT_OK(LockConfiguration(*impl->db, options));
   } catch (const std::exception& e) {
     return Status::Invalid("cannot start DuckDB: ", ErrorMessage(e));
   }
@@ -439,6 +518,7 @@ Status SqlEngine::RegisterTable(std::shared_ptr<LiveTable> table) {
   }
   impl_->Release(std::move(pc));
   impl_->SyncIdle();
+  impl_->SyncSessions();
   return Status::OK();
 }
 
@@ -451,6 +531,7 @@ Status SqlEngine::UnregisterTable(const std::string& name) {
     ++impl_->generation;
   }
   impl_->SyncIdle();
+  impl_->SyncSessions();
   impl_->SyncPrepared();
   // Free what the cache holds for chunks that are gone now.
   impl_->chunk_cache->Prune();
@@ -610,7 +691,28 @@ Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {
     status = Status::Invalid(ErrorMessage(e));
   }
   impl_->Release(std::move(pc));
-  return status;
+  RILL_RETURN_NOT_OK(status);
+  {
+    std::lock_guard<std::mutex> lock(impl_->constant_mu);
+    impl_->helpers.insert(impl_->helpers.end(), statements.begin(), statements.end());
+    if (impl_->constant_db != nullptr) {
+      try {
+        duckdb::Connection conn(*impl_->constant_db);
+        for (const auto& sql : statements) {
+          auto result = conn.Query(sql);
+          if (result->HasError()) {
+            return QueryError(result->GetError(), sql);
+          }
+        }
+      } catch (const std::exception& e) {
+        return Status::Invalid(ErrorMessage(e));
+      }
+      return Status::OK();
+    }
+  }
+  // Made now rather than in a session's first query, which a statement
+  // timeout may cover: a client of the helpers (pgwire) will have sessions.
+  return impl_->ConstantDatabase().status();
 }
 
 int64_t SqlEngine::MemoryUsage() const {
@@ -640,7 +742,12 @@ Result<std::vector<std::string>> SqlEngine::ParameterTypes(std::string_view sql)
 }
 
 Status SqlEngine::SetMemoryLimit(int64_t bytes) {
-  return SetDuckMemoryLimit(*impl_->db->instance, bytes);
+  RILL_RETURN_NOT_OK(SetDuckMemoryLimit(*impl_->db->instance, bytes));
+  std::lock_guard<std::mutex> lock(impl_->constant_mu);
+  if (impl_->constant_db != nullptr) {
+    return SetDuckMemoryLimit(*impl_->constant_db->instance, bytes);
+  }
+  return Status::OK();
 }
 
 Status SqlEngine::SetThreads(int threads) {
@@ -774,6 +881,287 @@ Result<std::unique_ptr<SqlResultStream>> SqlEngine::QueryStream(std::string_view
     return DuckError(error.Message(), error.Type(), sql);
   }
   return std::make_unique<SqlResultStream>(std::move(state));
+}
+
+// Sessions ---------------------------------------------------------------------
+
+namespace {
+
+// True when `op` reads no table: a chain of projections, filters and limits
+// over DuckDB's one-row dummy scan (or an empty result). Such a plan is cheap
+// whatever the data and does not depend on any table's version.
+bool IsConstantPlan(const duckdb::PhysicalOperator& op) {
+  using Type = duckdb::PhysicalOperatorType;
+  switch (op.type) {
+    case Type::DUMMY_SCAN:
+    case Type::EMPTY_RESULT:
+      return op.children.empty();
+    case Type::PROJECTION:
+    case Type::FILTER:
+    case Type::LIMIT:
+    case Type::STREAMING_LIMIT:
+    case Type::RESULT_COLLECTOR:
+      break;
+    default:
+      return false;
+  }
+  if (op.children.size() != 1) {
+    return false;
+  }
+  for (const auto& child : op.children) {
+    if (!IsConstantPlan(child.get())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when a constant plan (IsConstantPlan) gives the same rows every time:
+// projections of constants only (DuckDB folded every deterministic
+// expression; what is left, random() or now(), is evaluated per run) over the
+// one-row scan, or an empty result.
+bool IsInvariantPlan(const duckdb::PhysicalOperator& op) {
+  using Type = duckdb::PhysicalOperatorType;
+  if (op.type == Type::DUMMY_SCAN || op.type == Type::EMPTY_RESULT) {
+    return op.children.empty();
+  }
+  if (op.type != Type::PROJECTION || op.children.size() != 1) {
+    return false;
+  }
+  for (const auto& expression : op.Cast<duckdb::PhysicalProjection>().select_list) {
+    if (expression->GetExpressionClass() != duckdb::ExpressionClass::BOUND_CONSTANT) {
+      return false;
+    }
+  }
+  for (const auto& child : op.children) {
+    if (!IsInvariantPlan(child.get())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A SELECT without FROM and without CTEs: the only statements whose plan may
+// be constant (others are not prepared for the session's cache).
+bool MayHaveConstantPlan(const duckdb::SQLStatement& statement) {
+  if (statement.type != duckdb::StatementType::SELECT_STATEMENT) {
+    return false;
+  }
+  const auto& select = statement.Cast<duckdb::SelectStatement>();
+  if (select.node == nullptr || select.node->type != duckdb::QueryNodeType::SELECT_NODE ||
+      !select.node->cte_map.map.empty()) {
+    return false;
+  }
+  const auto& node = select.node->Cast<duckdb::SelectNode>();
+  return node.from_table == nullptr ||
+         node.from_table->type == duckdb::TableReferenceType::EMPTY_FROM;
+}
+
+// True when `sql` may read a DuckDB setting (current_setting), whose values
+// in the constant database are not the main database's (threads).
+bool ReadsSettings(const std::string& sql) {
+  std::string lower = sql;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("setting") != std::string::npos;
+}
+
+}  // namespace
+
+struct SqlSession::State {
+  SqlEngine::Impl* engine;
+  std::shared_ptr<SessionRegistry> registry;
+  // Held while a query runs (and by SyncSessions): guards everything below.
+  std::mutex mu;
+  std::unique_ptr<PooledConnection> pc;
+  // On the engine's constant database (ConstantDatabase): where constant plans
+  // are prepared and run. Holds that database alive.
+  std::shared_ptr<duckdb::DuckDB> constant_db;
+  std::unique_ptr<duckdb::Connection> constant;
+  struct Plan {
+    duckdb::unique_ptr<duckdb::PreparedStatement> statement;
+    uint64_t last_used = 0;
+    // Gives the same rows every run (IsInvariantPlan): kept after the first
+    // run and shared (results are immutable) instead of running it again.
+    bool invariant = false;
+    std::shared_ptr<arrow::Table> result;
+  };
+  std::unordered_map<std::string, Plan> plans;  // constant plans by statement text
+  // Texts whose plan is not constant (tried once), by last use.
+  std::unordered_map<std::string, uint64_t> others;
+  uint64_t clock = 0;
+
+  // Drop the least recently used entry of `map` beyond kMaxPlans.
+  template <typename Map, typename LastUsed>
+  static void Trim(Map& map, LastUsed last_used) {
+    if (map.size() <= kMaxPlans) {
+      return;
+    }
+    auto oldest = map.begin();
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (last_used(it->second) < last_used(oldest->second)) {
+        oldest = it;
+      }
+    }
+    map.erase(oldest);
+  }
+
+  // The cached constant plan of `sql`, prepared now if `sql` may have one and
+  // was not tried before; null when it has none.
+  Plan* ConstantPlan(const std::string& sql) {
+    if (auto it = plans.find(sql); it != plans.end()) {
+      it->second.last_used = ++clock;
+      return &it->second;
+    }
+    if (auto it = others.find(sql); it != others.end()) {
+      it->second = ++clock;
+      return nullptr;
+    }
+    duckdb::unique_ptr<duckdb::PreparedStatement> prepared;
+    try {
+      if (constant == nullptr) {
+        auto db = engine->ConstantDatabase();
+        if (!db.ok()) {
+          return nullptr;  // the ordinary way, every time
+        }
+        {
+          std::lock_guard<std::mutex> lock(engine->constant_mu);
+          constant_db = engine->constant_db;
+        }
+        constant = std::make_unique<duckdb::Connection>(**db);
+      }
+      auto statements = constant->ExtractStatements(sql);
+      if (statements.size() == 1 && MayHaveConstantPlan(*statements[0]) &&
+          !ReadsSettings(sql)) {
+        // Names that are not there (live tables, the catalog's views) fail to
+        // bind here, and the statement runs the ordinary way.
+        prepared = constant->Prepare(std::move(statements[0]));
+        if (prepared->HasError() || prepared->data == nullptr ||
+            prepared->data->physical_plan == nullptr ||
+            !IsConstantPlan(prepared->data->physical_plan->Root())) {
+          prepared.reset();
+        }
+      }
+    } catch (const std::exception&) {
+      prepared.reset();  // the query runs the ordinary way and reports its error
+    }
+    if (prepared == nullptr) {
+      others[sql] = ++clock;
+      Trim(others, [](uint64_t used) { return used; });
+      return nullptr;
+    }
+    auto& plan = plans[sql];
+    plan.invariant = IsInvariantPlan(prepared->data->physical_plan->Root());
+    plan.statement = std::move(prepared);
+    plan.last_used = ++clock;
+    Trim(plans, [](const Plan& p) { return p.last_used; });
+    return &plans[sql];
+  }
+
+  Result<std::shared_ptr<arrow::Table>> Execute(duckdb::PreparedStatement& statement,
+                                                const std::string& sql) {
+    try {
+      duckdb::vector<duckdb::Value> no_parameters;
+      auto result = statement.Execute(no_parameters, /*allow_stream_result=*/false);
+      if (result->HasError()) {
+        return DuckError(result->GetError(), result->GetErrorType(), sql);
+      }
+      auto table = ResultToArrowTable(std::move(result));
+      if (!table.ok()) {
+        return QueryError(table.status().message(), sql);
+      }
+      return table;
+    } catch (const std::exception& e) {
+      duckdb::ErrorData error(e);
+      return DuckError(error.Message(), error.Type(), sql);
+    }
+  }
+
+  Result<std::shared_ptr<arrow::Table>> Query(const std::string& sql,
+                                              QueryInterrupt* interrupt) {
+    Plan* plan = ConstantPlan(sql);
+    if (plan == nullptr) {
+      if (pc == nullptr) {
+        RILL_ASSIGN_OR_RAISE(pc, engine->Acquire());
+      } else if (Status synced = engine->Sync(*pc); !synced.ok()) {
+        pc.reset();  // a connection that failed to sync is discarded
+        RILL_ASSIGN_OR_RAISE(pc, engine->Acquire());
+      }
+      return engine->Run(*pc, sql, interrupt);
+    }
+    if (interrupt != nullptr && interrupt->interrupted()) {
+      return Status::Cancelled("query interrupted before it started");
+    }
+    if (plan->result != nullptr) {
+      return plan->result;
+    }
+    duckdb::Connection* conn = constant.get();
+    if (interrupt != nullptr) {
+      interrupt->Attach([conn] { conn->Interrupt(); });
+    }
+    auto result = Execute(*plan->statement, sql);
+    if (interrupt != nullptr) {
+      interrupt->Detach();
+    }
+    if (!result.ok()) {
+      plans.erase(sql);  // prepared again next time
+      if (interrupt != nullptr && interrupt->interrupted()) {
+        return Status::Cancelled("query interrupted: ", result.status().message());
+      }
+      return result;
+    }
+    if (plan->invariant) {
+      plan->result = *result;
+    }
+    return result;
+  }
+};
+
+void SqlEngine::Impl::SyncSessions() {
+  std::lock_guard<std::mutex> lock(sessions->mu);
+  for (SqlSession::State* state : sessions->sessions) {
+    std::unique_lock<std::mutex> busy(state->mu, std::try_to_lock);
+    if (busy.owns_lock() && state->pc != nullptr && !Sync(*state->pc).ok()) {
+      state->pc.reset();
+    }
+  }
+}
+
+SqlSession::SqlSession(SqlEngine* engine) : state_(std::make_unique<State>()) {
+  state_->engine = engine->impl_.get();
+  state_->registry = engine->impl_->sessions;
+  std::lock_guard<std::mutex> lock(state_->registry->mu);
+  state_->registry->sessions.insert(state_.get());
+}
+
+SqlSession::~SqlSession() {
+  {
+    std::lock_guard<std::mutex> lock(state_->registry->mu);
+    state_->registry->sessions.erase(state_.get());
+  }
+  // Plans go before their connections. The connection is not returned to the
+  // pool: the engine may be gone (its DuckDB instance lives on in the
+  // connection until then).
+  state_->plans.clear();
+  state_->constant.reset();
+  state_->constant_db.reset();
+  state_->pc.reset();
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlSession::Query(const std::string& sql,
+                                                        QueryInterrupt* interrupt) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->Query(sql, interrupt);
+}
+
+bool SqlSession::HasConstantPlan(const std::string& sql) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->plans.count(sql) > 0;
+}
+
+size_t SqlSession::cached_plans() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->plans.size();
 }
 
 }  // namespace rill

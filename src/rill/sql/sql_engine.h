@@ -176,6 +176,7 @@ class SqlEngine {
 
  private:
   friend struct SqlEngineAccess;  // sql/ internals (ivm_plan.cc): a pooled connection
+  friend class SqlSession;        // sql_session.h: a connection kept for one client
   struct Impl;
   explicit SqlEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -91,9 +91,10 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
     return Status::OK();
   }
 
-  // On a pool thread: run what arrived, send the answer, then wait for more.
+  // On a pool thread: run what arrived (and what FeedInline left), send the
+  // answer, then wait for more.
   void Process(const std::string& data) {
-    Status status = data.empty() ? Status::OK() : session_.Feed(data.data(), data.size());
+    Status status = session_.Feed(data.data(), data.size());
     Status written = WriteAll(session_.output());
     if (!status.ok() || !written.ok() || session_.closed()) {
       Finish();
@@ -179,10 +180,70 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
             self->Finish();
             return;
           }
-          std::string data(self->buffer_.data(), n);
-          boost::asio::post(self->service_->pool_,
-                            [self, data = std::move(data)] { self->Process(data); });
+          self->OnRead(n);
         }));
+  }
+
+  // On the io thread (the strand), `n` bytes in buffer_. Once authenticated,
+  // what is cheap runs right here (PgSession::FeedInline) and its answer goes
+  // out without blocking this thread: no hand-off to the pool and back. The
+  // first message that may take longer goes to the pool with the rest.
+  void OnRead(size_t n) {
+    auto self = shared_from_this();
+    if (!authenticated_.load()) {
+      std::string data(buffer_.data(), n);
+      boost::asio::post(service_->pool_,
+                        [self, data = std::move(data)] { self->Process(data); });
+      return;
+    }
+    bool deferred = false;
+    Status status = session_.FeedInline(buffer_.data(), n, &deferred);
+    if (status.ok() && deferred) {
+      // The pool sends what FeedInline answered so far, then the rest.
+      boost::asio::post(service_->pool_, [self] { self->Process(std::string()); });
+      return;
+    }
+    const bool finish = !status.ok() || session_.closed();
+    if (session_.output().empty()) {
+      if (finish) {
+        Finish();
+      } else {
+        ReadMore();
+      }
+      return;
+    }
+    inline_out_.clear();
+    inline_out_.swap(session_.output());
+    // Send what the socket takes now without blocking; an asynchronous write
+    // (its completion is posted, which may wake the other io thread) only
+    // for what it does not.
+    boost::system::error_code ec;
+    size_t sent = 0;
+    socket_.non_blocking(true, ec);
+    while (!ec && sent < inline_out_.size()) {
+      sent += socket_.write_some(
+          boost::asio::buffer(inline_out_.data() + sent, inline_out_.size() - sent), ec);
+    }
+    boost::system::error_code ignored;
+    socket_.non_blocking(false, ignored);  // the pool's writes block
+    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
+      boost::asio::async_write(
+          socket_, boost::asio::buffer(inline_out_.data() + sent, inline_out_.size() - sent),
+          boost::asio::bind_executor(strand_, [self, finish](const boost::system::error_code& e,
+                                                             size_t) {
+            if (e || finish) {
+              self->Finish();
+              return;
+            }
+            self->ReadMore();
+          }));
+      return;
+    }
+    if (ec || finish) {
+      Finish();
+      return;
+    }
+    ReadMore();
   }
 
   // On a pool thread, no read pending: say why the connection ends, then close.
@@ -213,6 +274,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
   boost::asio::steady_timer login_timer_;
   PgSession session_;
   std::array<char, 64 * 1024> buffer_{};
+  std::string inline_out_;  // the answer OnRead is sending (asynchronously)
   std::atomic<bool> authenticated_{false};
   std::mutex io_mu_;
   bool reading_ = false;      // a read is pending; guarded by io_mu_

@@ -6,10 +6,14 @@
 //     pg_service->HandOver(std::move(socket), std::move(first_bytes));
 //
 // Socket reads are asynchronous on the socket's executor (the listener's
-// io_context); each batch of received bytes is processed on the service's
-// query pool, where SQL may block, and the answer is written from there with
-// blocking writes (one operation at a time per connection). Idle connections
-// therefore hold no thread.
+// io_context). Once a session authenticated, the messages of a batch of
+// received bytes that cannot wait on data (PgSession::FeedInline: Sync, Bind,
+// SET, SHOW, a SELECT with a cached constant plan, ...) run on the io thread
+// and their answer is sent without blocking it (a non-blocking write, an
+// asynchronous one for the rest). From the first other message on, the batch
+// is processed on the service's query pool, where SQL may block, and the
+// answer is written from there with blocking writes (one operation at a time
+// per connection). Idle connections therefore hold no thread.
 //
 // Before authentication a connection is bounded three ways: each message is
 // at most kMaxPreAuthMessageBytes (startup packets kMaxStartupPacket), the

@@ -1,5 +1,6 @@
 #include "rill/server/pgwire/pg_executor.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "rill/engine/engine.h"
@@ -7,8 +8,24 @@
 #include "rill/server/pgwire/pg_catalog.h"
 #include "rill/sql/query_interrupt.h"
 #include "rill/sql/sql_engine.h"
+#include "rill/sql/sql_session.h"
 
 namespace rill::pgwire {
+namespace {
+
+// How long the watchdog sleeps with no deadline (or one further away) before
+// it looks again. Add wakes it only for a deadline due before that, so
+// statements with the usual timeouts (seconds) never wake it: each wake-up
+// is a context switch on the query's critical path.
+constexpr auto kIdleWake = std::chrono::seconds(1);
+
+class EngineSession : public PgExecutorSession {
+ public:
+  explicit EngineSession(SqlEngine* sql) : session(sql) {}
+  SqlSession session;
+};
+
+}  // namespace
 
 PgDeadlines::~PgDeadlines() {
   {
@@ -25,9 +42,10 @@ uint64_t PgDeadlines::Add(Clock::time_point due, std::function<void()> fire) {
     thread_ = std::thread([this] { Loop(); });
   }
   const uint64_t id = next_id_++;
-  const bool first = due_.empty() || due < due_.begin()->first;
   due_.emplace(due, std::make_pair(id, std::move(fire)));
-  if (first) cv_.notify_all();
+  if (due < wake_at_) {
+    cv_.notify_all();
+  }
   return id;
 }
 
@@ -45,16 +63,14 @@ bool PgDeadlines::Remove(uint64_t id) {
 void PgDeadlines::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    if (due_.empty()) {
-      cv_.wait(lock);
+    const Clock::time_point now = Clock::now();
+    if (due_.empty() || due_.begin()->first > now) {
+      // wake_at_ is a copy of the due time: Remove may erase the entry meanwhile.
+      wake_at_ = due_.empty() ? now + kIdleWake : std::min(due_.begin()->first, now + kIdleWake);
+      cv_.wait_until(lock, wake_at_);
       continue;
     }
     auto first = due_.begin();
-    if (first->first > Clock::now()) {
-      const Clock::time_point due = first->first;  // a copy: Remove may erase the entry meanwhile
-      cv_.wait_until(lock, due);
-      continue;
-    }
     first->second.second();
     due_.erase(first);
   }
@@ -76,6 +92,24 @@ Status EnginePgExecutor::Init() {
 Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& database,
                                                             std::string_view sql,
                                                             PgQueryControl* control) {
+  return RunInSession(nullptr, database, sql, control);
+}
+
+std::unique_ptr<PgExecutorSession> EnginePgExecutor::OpenSession(const std::string& database) {
+  if (database == kMetricsDatabase) {
+    return nullptr;
+  }
+  return std::make_unique<EngineSession>(&engine_->sql());
+}
+
+bool EnginePgExecutor::IsCheap(PgExecutorSession* session, const std::string& sql) {
+  return session != nullptr && static_cast<EngineSession*>(session)->session.HasConstantPlan(sql);
+}
+
+Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::RunInSession(PgExecutorSession* session,
+                                                                     const std::string& database,
+                                                                     std::string_view sql,
+                                                                     PgQueryControl* control) {
   const bool metrics_db = database == kMetricsDatabase;
   if (metrics_db && metrics_ == nullptr) {
     return Status::KeyError("database \"", kMetricsDatabase, "\" is not available here");
@@ -94,8 +128,14 @@ Result<std::shared_ptr<arrow::Table>> EnginePgExecutor::Run(const std::string& d
         PgDeadlines::Clock::now() + std::chrono::milliseconds(query_timeout_ms_),
         [&interrupt] { interrupt.Interrupt(); });
   }
-  auto result = metrics_db ? metrics_->QueryMetrics(sql, &interrupt)
-                           : engine_->sql().Query(sql, &interrupt);
+  Result<std::shared_ptr<arrow::Table>> result;
+  if (metrics_db) {
+    result = metrics_->QueryMetrics(sql, &interrupt);
+  } else if (session != nullptr) {
+    result = static_cast<EngineSession*>(session)->session.Query(std::string(sql), &interrupt);
+  } else {
+    result = engine_->sql().Query(sql, &interrupt);
+  }
   const bool timed_out = deadline != 0 && deadlines_.Remove(deadline);
   if (control != nullptr) {
     control->SetInterrupt(nullptr);

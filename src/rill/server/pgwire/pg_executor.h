@@ -54,10 +54,39 @@ class PgQueryControl {
   std::function<void()> interrupt_;  // guarded by mu_
 };
 
+/// What an executor keeps for one session between its statements (a warm
+/// connection, cached plans). Used by that session's thread only.
+class PgExecutorSession {
+ public:
+  virtual ~PgExecutorSession() = default;
+};
+
 /// Runs SQL for pgwire sessions.
 class PgExecutor {
  public:
   virtual ~PgExecutor() = default;
+  /// Return the state a session on `database` keeps (null: none; Run then
+  /// gets null). The session destroys it, possibly after this executor.
+  virtual std::unique_ptr<PgExecutorSession> OpenSession(const std::string& database) {
+    (void)database;
+    return nullptr;
+  }
+  /// As Run, with the session's state from OpenSession (may be null).
+  virtual Result<std::shared_ptr<arrow::Table>> RunInSession(PgExecutorSession* session,
+                                                             const std::string& database,
+                                                             std::string_view sql,
+                                                             PgQueryControl* control) {
+    (void)session;
+    return Run(database, sql, control);
+  }
+  /// True when `sql` is known to run in microseconds in `session` (it ran
+  /// before and its cached plan reads no table), so the session may run it on
+  /// the network thread instead of the query pool. The default knows none.
+  virtual bool IsCheap(PgExecutorSession* session, const std::string& sql) {
+    (void)session;
+    (void)sql;
+    return false;
+  }
   /// Run one read-only statement on `database` (kMetricsDatabase or anything
   /// else for the live tables). Errors keep DuckDB's message; Cancelled when
   /// `control` was cancelled.
@@ -103,6 +132,9 @@ class PgDeadlines {
   std::multimap<Clock::time_point, std::pair<uint64_t, std::function<void()>>> due_;  // mu_
   uint64_t next_id_ = 1;  // guarded by mu_
   bool stop_ = false;     // guarded by mu_
+  /// When Loop wakes next by itself (guarded by mu_): Add notifies only for
+  /// an earlier deadline.
+  Clock::time_point wake_at_ = Clock::time_point::min();
   std::thread thread_;    // started by the first Add
 };
 
@@ -120,6 +152,15 @@ class EnginePgExecutor : public PgExecutor {
   Status Init();
   Result<std::shared_ptr<arrow::Table>> Run(const std::string& database, std::string_view sql,
                                             PgQueryControl* control) override;
+  /// On the live tables: a SqlSession (sql/sql_session.h) per session, so
+  /// its statements run on one warm connection and its SELECTs of constants
+  /// from cached plans. The metrics database has none.
+  std::unique_ptr<PgExecutorSession> OpenSession(const std::string& database) override;
+  Result<std::shared_ptr<arrow::Table>> RunInSession(PgExecutorSession* session,
+                                                     const std::string& database,
+                                                     std::string_view sql,
+                                                     PgQueryControl* control) override;
+  bool IsCheap(PgExecutorSession* session, const std::string& sql) override;
   Result<std::vector<std::string>> ParameterTypes(const std::string& database,
                                                   std::string_view sql) override;
   /// Through the engine's catalog (pipeline/catalog.h), pg_ddl.cc.

@@ -87,7 +87,7 @@ Status PgSession::ExtendedMessage(const PgFrame& frame) {
     return Status::OK();
   }
   if (frame.type == 'H') {  // Flush: output goes out when Feed returns anyway
-    return flush_ ? flush_(writer_.buffer()) : Status::OK();
+    return flush_ && !inline_ ? flush_(writer_.buffer()) : Status::OK();
   }
   if (discard_until_sync_) {
     // Still check the type, so garbage cannot hide behind an error.

@@ -42,6 +42,11 @@ Status PgSession::Feed(const char* data, size_t size) {
     return Status::OK();
   }
   decoder_.Append(data, size);
+  if (deferred_frame_.has_value()) {
+    PgFrame frame = std::move(*deferred_frame_);
+    deferred_frame_.reset();
+    RILL_RETURN_NOT_OK(HandleFrame(frame));
+  }
   while (phase_ != Phase::kClosed) {
     auto frame = decoder_.Next();
     if (!frame.ok()) {
@@ -233,6 +238,7 @@ void PgSession::FinishStartup() {
     pid_ = key->first;
     writer_.BackendKeyData(key->first, key->second);
   }
+  executor_session_ = config_->executor->OpenSession(database_);
   phase_ = Phase::kReady;
   writer_.ReadyForQuery('I');
 }
@@ -245,7 +251,7 @@ char PgSession::TransactionStatus() const {
 }
 
 Status PgSession::MaybeFlush() {
-  if (flush_ && writer_.size() >= (1u << 20)) {
+  if (flush_ && !inline_ && writer_.size() >= (1u << 20)) {
     return flush_(writer_.buffer());
   }
   return Status::OK();

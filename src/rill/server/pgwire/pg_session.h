@@ -15,8 +15,8 @@
 // everything else goes to the executor after the catalog rewrite (pg_catalog.h).
 //
 // Threads: a session is used by one thread at a time (Feed blocks while a
-// query runs). Cancellation arrives through the PgCancelRegistry from
-// another connection's thread.
+// query runs; FeedInline does not). Cancellation arrives through the
+// PgCancelRegistry from another connection's thread.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +86,17 @@ class PgSession {
   /// in output(). A non-OK status means a protocol violation: the error was
   /// written to the output (send it, then close).
   Status Feed(const char* data, size_t size);
+  /// As Feed, for a thread that must not block (the network thread): run
+  /// messages only while each is cheap (Sync, Parse, Bind, Close, session
+  /// statements such as SET / SHOW / BEGIN, empty queries, errors, and
+  /// statements whose cached plan reads no table, PgExecutor::IsCheap; each
+  /// message at most 16 KiB), and while the output stays under
+  /// kMaxInlineOutputBytes. At the first other
+  /// message, set *deferred and return: Feed (with no new bytes) runs it and
+  /// the rest. Before authentication everything is deferred.
+  Status FeedInline(const char* data, size_t size, bool* deferred);
+  /// Output FeedInline produces at most before it defers the rest.
+  static constexpr size_t kMaxInlineOutputBytes = 64 * 1024;
 
   /// Bytes to send. The caller sends and clears it.
   std::string& output() { return writer_.buffer(); }
@@ -136,6 +147,9 @@ class PgSession {
   struct Outcome;  // what running one statement produced (pg_statements.cc)
 
   Status HandleFrame(const PgFrame& frame);
+  // Whether a frame / one statement runs in microseconds here (pg_inline.cc).
+  bool IsCheapFrame(const PgFrame& frame);
+  bool IsCheapStatement(const std::string& sql);
   Status HandleStartup(const PgFrame& frame);
   Status HandleAuth(const PgFrame& frame);
   void FinishStartup();
@@ -202,6 +216,13 @@ class PgSession {
 
   std::map<std::string, std::shared_ptr<Statement>> statements_;
   std::map<std::string, std::shared_ptr<Portal>> portals_;
+
+  /// The executor's state for this session (a warm connection, cached plans).
+  std::unique_ptr<PgExecutorSession> executor_session_;
+  /// A frame FeedInline left for Feed.
+  std::optional<PgFrame> deferred_frame_;
+  /// FeedInline is running: output is not flushed (the caller sends it).
+  bool inline_ = false;
 
   std::shared_ptr<PgQueryControl> control_;
   int32_t pid_ = 0;

@@ -322,7 +322,8 @@ PgSession::Outcome PgSession::Run(const std::string& sql) {
   CatalogSessionInfo info{database_, user_, pid_, &settings_};
   std::string rewritten = RewriteCatalogSql(sql, info);
   control_->Reset();
-  auto table = config_->executor->Run(database_, rewritten, control_.get());
+  auto table =
+      config_->executor->RunInSession(executor_session_.get(), database_, rewritten, control_.get());
   if (control_->cancelled()) {
     out.status = Status::Cancelled("canceling statement due to user request");
     return out;
