@@ -107,7 +107,7 @@ bool IsSharedLayout(const duckdb::LogicalType& type) {
 // One fixed-width result column of the batch being built. While every chunk
 // so far points into one shared input buffer, each right after the previous
 // one, the column is a slice of that buffer (`run_*`); the first chunk that
-// does not continues it copies what the run covered and copies from then on.
+// does not continue it copies what the run covered and copies from then on.
 class FixedColumn {
  public:
   FixedColumn(std::shared_ptr<arrow::DataType> type, int width)
@@ -155,6 +155,11 @@ class FixedColumn {
 
   // Return the column built so far and start a new one.
   std::shared_ptr<arrow::Array> Finish() {
+    // A slice of less than half its buffer would keep the rest alive as long
+    // as the result (a LIMIT 1 holding a whole batch): copy it instead.
+    if (!copying_ && run_owner_ != nullptr && 2 * rows_ * width_ < run_owner_->size()) {
+      StartCopying();
+    }
     std::shared_ptr<arrow::Buffer> values;
     if (!copying_ && run_owner_ != nullptr) {
       values = arrow::SliceBuffer(run_owner_, run_start_ - run_owner_->data(), rows_ * width_);

@@ -9,7 +9,9 @@
 // pass them on) is not copied at all: the Arrow column is a slice of that
 // input buffer. The bytes a vector points at are, by definition, its values,
 // and Arrow buffers are immutable, so the slice equals the copy DuckDB would
-// have made, whatever the query did to get there.
+// have made, whatever the query did to get there. A slice shorter than half
+// its buffer is copied after all, so a result never holds more than twice
+// the memory of a copy.
 //
 // Used by SqlEngine::QueryPreparedWith (StreamSqlTask's new rows).
 #pragma once
