@@ -25,6 +25,7 @@
 
 #include <duckdb.hpp>
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/execution/operator/helper/physical_result_collector.hpp>
 #include <duckdb/parallel/task_scheduler.hpp>
 #include <duckdb/storage/buffer_manager.hpp>
 #include <arrow/c/bridge.h>
@@ -92,7 +93,7 @@ struct PreparedEntry {
   // QueryPreparedWith only: the generation (of pc) for which the statement was
   // found to read tables other than the substituted views (0: not found so),
   // and the buffers of the running execution's substituted rows (read by the
-  // connection's result collector).
+  // connection's result collector hook; null outside the execution).
   uint64_t reads_other_tables_generation = 0;
   std::shared_ptr<const sql_internal::SharedInputBuffers> shared_inputs;
 };
@@ -375,12 +376,16 @@ struct SqlEngine::Impl {
     RILL_RETURN_NOT_OK(OpenPreparedConnection(entry));
     PooledConnection& pc = *entry.pc;
     if (new_connection) {
-      // Every execution on this connection collects its result as Arrow,
-      // sharing the buffers of the substituted rows it runs over.
+      // The statement's executions collect their result as Arrow, sharing
+      // the buffers of the substituted rows they run over; the connection's
+      // other statements (its views' DDL) keep DuckDB's own collectors.
       PreparedEntry* owner = &entry;  // owns the connection: outlives the hook
       duckdb::ClientConfig::GetConfig(*pc.conn->context).get_result_collector =
           [owner](duckdb::ClientContext& context,
                   duckdb::PreparedStatementData& data) -> duckdb::PhysicalOperator& {
+        if (owner->shared_inputs == nullptr) {
+          return duckdb::PhysicalResultCollector::GetResultCollector(context, data);
+        }
         return sql_internal::MakeArrowTableCollector(context, data, owner->shared_inputs,
                                                      kCollectedBatchRows);
       };
