@@ -22,6 +22,8 @@
 //                      [--kafka mock|HOST:PORT] [--kafka-partitions 4] [--kafka-brokers 1]
 //                      [--kafka-compression none|lz4|zstd] [--kafka-no-read] [--kafka-only]
 //                      (the events through Kafka and back: kafka_run.h)
+//                      [--profile rill|duckdb] (run only that side --reps times
+//                      and log its times, no figure: for perf record)
 #include <sstream>
 
 #include "bench_util.h"
@@ -196,6 +198,16 @@ int main(int argc, char** argv) {
     ko.compression = args.Str("kafka-compression", "none");
     KafkaRun(all, args.Str("kafka", "mock"), ko);
     if (args.Flag("kafka-only")) return 0;
+  }
+  if (args.Flag("profile")) {
+    const std::string side = args.Str("profile", "rill");
+    for (int q : queries) {
+      for (int r = 0; r < reps; ++r) {
+        const double s = side == "duckdb" ? RunDuck(q, all) : RunRill(q, all, nullptr);
+        rill::bench::Log("q%d %s rep %d: %.3f s", q, side.c_str(), r, s);
+      }
+    }
+    return 0;
   }
   if (!args.Flag("latency-only")) {
     for (int q : queries) Throughput(q, all, reps, gen_rate, batch);

@@ -97,7 +97,7 @@ Result<TaskOutput> StreamSqlTask::Run(SqlEngine& sql, double /*now*/) {
     return TaskOutput{nullptr, /*replace=*/false};
   }
   RILL_ASSIGN_OR_RAISE(auto rows, arrow::Table::FromRecordBatches(version->schema(), batches));
-  auto result = sql.QueryWith(query(), {{source_, rows}});
+  auto result = sql.QueryPreparedWith(query(), {{source_, rows}});
   if (!result.ok()) {
     return Status(result.status().code(), name() + ": " + result.status().message());
   }

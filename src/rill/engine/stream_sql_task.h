@@ -12,6 +12,12 @@
 // chunk back. A row is seen once; rows removed by retention before a run are
 // not seen; an upsert of a key is seen as a new row.
 //
+// The query runs through SqlEngine::QueryPreparedWith: prepared once and kept,
+// executed over each run's new rows (the source's own view shows them), its
+// result built as Arrow without an intermediate copy, projected fixed-width
+// columns sharing the source's buffers. A query that also reads other tables
+// is planned on each run instead, with their current statistics.
+//
 // The source is looked up by name on each run, so it may be a table that does
 // not exist yet (a window task's output, made on its first emission): runs
 // before it exists produce nothing.

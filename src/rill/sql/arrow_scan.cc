@@ -25,16 +25,21 @@ namespace {
 
 class TableSource : public ScanSource {
  public:
-  explicit TableSource(std::shared_ptr<arrow::Table> table) : table_(std::move(table)) {}
+  TableSource(std::shared_ptr<arrow::Table> table, bool report_rows)
+      : table_(std::move(table)), report_rows_(report_rows) {}
   std::shared_ptr<arrow::Schema> schema() const override { return table_->schema(); }
   Result<std::shared_ptr<arrow::RecordBatchReader>> Open(
       const std::vector<std::string>& columns) const override {
     return ProjectReader(std::make_shared<arrow::TableBatchReader>(table_), columns);
   }
-  std::optional<int64_t> FixedNumRows() const override { return table_->num_rows(); }
+  std::optional<int64_t> FixedNumRows() const override {
+    if (!report_rows_) return std::nullopt;
+    return table_->num_rows();
+  }
 
  private:
   std::shared_ptr<arrow::Table> table_;
+  bool report_rows_;
 };
 
 // Passes on the chosen columns of each batch (zero copy: the batches share
@@ -278,8 +283,9 @@ Result<std::shared_ptr<arrow::RecordBatchReader>> ProjectReader(
                                             arrow::schema(std::move(fields)));
 }
 
-std::shared_ptr<ScanSource> MakeTableSource(std::shared_ptr<arrow::Table> table) {
-  return std::make_shared<TableSource>(std::move(table));
+std::shared_ptr<ScanSource> MakeTableSource(std::shared_ptr<arrow::Table> table,
+                                            bool report_rows) {
+  return std::make_shared<TableSource>(std::move(table), report_rows);
 }
 
 void RegisterScanFunction(duckdb::DatabaseInstance& db) {

@@ -120,9 +120,11 @@ class LiveTableSource : public ScanSource {
   std::shared_ptr<ScanSource> substitute_;        // guarded by mu_
 };
 
-/// Return a source over a fixed Arrow table (reports its row count, no column
-/// summaries, no encodings).
-std::shared_ptr<ScanSource> MakeTableSource(std::shared_ptr<arrow::Table> table);
+/// Return a source over a fixed Arrow table (no column summaries, no
+/// encodings; its row count if `report_rows`, which a plan kept for other
+/// tables must not rely on).
+std::shared_ptr<ScanSource> MakeTableSource(std::shared_ptr<arrow::Table> table,
+                                            bool report_rows = true);
 
 /// Return a reader over `reader`'s batches with only `columns` (zero copy).
 /// KeyError for an unknown column.

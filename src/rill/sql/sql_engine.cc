@@ -28,6 +28,7 @@
 
 #include <duckdb.hpp>
 #include <duckdb/common/arrow/result_arrow_wrapper.hpp>
+#include <duckdb/execution/operator/helper/physical_result_collector.hpp>
 #include <duckdb/execution/operator/projection/physical_projection.hpp>
 #include <duckdb/execution/physical_operator.hpp>
 #include <duckdb/execution/physical_plan_generator.hpp>
@@ -38,6 +39,7 @@
 #include <duckdb/storage/buffer_manager.hpp>
 #include <arrow/c/bridge.h>
 
+#include "rill/sql/arrow_collector_internal.h"
 #include "rill/sql/arrow_scan_internal.h"
 #include "rill/sql/sql_engine_access_internal.h"
 #include "rill/sql/duckdb_result.h"
@@ -54,6 +56,15 @@ using sql_internal::LiveTableSource;
 
 constexpr size_t kMaxIdleConnections = 8;
 constexpr size_t kMaxPreparedStatements = 64;
+// DuckDB 1.4 allocates each execution's result collector in the prepared
+// plan's arena, freed only with the plan: a statement is prepared again after
+// this many executions, so a task running every tick does not grow without
+// bound (a few hundred bytes per execution; one prepare per 1,000 runs is
+// about 0.1% of the runs' time).
+constexpr uint64_t kMaxExecutionsPerPrepare = 1000;
+// Rows per batch of a QueryPreparedWith result (about: a batch ends at the
+// first DuckDB chunk that reaches it), as ResultToArrowTable's default.
+constexpr int64_t kCollectedBatchRows = 128 * 1024;
 
 std::string ErrorMessage(const std::exception& e) { return duckdb::ErrorData(e).Message(); }
 
@@ -87,7 +98,31 @@ struct PreparedEntry {
   std::unique_ptr<PooledConnection> pc;
   duckdb::unique_ptr<duckdb::PreparedStatement> statement;
   uint64_t prepared_generation = 0;  // pc->generation when `statement` was prepared
+  uint64_t executions = 0;           // of `statement`
   uint64_t last_used = 0;            // guarded by SqlEngine::Impl::mu; for eviction
+  // QueryPreparedWith only: the generation (of pc) for which the statement was
+  // found to read tables other than the substituted views (0: not found so),
+  // and the buffers of the running execution's substituted rows (read by the
+  // connection's result collector hook; null outside the execution).
+  uint64_t reads_other_tables_generation = 0;
+  std::shared_ptr<const sql_internal::SharedInputBuffers> shared_inputs;
+};
+
+// Shows each of a query's views its substitute rows (LiveTableSource::
+// Substitute) until destroyed, however the query ends.
+class SubstituteGuard {
+ public:
+  void Add(const std::shared_ptr<LiveTableSource>& view,
+           std::shared_ptr<sql_internal::ScanSource> rows) {
+    view->Substitute(std::move(rows));
+    views_.push_back(view);
+  }
+  ~SubstituteGuard() {
+    for (const auto& view : views_) view->Substitute(nullptr);
+  }
+
+ private:
+  std::vector<std::shared_ptr<LiveTableSource>> views_;
 };
 
 // The live SqlSessions of an engine, so (un)registration can sync their
@@ -303,27 +338,34 @@ struct SqlEngine::Impl {
     return entry;
   }
 
+  // Give `entry` a connection of its own if it has none, never pooled: its
+  // views are plain (see PooledConnection::plain), since the plan outlives the
+  // version it was bound on and must not rely on that version's statistics or
+  // encodings. Entry locked.
+  Status OpenPreparedConnection(PreparedEntry& entry) {
+    if (entry.pc != nullptr) return Status::OK();
+    auto pc = std::make_unique<PooledConnection>();
+    pc->plain = true;
+    try {
+      pc->conn = std::make_unique<duckdb::Connection>(*db);
+    } catch (const std::exception& e) {
+      return Status::Invalid("cannot open a DuckDB connection: ", ErrorMessage(e));
+    }
+    entry.pc = std::move(pc);
+    return Status::OK();
+  }
+
   // Prepare (or re-prepare, after the views changed) and execute. Entry locked.
   Result<std::shared_ptr<arrow::Table>> ExecutePrepared(PreparedEntry& entry,
                                                         const std::string& sql) {
-    if (entry.pc == nullptr) {
-      // A connection of its own, never pooled: its views are plain (see
-      // PooledConnection::plain), since the plan outlives the version it was
-      // bound on and must not rely on that version's statistics or encodings.
-      auto pc = std::make_unique<PooledConnection>();
-      pc->plain = true;
-      try {
-        pc->conn = std::make_unique<duckdb::Connection>(*db);
-      } catch (const std::exception& e) {
-        return Status::Invalid("cannot open a DuckDB connection: ", ErrorMessage(e));
-      }
-      entry.pc = std::move(pc);
-    }
+    RILL_RETURN_NOT_OK(OpenPreparedConnection(entry));
     RILL_RETURN_NOT_OK(Sync(*entry.pc));
     PooledConnection& pc = *entry.pc;
     try {
-      if (entry.statement == nullptr || entry.prepared_generation != pc.generation) {
+      if (entry.statement == nullptr || entry.prepared_generation != pc.generation ||
+          entry.executions >= kMaxExecutionsPerPrepare) {
         entry.statement.reset();
+        entry.executions = 0;
         auto statements = pc.conn->ExtractStatements(sql);
         if (statements.size() != 1) {
           return QueryError("expected exactly one SQL statement, got " +
@@ -342,6 +384,7 @@ struct SqlEngine::Impl {
       }
       PinGuard pins(pc);
       duckdb::vector<duckdb::Value> no_parameters;
+      ++entry.executions;
       auto result = entry.statement->Execute(no_parameters, /*allow_stream_result=*/false);
       if (result->HasError()) {
         return DuckError(result->GetError(), result->GetErrorType(), sql);
@@ -352,6 +395,105 @@ struct SqlEngine::Impl {
       }
       return table;
     } catch (const std::exception& e) {
+      duckdb::ErrorData error(e);
+      return DuckError(error.Message(), error.Type(), sql);
+    }
+  }
+
+  // QueryPreparedWith's execution. Sets *substituted to false (and runs
+  // nothing) when a view is not a registered table of the same columns, or the
+  // statement reads other tables too. Entry locked.
+  Result<std::shared_ptr<arrow::Table>> ExecutePreparedWith(
+      PreparedEntry& entry, const std::string& sql,
+      const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views,
+      bool* substituted) {
+    *substituted = false;
+    const bool new_connection = entry.pc == nullptr;
+    RILL_RETURN_NOT_OK(OpenPreparedConnection(entry));
+    PooledConnection& pc = *entry.pc;
+    if (new_connection) {
+      // The statement's executions collect their result as Arrow, sharing
+      // the buffers of the substituted rows they run over; the connection's
+      // other statements (its views' DDL) keep DuckDB's own collectors.
+      PreparedEntry* owner = &entry;  // owns the connection: outlives the hook
+      duckdb::ClientConfig::GetConfig(*pc.conn->context).get_result_collector =
+          [owner](duckdb::ClientContext& context,
+                  duckdb::PreparedStatementData& data) -> duckdb::PhysicalOperator& {
+        if (owner->shared_inputs == nullptr) {
+          return duckdb::PhysicalResultCollector::GetResultCollector(context, data);
+        }
+        return sql_internal::MakeArrowTableCollector(context, data, owner->shared_inputs,
+                                                     kCollectedBatchRows);
+      };
+    }
+    RILL_RETURN_NOT_OK(Sync(pc));
+    if (entry.reads_other_tables_generation == pc.generation) return nullptr;
+    auto shared = std::make_shared<sql_internal::SharedInputBuffers>();
+    for (const auto& [name, table] : views) {
+      auto live = pc.views.find(name);
+      if (live == pc.views.end() ||
+          !SameColumnNamesAndTypes(*live->second->schema(), *table->schema())) {
+        return nullptr;
+      }
+      shared->AddTable(*table);
+    }
+    shared->Seal();
+    try {
+      SubstituteGuard substitutes;
+      for (const auto& [name, table] : views) {
+        // No row count: the plan is kept for every later batch.
+        substitutes.Add(pc.views[name], sql_internal::MakeTableSource(table,
+                                                                      /*report_rows=*/false));
+      }
+      if (entry.statement == nullptr || entry.prepared_generation != pc.generation ||
+          entry.executions >= kMaxExecutionsPerPrepare) {
+        entry.statement.reset();
+        entry.executions = 0;
+        auto statements = pc.conn->ExtractStatements(sql);
+        if (statements.size() != 1) {
+          return QueryError("expected exactly one SQL statement, got " +
+                                std::to_string(statements.size()),
+                            sql);
+        }
+        if (!IsReadStatement(*statements[0])) {
+          return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+        }
+        // A plan over other tables too is left to QueryWith, which plans each
+        // run with those tables' row counts and statistics (join orders).
+        for (const auto& table : pc.conn->GetTableNames(sql)) {
+          bool view = false;
+          for (const auto& [name, rows] : views) {
+            view = view || duckdb::StringUtil::CIEquals(name, table);
+          }
+          if (!view) {
+            entry.reads_other_tables_generation = pc.generation;
+            return nullptr;
+          }
+        }
+        auto statement = pc.conn->Prepare(std::move(statements[0]));
+        if (statement->HasError()) {
+          return DuckError(statement->GetError(), statement->error.Type(), sql);
+        }
+        entry.statement = std::move(statement);
+        entry.prepared_generation = pc.generation;
+      }
+      *substituted = true;
+      PinGuard pins(pc);
+      duckdb::vector<duckdb::Value> no_parameters;
+      ++entry.executions;
+      entry.shared_inputs = std::move(shared);
+      auto result = entry.statement->Execute(no_parameters, /*allow_stream_result=*/false);
+      entry.shared_inputs = nullptr;
+      if (result->HasError()) {
+        return DuckError(result->GetError(), result->GetErrorType(), sql);
+      }
+      auto table = sql_internal::TakeCollectedTable(*result);
+      if (!table.ok()) {
+        return QueryError(table.status().message(), sql);
+      }
+      return table;
+    } catch (const std::exception& e) {
+      entry.shared_inputs = nullptr;
       duckdb::ErrorData error(e);
       return DuckError(error.Message(), error.Type(), sql);
     }
@@ -649,6 +791,34 @@ Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryWith(
     impl_->Release(std::move(pc));
   }
   return result;
+}
+
+Result<std::shared_ptr<arrow::Table>> SqlEngine::QueryPreparedWith(
+    const std::string& sql,
+    const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views) {
+  // Keyed by the view names too, apart from QueryPrepared's entries ('\x01'
+  // starts no SQL text).
+  std::string key = "\x01";
+  for (const auto& [name, table] : views) {
+    if (table == nullptr) {
+      return Status::Invalid("QueryPreparedWith: null table for view '", name, "'");
+    }
+    key += name + '\x01';
+  }
+  key += sql;
+  auto entry = impl_->PreparedFor(key);
+  std::unique_lock<std::mutex> lock(entry->mu);
+  bool substituted = false;
+  auto result = impl_->ExecutePreparedWith(*entry, sql, views, &substituted);
+  if (!result.ok()) {
+    // Prepare again next time: the failure may have left the connection unusable.
+    entry->statement.reset();
+    entry->pc.reset();
+    return result;
+  }
+  if (substituted) return result;
+  lock.unlock();
+  return QueryWith(sql, views);
 }
 
 std::shared_ptr<LiveTable> SqlEngine::RegisteredTable(const std::string& name) const {

@@ -134,6 +134,25 @@ class SqlEngine {
       std::string_view sql,
       const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
 
+  /// As QueryWith for `views` that each hide a registered table with exactly
+  /// their columns (StreamSqlTask's new rows), through a statement prepared
+  /// once and kept for this SQL text and these view names, as QueryPrepared
+  /// keeps one: later calls only execute the plan over the new rows (no
+  /// parsing, binding or planning). The plan is made without the views' row
+  /// counts, so it holds for every later call. The result is built as Arrow
+  /// while DuckDB produces it (no intermediate copy), and a fixed-width result
+  /// column whose values are those of a view's column (projected, not
+  /// computed) shares that column's buffers instead of copying them: the
+  /// result holds `views`' buffers alive, and Arrow data is never modified.
+  /// Falls back to QueryWith when a view does not hide a registered table of
+  /// the same columns, or the statement reads other tables too (then each
+  /// run is planned with their current row counts and statistics, as join
+  /// orders need). Calls with the same text and views are serialized; the
+  /// entries count towards QueryPrepared's 64.
+  Result<std::shared_ptr<arrow::Table>> QueryPreparedWith(
+      const std::string& sql,
+      const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>>& views);
+
   /// Run DDL that defines shared helper objects (CREATE SCHEMA, CREATE [OR
   /// REPLACE] VIEW, CREATE [OR REPLACE] MACRO), visible to the queries of
   /// every connection; views and macros see each connection's live tables.
