@@ -313,10 +313,7 @@ inline uint32_t WindowOperator::Impl::NewWindowGroup(window_internal::Window& w,
   return gid;
 }
 
-void WindowOperator::Impl::FreeGroup(uint32_t gid) {
-  for (auto& a : aggs) {
-    if (a.state) a.state->Reset(gid);
-  }
+void WindowOperator::Impl::ReleaseRowRefs(uint32_t gid) {
   for (const auto& ref : g_refs[gid]) {
     auto& slot = slots[ref.slot];
     if (--slot.refs == 0) {
@@ -326,6 +323,13 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   }
   ref_count -= static_cast<int64_t>(g_refs[gid].size());
   std::vector<window_internal::RowRef>().swap(g_refs[gid]);
+}
+
+void WindowOperator::Impl::FreeGroup(uint32_t gid) {
+  for (auto& a : aggs) {
+    if (a.state) a.state->Reset(gid);
+  }
+  ReleaseRowRefs(gid);
   codes.Unref(g_code[gid]);
   g_alive[gid] = 0;
   g_dirty[gid] = 0;
@@ -341,17 +345,7 @@ void WindowOperator::Impl::FreeBlocks(const std::vector<window_internal::GidBloc
       if (a.state) a.state->ResetRange(first, block.used);
     }
     if (has_sql) {
-      for (uint32_t gid = first; gid < end; ++gid) {
-        for (const auto& ref : g_refs[gid]) {
-          auto& slot = slots[ref.slot];
-          if (--slot.refs == 0) {
-            slot.batch.reset();
-            free_slots.push_back(ref.slot);
-          }
-        }
-        ref_count -= static_cast<int64_t>(g_refs[gid].size());
-        std::vector<window_internal::RowRef>().swap(g_refs[gid]);
-      }
+      for (uint32_t gid = first; gid < end; ++gid) ReleaseRowRefs(gid);
     }
     if (encoded) {
       for (uint32_t gid = first; gid < end; ++gid) codes.Unref(g_code[gid]);

@@ -362,6 +362,9 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   /// A new group of window `w` (starting at `start`), from its last gid block.
   uint32_t NewWindowGroup(window_internal::Window& w, int64_t start, uint64_t code,
                           bool null);
+  /// Drop `gid`'s row references (SQL aggregates), freeing batch slots no
+  /// group refers to any more.
+  void ReleaseRowRefs(uint32_t gid);
   void FreeGroup(uint32_t gid);
   /// Free every group of `blocks` and put the blocks on the free lists.
   void FreeBlocks(const std::vector<window_internal::GidBlock>& blocks);
