@@ -214,7 +214,9 @@ def test_holdable_cursor_in_autocommit(server):
 # flushes within one batch): every row must arrive once, in order, intact.
 LARGE_QUERY = """SELECT i, 'v' || i AS s, i * 0.5 AS f,
   CASE WHEN i % 3 = 0 THEN NULL ELSE CAST(i AS INTEGER) END AS n, i % 2 = 0 AS b,
-  TIMESTAMP '2024-01-01' + to_seconds(i) AS ts
+  TIMESTAMP '2024-01-01' + to_seconds(i) AS ts,
+  TIMESTAMP '1969-12-31 23:59:58' + to_microseconds(i * 104729) AS ts_frac,
+  TIMESTAMP '0001-01-01' + to_days(i * 12) AS ts_old
 FROM range(300000) t(i) ORDER BY i"""
 
 
