@@ -210,6 +210,35 @@ def test_holdable_cursor_in_autocommit(server):
         assert [r[0] for r in rows] == list(range(10))
 
 
+# A result of many DuckDB chunks and Arrow batches (and many send-buffer
+# flushes within one batch): every row must arrive once, in order, intact.
+LARGE_QUERY = """SELECT i, 'v' || i AS s, i * 0.5 AS f,
+  CASE WHEN i % 3 = 0 THEN NULL ELSE CAST(i AS INTEGER) END AS n, i % 2 = 0 AS b,
+  TIMESTAMP '2024-01-01' + to_seconds(i) AS ts,
+  TIMESTAMP '1969-12-31 23:59:58' + to_microseconds(i * 104729) AS ts_frac,
+  TIMESTAMP '0001-01-01' + to_days(i * 12) AS ts_old
+FROM range(300000) t(i) ORDER BY i"""
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_large_result_matches_duckdb(server, binary):
+    expected = duckdb.connect().execute(LARGE_QUERY).fetchall()
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        got = conn.cursor(binary=binary).execute(LARGE_QUERY).fetchall()
+    assert len(got) == len(expected)
+    assert got == expected
+
+
+def test_large_result_through_a_server_side_cursor(server):
+    expected = duckdb.connect().execute(LARGE_QUERY).fetchall()
+    with psycopg.connect(server.dsn()) as conn:
+        with conn.cursor(name="large") as cur:
+            cur.itersize = 70001  # FETCH counts that cross batch boundaries
+            cur.execute(LARGE_QUERY)
+            got = cur.fetchmany(1234) + cur.fetchall()
+    assert got == expected
+
+
 TYPE_QUERY = """SELECT
   true AS b, CAST(-3 AS TINYINT) AS i1, CAST(300 AS SMALLINT) AS i2, 70000 AS i4,
   CAST(9000000000 AS BIGINT) AS i8, CAST(200 AS UTINYINT) AS u1,

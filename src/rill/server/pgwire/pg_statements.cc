@@ -384,18 +384,31 @@ Result<int64_t> PgSession::SendRows(const arrow::Table& table,
   auto slice = table.Slice(*position, count);
   arrow::TableBatchReader reader(*slice);
   std::shared_ptr<arrow::RecordBatch> batch;
+  std::vector<std::shared_ptr<arrow::Array>> columns(static_cast<size_t>(ncols));
+  constexpr int64_t kRowsPerFlushCheck = 1024;  // a power of two
   while (true) {
     RILL_RETURN_NOT_OK(reader.ReadNext(&batch));
     if (batch == nullptr) {
       break;
     }
-    for (int64_t r = 0; r < batch->num_rows(); ++r) {
+    // The columns once per batch: RecordBatch::column() returns a shared_ptr
+    // through an atomic load (a lock) and a reference count, per call.
+    for (int c = 0; c < ncols; ++c) {
+      columns[c] = batch->column(c);
+    }
+    const int64_t nrows = batch->num_rows();
+    for (int64_t r = 0; r < nrows; ++r) {
       writer_.Begin('D');
       writer_.Int16(static_cast<int16_t>(ncols));
       for (int c = 0; c < ncols; ++c) {
-        writers[c]->Append(*batch->column(c), r, &writer_.buffer());
+        writers[c]->Append(*columns[c], r, &writer_.buffer());
       }
       writer_.End();
+      // Flush within a large batch too, so the buffer stays small and reused
+      // (no growth copies) and the client parses while we format.
+      if ((r & (kRowsPerFlushCheck - 1)) == kRowsPerFlushCheck - 1) {
+        RILL_RETURN_NOT_OK(MaybeFlush());
+      }
     }
     RILL_RETURN_NOT_OK(MaybeFlush());
   }

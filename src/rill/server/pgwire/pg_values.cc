@@ -143,6 +143,12 @@ void AppendTimeOfDay(int64_t micros, std::string* out) {
 
 namespace {
 
+// Write `v` (0..99) as two digits at `p`.
+void Put2(int v, char* p) {
+  p[0] = static_cast<char>('0' + v / 10);
+  p[1] = static_cast<char>('0' + v % 10);
+}
+
 void AppendTimestamp(int64_t micros, bool with_tz, std::string* out) {
   int64_t days = FloorDiv(micros, kMicrosPerDay);
   int64_t tod = micros - days * kMicrosPerDay;
@@ -150,6 +156,47 @@ void AppendTimestamp(int64_t micros, bool with_tz, std::string* out) {
   int month, day;
   CivilFromDays(days, &year, &month, &day);
   bool bc = BcYear(&year);
+  if (!bc && year <= 9999) {
+    // The common case in one append: "YYYY-MM-DD HH:MM:SS[.ffffff]" (trailing
+    // zeros of the fraction trimmed), as the general path below writes it.
+    char buf[32];
+    const int y = static_cast<int>(year);
+    Put2(y / 100, buf);
+    Put2(y % 100, buf + 2);
+    buf[4] = '-';
+    Put2(month, buf + 5);
+    buf[7] = '-';
+    Put2(day, buf + 8);
+    buf[10] = ' ';
+    const int64_t secs = tod / 1000000;
+    int64_t frac = tod % 1000000;
+    Put2(static_cast<int>(secs / 3600), buf + 11);
+    buf[13] = ':';
+    Put2(static_cast<int>((secs / 60) % 60), buf + 14);
+    buf[16] = ':';
+    Put2(static_cast<int>(secs % 60), buf + 17);
+    size_t len = 19;
+    if (frac != 0) {
+      int digits = 6;
+      while (frac % 10 == 0) {
+        frac /= 10;
+        --digits;
+      }
+      buf[len] = '.';
+      for (int i = digits; i > 0; --i) {
+        buf[len + static_cast<size_t>(i)] = static_cast<char>('0' + frac % 10);
+        frac /= 10;
+      }
+      len += 1 + static_cast<size_t>(digits);
+    }
+    if (with_tz) {
+      buf[len++] = '+';  // sessions run in UTC (TimeZone is reported as UTC)
+      buf[len++] = '0';
+      buf[len++] = '0';
+    }
+    out->append(buf, len);
+    return;
+  }
   AppendPadded(year, 4, out);
   out->push_back('-');
   AppendPadded(month, 2, out);
