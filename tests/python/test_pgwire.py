@@ -79,11 +79,18 @@ class Server:
         self.engine.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("pgwire"))
-    yield s
-    s.close()
+def module_server(prefix):
+    """A module-scoped `server` fixture: one Server (in a temp dir named after
+    `prefix`) for the tests of the module that assigns it to `server`."""
+    @pytest.fixture(scope="module")
+    def server(tmp_path_factory):
+        s = Server(tmp_path_factory.mktemp(prefix))
+        yield s
+        s.close()
+    return server
+
+
+server = module_server("pgwire")
 
 
 def orders_oracle():

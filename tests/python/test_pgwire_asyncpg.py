@@ -16,16 +16,12 @@ import subprocess
 
 import pytest
 
-from test_pgwire import ROOT, TOKEN, Server, orders_oracle
+from test_pgwire import ROOT, TOKEN, Server, module_server, orders_oracle
 
 asyncpg = pytest.importorskip("asyncpg")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("asyncpg"))
-    yield s
-    s.close()
+server = module_server("asyncpg")
 
 
 def run(coro):

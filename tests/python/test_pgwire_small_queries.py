@@ -19,14 +19,10 @@ import pyarrow as pa
 import pytest
 
 from rills import MemoryConnector, schema
-from test_pgwire import Server
+from test_pgwire import Server, module_server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("pgwire-small"))
-    yield s
-    s.close()
+server = module_server("pgwire-small")
 
 
 def test_repeated_constant_queries_match_duckdb(server):

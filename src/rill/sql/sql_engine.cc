@@ -1075,15 +1075,7 @@ bool IsConstantPlan(const duckdb::PhysicalOperator& op) {
     default:
       return false;
   }
-  if (op.children.size() != 1) {
-    return false;
-  }
-  for (const auto& child : op.children) {
-    if (!IsConstantPlan(child.get())) {
-      return false;
-    }
-  }
-  return true;
+  return op.children.size() == 1 && IsConstantPlan(op.children[0].get());
 }
 
 // True when a constant plan (IsConstantPlan) gives the same rows every time:
@@ -1103,12 +1095,7 @@ bool IsInvariantPlan(const duckdb::PhysicalOperator& op) {
       return false;
     }
   }
-  for (const auto& child : op.children) {
-    if (!IsInvariantPlan(child.get())) {
-      return false;
-    }
-  }
-  return true;
+  return IsInvariantPlan(op.children[0].get());  // one child, checked above
 }
 
 // A SELECT without FROM and without CTEs: the only statements whose plan may
