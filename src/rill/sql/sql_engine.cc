@@ -355,6 +355,42 @@ struct SqlEngine::Impl {
     return Status::OK();
   }
 
+  // Whether `entry` must (re)prepare its statement: none yet, the connection's
+  // views changed, or kMaxExecutionsPerPrepare runs (DuckDB 1.4 keeps each
+  // run's result collector in the plan until the plan goes).
+  static bool MustPrepare(const PreparedEntry& entry, const PooledConnection& pc) {
+    return entry.statement == nullptr || entry.prepared_generation != pc.generation ||
+           entry.executions >= kMaxExecutionsPerPrepare;
+  }
+
+  // The one statement of `sql`, parsed on `pc`; refused unless it only reads.
+  static Result<duckdb::unique_ptr<duckdb::SQLStatement>> OneReadStatement(
+      PooledConnection& pc, const std::string& sql) {
+    auto statements = pc.conn->ExtractStatements(sql);
+    if (statements.size() != 1) {
+      return QueryError("expected exactly one SQL statement, got " +
+                            std::to_string(statements.size()),
+                        sql);
+    }
+    if (!IsReadStatement(*statements[0])) {
+      return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
+    }
+    return std::move(statements[0]);
+  }
+
+  // Prepare `statement` on `pc` and keep it in `entry`.
+  static Status PrepareInto(PreparedEntry& entry, PooledConnection& pc,
+                            duckdb::unique_ptr<duckdb::SQLStatement> statement,
+                            const std::string& sql) {
+    auto prepared = pc.conn->Prepare(std::move(statement));
+    if (prepared->HasError()) {
+      return DuckError(prepared->GetError(), prepared->error.Type(), sql);
+    }
+    entry.statement = std::move(prepared);
+    entry.prepared_generation = pc.generation;
+    return Status::OK();
+  }
+
   // Prepare (or re-prepare, after the views changed) and execute. Entry locked.
   Result<std::shared_ptr<arrow::Table>> ExecutePrepared(PreparedEntry& entry,
                                                         const std::string& sql) {
@@ -362,25 +398,11 @@ struct SqlEngine::Impl {
     RILL_RETURN_NOT_OK(Sync(*entry.pc));
     PooledConnection& pc = *entry.pc;
     try {
-      if (entry.statement == nullptr || entry.prepared_generation != pc.generation ||
-          entry.executions >= kMaxExecutionsPerPrepare) {
+      if (MustPrepare(entry, pc)) {
         entry.statement.reset();
         entry.executions = 0;
-        auto statements = pc.conn->ExtractStatements(sql);
-        if (statements.size() != 1) {
-          return QueryError("expected exactly one SQL statement, got " +
-                                std::to_string(statements.size()),
-                            sql);
-        }
-        if (!IsReadStatement(*statements[0])) {
-          return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
-        }
-        auto statement = pc.conn->Prepare(std::move(statements[0]));
-        if (statement->HasError()) {
-          return DuckError(statement->GetError(), statement->error.Type(), sql);
-        }
-        entry.statement = std::move(statement);
-        entry.prepared_generation = pc.generation;
+        RILL_ASSIGN_OR_RAISE(auto statement, OneReadStatement(pc, sql));
+        RILL_RETURN_NOT_OK(PrepareInto(entry, pc, std::move(statement), sql));
       }
       PinGuard pins(pc);
       duckdb::vector<duckdb::Value> no_parameters;
@@ -445,19 +467,10 @@ struct SqlEngine::Impl {
         substitutes.Add(pc.views[name], sql_internal::MakeTableSource(table,
                                                                       /*report_rows=*/false));
       }
-      if (entry.statement == nullptr || entry.prepared_generation != pc.generation ||
-          entry.executions >= kMaxExecutionsPerPrepare) {
+      if (MustPrepare(entry, pc)) {
         entry.statement.reset();
         entry.executions = 0;
-        auto statements = pc.conn->ExtractStatements(sql);
-        if (statements.size() != 1) {
-          return QueryError("expected exactly one SQL statement, got " +
-                                std::to_string(statements.size()),
-                            sql);
-        }
-        if (!IsReadStatement(*statements[0])) {
-          return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
-        }
+        RILL_ASSIGN_OR_RAISE(auto statement, OneReadStatement(pc, sql));
         // A plan over other tables too is left to QueryWith, which plans each
         // run with those tables' row counts and statistics (join orders).
         for (const auto& table : pc.conn->GetTableNames(sql)) {
@@ -470,12 +483,7 @@ struct SqlEngine::Impl {
             return nullptr;
           }
         }
-        auto statement = pc.conn->Prepare(std::move(statements[0]));
-        if (statement->HasError()) {
-          return DuckError(statement->GetError(), statement->error.Type(), sql);
-        }
-        entry.statement = std::move(statement);
-        entry.prepared_generation = pc.generation;
+        RILL_RETURN_NOT_OK(PrepareInto(entry, pc, std::move(statement), sql));
       }
       *substituted = true;
       PinGuard pins(pc);
