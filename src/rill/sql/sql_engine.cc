@@ -78,6 +78,19 @@ Status DuckError(const std::string& message, duckdb::ExceptionType type, std::st
       std::make_shared<SqlErrorDetail>(duckdb::Exception::ExceptionTypeToString(type)));
 }
 
+// A materialized DuckDB result as an Arrow table, or its error.
+Result<std::shared_ptr<arrow::Table>> ArrowOrError(duckdb::unique_ptr<duckdb::QueryResult> result,
+                                                   std::string_view sql) {
+  if (result->HasError()) {
+    return DuckError(result->GetError(), result->GetErrorType(), sql);
+  }
+  auto table = ResultToArrowTable(std::move(result));
+  if (!table.ok()) {
+    return QueryError(table.status().message(), sql);
+  }
+  return table;
+}
+
 std::string DropTempViewSql(const std::string& name) {
   return "DROP VIEW IF EXISTS temp.main." + QuoteIdentifier(name);
 }
@@ -408,14 +421,7 @@ struct SqlEngine::Impl {
       duckdb::vector<duckdb::Value> no_parameters;
       ++entry.executions;
       auto result = entry.statement->Execute(no_parameters, /*allow_stream_result=*/false);
-      if (result->HasError()) {
-        return DuckError(result->GetError(), result->GetErrorType(), sql);
-      }
-      auto table = ResultToArrowTable(std::move(result));
-      if (!table.ok()) {
-        return QueryError(table.status().message(), sql);
-      }
-      return table;
+      return ArrowOrError(std::move(result), sql);
     } catch (const std::exception& e) {
       duckdb::ErrorData error(e);
       return DuckError(error.Message(), error.Type(), sql);
@@ -527,25 +533,10 @@ struct SqlEngine::Impl {
   Result<std::shared_ptr<arrow::Table>> RunStatement(PooledConnection& pc,
                                                      std::string_view sql) {
     try {
-      auto statements = pc.conn->ExtractStatements(std::string(sql));
-      if (statements.size() != 1) {
-        return QueryError("expected exactly one SQL statement, got " +
-                              std::to_string(statements.size()),
-                          sql);
-      }
-      if (!IsReadStatement(*statements[0])) {
-        return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
-      }
+      RILL_ASSIGN_OR_RAISE(auto statement, OneReadStatement(pc, std::string(sql)));
       PinGuard pins(pc);
-      auto result = pc.conn->Query(std::move(statements[0]));
-      if (result->HasError()) {
-        return DuckError(result->GetError(), result->GetErrorType(), sql);
-      }
-      auto table = ResultToArrowTable(std::move(result));
-      if (!table.ok()) {
-        return QueryError(table.status().message(), sql);
-      }
-      return table;
+      auto result = pc.conn->Query(std::move(statement));
+      return ArrowOrError(std::move(result), sql);
     } catch (const std::exception& e) {
       duckdb::ErrorData error(e);
       return DuckError(error.Message(), error.Type(), sql);
@@ -1228,14 +1219,7 @@ struct SqlSession::State {
     try {
       duckdb::vector<duckdb::Value> no_parameters;
       auto result = statement.Execute(no_parameters, /*allow_stream_result=*/false);
-      if (result->HasError()) {
-        return DuckError(result->GetError(), result->GetErrorType(), sql);
-      }
-      auto table = ResultToArrowTable(std::move(result));
-      if (!table.ok()) {
-        return QueryError(table.status().message(), sql);
-      }
-      return table;
+      return ArrowOrError(std::move(result), sql);
     } catch (const std::exception& e) {
       duckdb::ErrorData error(e);
       return DuckError(error.Message(), error.Type(), sql);
