@@ -63,6 +63,7 @@ Status SinkRunner::WriteDriven(void* producer, uint64_t to_version) {
   ChangeReadOptions read;
   read.max_rows = options_.max_batch_rows;
   read.emit_retention_deletes = options_.emit_retention_deletes;
+  read.snapshot_deletes = options_.mode == SinkMode::kUpsert;
   DrivenSinks::RowFilter filter;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
@@ -76,6 +77,15 @@ Status SinkRunner::WriteDriven(void* producer, uint64_t to_version) {
       snapshot = true;
       reached = std::max(changes.to_version, to_version);
       rows = changes.batches;
+      if (changes.snapshot_deletes_incomplete) {
+        Alert(Severity::kWarning,
+              "Sink '" + name() + "' fell behind its table's change log further than it "
+              "keeps deleted keys",
+              "its snapshot at version " + std::to_string(changes.to_version) +
+                  " tombstones the " + std::to_string(changes.snapshot_delete_rows) +
+                  " deleted keys the log kept; keys deleted before those may remain in "
+                  "the target");
+      }
     } else {
       if (changes.to_version <= cursor) break;
       RILL_ASSIGN_OR_RAISE(rows, KeepVersions(changes.batches, cursor, to_version));

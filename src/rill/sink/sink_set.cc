@@ -158,7 +158,12 @@ class SinkSetImpl : public SinkSet, public EngineExtension {
     if (driven) {
       RILL_RETURN_NOT_OK(writer->OpenExternal((*table)->schema(), (*table)->primary_key()));
     }
-    auto feed = (*table)->OpenChangeFeed();
+    // A driven upsert sink writes a compacted topic: after falling behind the
+    // log, its snapshot must also tombstone the keys deleted meanwhile.
+    ChangeFeedOptions feed_options;
+    feed_options.keep_forgotten_deletes = driven && options.mode == SinkMode::kUpsert &&
+                                          !(*table)->primary_key().empty();
+    auto feed = (*table)->OpenChangeFeed(feed_options);
     auto runner = std::make_shared<SinkRunner>(engine_, std::move(options), std::move(writer),
                                                *table, std::move(feed));
     if (driven) {

@@ -74,6 +74,14 @@ struct ChangeFeedOptions {
   int64_t max_log_rows = 4 * 1024 * 1024;
   /// ... and references at most this many bytes of chunks no version holds any more.
   int64_t max_log_bytes = 512LL * 1024 * 1024;
+  /// When the bounds make the log forget versions this feed has not
+  /// acknowledged, keep their deleted rows (copied: key and values, at most
+  /// max_log_rows of them, the oldest forgotten first), so that a snapshot read
+  /// with ChangeReadOptions::snapshot_deletes can say which keys went away in
+  /// between. For readers that apply a snapshot as upserts over what they wrote
+  /// (a compacted topic, an upsert sink driven by an application instance)
+  /// rather than replacing it.
+  bool keep_forgotten_deletes = false;
 };
 
 /// How one Read works.
@@ -86,6 +94,12 @@ struct ChangeReadOptions {
   bool emit_retention_deletes = false;
   /// Precede each update with an update_before row holding the old values.
   bool include_old_values = false;
+  /// A snapshot (ChangeSet::snapshot) starts with a delete row for every key
+  /// deleted after the cursor in versions the log forgot before this reader
+  /// read them (kept only for feeds opened with keep_forgotten_deletes; a key
+  /// inserted again since follows as an insert, so applying the rows in order
+  /// as upserts and deletes leaves exactly the table's state).
+  bool snapshot_deletes = false;
 };
 
 /// The changes after one cursor.
@@ -102,6 +116,12 @@ struct ChangeSet {
   /// update_before rows before the rows written by that version).
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   int64_t num_rows = 0;
+  /// A snapshot read with snapshot_deletes: the leading delete rows.
+  int64_t snapshot_delete_rows = 0;
+  /// A snapshot read with snapshot_deletes whose delete rows may be
+  /// incomplete: the log restarted (ReplaceState, no feed open) or forgot
+  /// more deleted rows than it keeps since the cursor.
+  bool snapshot_deletes_incomplete = false;
   /// Unix seconds at which to_version was published.
   double published_at = 0;
 };
@@ -115,6 +135,9 @@ struct ChangeFeedStats {
   int64_t rows_read = 0;
   int64_t snapshots = 0;         ///< reads answered with a snapshot after a gap
   uint64_t oldest_version = 0;   ///< a cursor >= this reads changes, not a snapshot
+  int64_t forgotten_delete_rows = 0;  ///< deleted rows kept for snapshots (now)
+  /// snapshot_deletes reads that could not say every deleted key
+  int64_t snapshots_missing_deletes = 0;
 };
 
 /// One consumer's handle on a table's change log (LiveTable::OpenChangeFeed).

@@ -116,6 +116,31 @@ Status Materialize(const std::shared_ptr<arrow::Schema>& schema, const ChangeEnt
   return Status::OK();
 }
 
+/// Append `entry`'s deleted rows (change rows) to `out`.
+Status DeletedRows(const std::shared_ptr<arrow::Schema>& schema, const ChangeEntry& entry,
+                   std::vector<std::shared_ptr<arrow::RecordBatch>>* out) {
+  for (const auto& group : entry.removed) {
+    if (group.num_rows == 0 || group.reason != Removal::kDelete) continue;
+    RILL_ASSIGN_OR_RAISE(auto rows, RemovedRows(group));
+    RILL_ASSIGN_OR_RAISE(auto ops, ConstantOps(ChangeOp::kDelete, rows->num_rows()));
+    RILL_ASSIGN_OR_RAISE(auto batch, WithChangeColumns(schema, *rows, ops, entry.version));
+    out->push_back(std::move(batch));
+  }
+  return Status::OK();
+}
+
+/// `entry`'s deleted rows as change rows in one batch of their own (copied, so
+/// that the chunks that held them can go); null when it deleted nothing.
+Result<std::shared_ptr<arrow::RecordBatch>> CopyOfDeletes(
+    const std::shared_ptr<arrow::Schema>& schema, const ChangeEntry& entry) {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> parts;
+  RILL_RETURN_NOT_OK(DeletedRows(schema, entry, &parts));
+  if (parts.empty()) return nullptr;
+  // Two inputs at least: Concatenate copies (a whole removed chunk is shared).
+  if (parts.size() == 1) parts.push_back(parts.front()->Slice(0, 0));
+  return arrow::ConcatenateRecordBatches(parts, TableMemoryPool());
+}
+
 }  // namespace
 
 int64_t ChangeEntry::RowsFor(const ChangeReadOptions& options) const {
@@ -190,6 +215,7 @@ void ChangeLog::Restart(std::shared_ptr<const TableVersion> current) {
   ClearLocked(&garbage);
   latest_ = std::move(current);
   base_ = latest_->version();
+  ClearGravesLocked();
 }
 
 void ChangeLog::Publish(std::unique_ptr<ChangeEntry> entry,
@@ -200,6 +226,7 @@ void ChangeLog::Publish(std::unique_ptr<ChangeEntry> entry,
   if (entry && entry->reset) {
     ClearLocked(&garbage);
     base_ = latest_->version();
+    ClearGravesLocked();
   } else if (entry && !entry->empty()) {
     entry->version = latest_->version();
     entry->published_at = latest_->published_at();
@@ -253,6 +280,8 @@ ChangeFeedStats ChangeLog::stats() const {
   s.rows_read = rows_read_;
   s.snapshots = snapshots_;
   s.oldest_version = base_;
+  s.forgotten_delete_rows = grave_rows_;
+  s.snapshots_missing_deletes = snapshots_missing_deletes_;
   return s;
 }
 
@@ -280,6 +309,7 @@ void ChangeLog::PushLocked(std::shared_ptr<const ChangeEntry> entry) {
 void ChangeLog::PopFrontLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garbage) {
   auto entry = std::move(entries_.front());
   entries_.pop_front();
+  BuryLocked(*entry);
   base_ = std::max(base_, entry->version);
   log_rows_ -= entry->RowsFor({0, true, true});
   for (const auto& part : entry->written) AddRef(part.batch.get(), -1);
@@ -311,6 +341,7 @@ void ChangeLog::TrimLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garb
   if (feeds_.empty()) {
     ClearLocked(garbage);
     base_ = latest_->version();
+    ClearGravesLocked();
     return;
   }
   uint64_t acknowledged = std::numeric_limits<uint64_t>::max();
@@ -329,6 +360,49 @@ void ChangeLog::TrimLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garb
   while (!entries_.empty() && ref_bytes_ > max_bytes && UnheldBytesLocked() > max_bytes) {
     PopFrontLocked(garbage);
   }
+  TrimGravesLocked();
+}
+
+void ChangeLog::BuryLocked(const ChangeEntry& entry) {
+  if (entry.removed_rows[static_cast<int>(Removal::kDelete)] == 0) return;
+  bool needed = false;
+  for (const auto& [id, feed] : feeds_) {
+    needed = needed || (feed.options.keep_forgotten_deletes && feed.acknowledged < entry.version);
+  }
+  if (!needed) return;
+  auto rows = CopyOfDeletes(change_schema_, entry);
+  if (!rows.ok() || !*rows) {
+    // Out of memory copying them: a later snapshot says it is incomplete.
+    if (!rows.ok()) graves_base_ = std::max(graves_base_, entry.version);
+    return;
+  }
+  grave_rows_ += (*rows)->num_rows();
+  graves_.push_back({entry.version, std::move(*rows)});
+}
+
+void ChangeLog::TrimGravesLocked() {
+  uint64_t acknowledged = std::numeric_limits<uint64_t>::max();
+  int64_t max_rows = std::numeric_limits<int64_t>::max();
+  for (const auto& [id, feed] : feeds_) {
+    if (!feed.options.keep_forgotten_deletes) continue;
+    acknowledged = std::min(acknowledged, feed.acknowledged);
+    max_rows = std::min(max_rows, feed.options.max_log_rows);
+  }
+  while (!graves_.empty() && graves_.front().version <= acknowledged) {
+    grave_rows_ -= graves_.front().rows->num_rows();
+    graves_.pop_front();
+  }
+  while (!graves_.empty() && grave_rows_ > max_rows) {
+    graves_base_ = std::max(graves_base_, graves_.front().version);
+    grave_rows_ -= graves_.front().rows->num_rows();
+    graves_.pop_front();
+  }
+}
+
+void ChangeLog::ClearGravesLocked() {
+  graves_.clear();
+  grave_rows_ = 0;
+  graves_base_ = base_;
 }
 
 Result<ChangeSet> ChangeLog::Read(uint64_t cursor, const ChangeReadOptions& options) {
@@ -336,6 +410,7 @@ Result<ChangeSet> ChangeLog::Read(uint64_t cursor, const ChangeReadOptions& opti
   out.from_version = cursor;
   std::shared_ptr<const TableVersion> latest;
   std::vector<std::shared_ptr<const ChangeEntry>> picked;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> deleted;  // a snapshot's leading deletes
   {
     std::lock_guard<std::mutex> lock(mu_);
     latest = latest_;
@@ -349,6 +424,16 @@ Result<ChangeSet> ChangeLog::Read(uint64_t cursor, const ChangeReadOptions& opti
     if (cursor < base_) {
       out.snapshot = true;
       if (cursor != 0) ++snapshots_;
+      if (cursor != 0 && options.snapshot_deletes) {
+        for (const auto& grave : graves_) {
+          if (grave.version > cursor) deleted.push_back(grave.rows);
+        }
+        picked.assign(entries_.begin(), entries_.end());  // all after the cursor
+        if (cursor < graves_base_) {
+          out.snapshot_deletes_incomplete = true;
+          ++snapshots_missing_deletes_;
+        }
+      }
     } else {
       auto it = std::upper_bound(
           entries_.begin(), entries_.end(), cursor,
@@ -369,6 +454,12 @@ Result<ChangeSet> ChangeLog::Read(uint64_t cursor, const ChangeReadOptions& opti
   }
   // Materialize outside the lock, on this (the reader's) thread.
   if (out.snapshot) {
+    // The deletes the reader missed, those forgotten and those the log holds.
+    out.batches = std::move(deleted);
+    for (const auto& entry : picked) {
+      RILL_RETURN_NOT_OK(DeletedRows(change_schema_, *entry, &out.batches));
+    }
+    for (const auto& b : out.batches) out.snapshot_delete_rows += b->num_rows();
     for (const auto& chunk : latest->chunks()) {
       if (chunk.live_rows == 0) continue;
       RILL_ASSIGN_OR_RAISE(auto rows, TableVersion::LiveBatch(chunk));

@@ -116,6 +116,12 @@ class ChangeLog : public std::enable_shared_from_this<ChangeLog> {
     uint64_t acknowledged = 0;
     ChangeFeedOptions options;
   };
+  /// The deleted rows of one version the bounds forgot before a feed with
+  /// keep_forgotten_deletes had acknowledged it (change rows, copied).
+  struct Grave {
+    uint64_t version = 0;
+    std::shared_ptr<arrow::RecordBatch> rows;
+  };
   struct Ref {
     int64_t count = 0;
     int64_t bytes = 0;
@@ -133,6 +139,12 @@ class ChangeLog : public std::enable_shared_from_this<ChangeLog> {
   void PopFrontLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garbage);
   void ClearLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garbage);
   void TrimLocked(std::vector<std::shared_ptr<const ChangeEntry>>* garbage);
+  /// Keep `entry`'s deleted rows as a grave if a keeping feed still needs it.
+  void BuryLocked(const ChangeEntry& entry);
+  /// Drop graves every keeping feed acknowledged, and the oldest over the bound.
+  void TrimGravesLocked();
+  /// The log restarted at base_: deletes before it are unknown.
+  void ClearGravesLocked();
   int64_t UnheldBytesLocked() const;
   void AddRef(const arrow::RecordBatch* batch, int delta);
 
@@ -152,6 +164,12 @@ class ChangeLog : public std::enable_shared_from_this<ChangeLog> {
   int64_t reads_ = 0;                                       // guarded by mu_
   int64_t rows_read_ = 0;                                   // guarded by mu_
   int64_t snapshots_ = 0;                                   // guarded by mu_
+  std::deque<Grave> graves_;                                // guarded by mu_
+  int64_t grave_rows_ = 0;                                  // guarded by mu_
+  /// Graves hold every forgotten delete a keeping feed had not acknowledged
+  /// of the versions after this one.
+  uint64_t graves_base_ = 0;                                // guarded by mu_
+  int64_t snapshots_missing_deletes_ = 0;                   // guarded by mu_
 };
 
 }  // namespace table_internal

@@ -3,6 +3,9 @@
 #include "rill/common/row_ops.h"
 #include "rill/table/change_feed.h"
 
+#include <map>
+#include <random>
+
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
@@ -344,6 +347,158 @@ TEST_F(ChangeFeedTest, ReportsRowsExpiredByAgeAsDeletes) {
   RILL_ASSERT_OK_AND_ASSIGN(auto plain, feed->Read(2, {}));
   EXPECT_EQ(plain.num_rows, 0);
   EXPECT_EQ(plain.to_version, 3u);
+}
+
+TEST_F(ChangeFeedTest, StartsASnapshotWithTheDeletesTheLogForgotForAFeedThatKeepsThem) {
+  auto table = Keyed();
+  ChangeFeedOptions small;
+  small.max_log_rows = 3;
+  small.keep_forgotten_deletes = true;
+  auto feed = table->OpenChangeFeed(small);
+  auto plain = table->OpenChangeFeed();  // keeps nothing, and trims nothing by itself
+  RILL_ASSERT_OK(table->Write(Batch("[1, 2, 7]", R"(["a", "b", "g"])")));
+  feed->Acknowledge(1);
+  plain->Acknowledge(1);
+  RILL_ASSERT_OK(table->Delete(Batch("[2, 7]", R"([null, null])")));           // v2
+  RILL_ASSERT_OK(table->Write(Batch("[3, 4, 5, 7]", R"(["c", "d", "e", "G"])")));  // v3
+  EXPECT_EQ(feed->stats().oldest_version, 3u);  // v2 and v3 forgotten
+  EXPECT_EQ(feed->stats().forgotten_delete_rows, 2);
+  ChangeReadOptions deletes;
+  deletes.snapshot_deletes = true;
+  RILL_ASSERT_OK_AND_ASSIGN(auto gap, feed->Read(1, deletes));
+  EXPECT_TRUE(gap.snapshot);
+  EXPECT_FALSE(gap.snapshot_deletes_incomplete);
+  EXPECT_EQ(gap.snapshot_delete_rows, 2);
+  // 7 was deleted and written again: its delete comes first, its row after.
+  EXPECT_EQ(Changes(gap), (Strings{"delete@2:2=b", "delete@2:7=g", "insert@3:1=a",
+                                   "insert@3:3=c", "insert@3:4=d", "insert@3:5=e",
+                                   "insert@3:7=G"}));
+  RILL_ASSERT_OK_AND_ASSIGN(auto without, feed->Read(1, {}));
+  EXPECT_EQ(without.snapshot_delete_rows, 0);
+  EXPECT_EQ(without.num_rows, 5);
+  RILL_ASSERT_OK_AND_ASSIGN(auto fresh, feed->Read(0, deletes));  // nothing seen: no deletes
+  EXPECT_EQ(fresh.num_rows, 5);
+  // Acknowledged by the keeping feed: the kept deletes go.
+  feed->Acknowledge(gap.to_version);
+  RILL_ASSERT_OK(table->Write(Batch("[9]", R"(["i"])")));
+  EXPECT_EQ(feed->stats().forgotten_delete_rows, 0);
+}
+
+TEST_F(ChangeFeedTest, SaysASnapshotsDeletesAreIncompleteWhenTheLogKeptTooFewOrRestarted) {
+  auto table = Keyed();
+  ChangeFeedOptions small;
+  small.max_log_rows = 2;
+  small.keep_forgotten_deletes = true;
+  auto feed = table->OpenChangeFeed(small);
+  RILL_ASSERT_OK(table->Write(Batch("[1, 2, 3, 4]", R"(["a", "b", "c", "d"])")));  // v1
+  feed->Acknowledge(1);
+  for (int id = 1; id <= 3; ++id) {  // v2..v4: one delete each, kept: the last two
+    RILL_ASSERT_OK(table->Delete(Batch("[" + std::to_string(id) + "]", "[null]")));
+    RILL_ASSERT_OK(table->Write(Batch("[" + std::to_string(10 + id) + ", " +
+                                          std::to_string(20 + id) + "]",
+                                      R"(["x", "y"])")));
+  }
+  EXPECT_EQ(feed->stats().forgotten_delete_rows, 2);
+  ChangeReadOptions deletes;
+  deletes.snapshot_deletes = true;
+  RILL_ASSERT_OK_AND_ASSIGN(auto gap, feed->Read(1, deletes));
+  EXPECT_TRUE(gap.snapshot);
+  EXPECT_TRUE(gap.snapshot_deletes_incomplete);
+  EXPECT_EQ(gap.snapshot_delete_rows, 2);
+  EXPECT_EQ(feed->stats().snapshots_missing_deletes, 1);
+  // From the oldest delete kept on, complete.
+  RILL_ASSERT_OK_AND_ASSIGN(auto later, feed->Read(4, deletes));
+  EXPECT_TRUE(later.snapshot);
+  EXPECT_FALSE(later.snapshot_deletes_incomplete);
+  // ReplaceState: nothing before it is known.
+  RILL_ASSERT_OK(table->ReplaceState(
+      arrow::Table::FromRecordBatches({Batch("[50]", R"(["z"])")}).ValueOrDie()));
+  RILL_ASSERT_OK_AND_ASSIGN(auto replaced, feed->Read(later.to_version, deletes));
+  EXPECT_TRUE(replaced.snapshot);
+  EXPECT_TRUE(replaced.snapshot_deletes_incomplete);
+  EXPECT_EQ(replaced.snapshot_delete_rows, 0);
+}
+
+// A reader that applies every read as upserts and deletes over what it holds
+// (a compacted topic), never replacing it, falls behind a small log again and
+// again: with snapshot_deletes it holds exactly the table's rows whenever it
+// has caught up. Without the kept deletes, deleted keys would stay.
+TEST_F(ChangeFeedTest, AnUpsertReaderThatFallsBehindStillEndsWithExactlyTheTablesRows) {
+  std::mt19937_64 rng(20261206);
+  int64_t total_snapshots = 0, total_incomplete = 0, total_with_deletes = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto table = Keyed();
+    ChangeFeedOptions options;
+    options.max_log_rows = 8 + static_cast<int64_t>(rng() % 40);
+    options.keep_forgotten_deletes = true;
+    auto feed = table->OpenChangeFeed(options);
+    auto ops = SchemaOf({arrow::field("id", arrow::int64()), arrow::field("v", arrow::utf8()),
+                         arrow::field(kWriteOpColumn, arrow::int8())});
+    std::map<int64_t, std::string> reference;  // the table, as written
+    std::map<int64_t, std::string> target;     // what the reader applied
+    uint64_t cursor = 0;
+    int64_t incomplete = 0;
+    int64_t snapshots = 0;
+    int64_t with_deletes = 0;
+    ChangeReadOptions read;
+    read.snapshot_deletes = true;
+    for (int step = 0; step < 200; ++step) {
+      // One version: a few upserts and deletes of 30 keys, in one op batch.
+      std::string ids = "[", values = "[", kinds = "[";
+      const int n = 1 + static_cast<int>(rng() % 6);
+      for (int i = 0; i < n; ++i) {
+        const int64_t id = static_cast<int64_t>(rng() % 30);
+        const bool del = rng() % 3 == 0;
+        const std::string v = "v" + std::to_string(step) + "_" + std::to_string(i);
+        if (i) ids += ",", values += ",", kinds += ",";
+        ids += std::to_string(id);
+        values += del ? std::string("null") : "\"" + v + "\"";
+        kinds += del ? "1" : "0";
+        if (del) {
+          reference.erase(id);
+        } else {
+          reference[id] = v;
+        }
+      }
+      RILL_ASSERT_OK(table->Write(BatchOf(ops, {ids + "]", values + "]", kinds + "]"})));
+      if (rng() % 5 != 0) continue;  // the reader falls behind
+      RILL_ASSERT_OK_AND_ASSIGN(auto changes, feed->Read(cursor, read));
+      snapshots += changes.snapshot ? 1 : 0;
+      incomplete += changes.snapshot_deletes_incomplete ? 1 : 0;
+      with_deletes += changes.snapshot && !changes.snapshot_deletes_incomplete &&
+                      changes.snapshot_delete_rows > 0;
+      // Told that the deletes are incomplete, such a reader must start over.
+      if (changes.snapshot_deletes_incomplete) target.clear();
+      for (const auto& b : changes.batches) {
+        const auto& id = static_cast<const arrow::Int64Array&>(*b->GetColumnByName("id"));
+        const auto& v = static_cast<const arrow::StringArray&>(*b->GetColumnByName("v"));
+        const auto& op = static_cast<const arrow::StringArray&>(*b->GetColumnByName("_op"));
+        for (int64_t r = 0; r < b->num_rows(); ++r) {
+          if (op.GetView(r) == "delete") {
+            target.erase(id.Value(r));
+          } else {
+            target[id.Value(r)] = std::string(v.GetView(r));
+          }
+        }
+      }
+      cursor = changes.to_version;
+      feed->Acknowledge(cursor);
+      std::string dels;
+      for (const auto& c : Changes(changes)) {
+        if (c.rfind("delete", 0) == 0) dels += c + " ";
+      }
+      ASSERT_EQ(target, reference) << "round " << round << " step " << step
+                                   << (changes.snapshot ? " (snapshot)" : "") << " from "
+                                   << changes.from_version << " to " << changes.to_version
+                                   << " deletes " << dels << " log " << options.max_log_rows;
+    }
+    total_snapshots += snapshots;
+    total_incomplete += incomplete;
+    total_with_deletes += with_deletes;
+  }
+  // The log overflowed, and most snapshots were applied as upserts with their deletes.
+  EXPECT_GT(total_with_deletes, 20);
+  EXPECT_LT(total_incomplete * 4, total_snapshots);
 }
 
 TEST(ChangeOpNames, RoundTrip) {
