@@ -208,7 +208,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
       std::lock_guard<std::mutex> lock(mu_);
       if (!app_) return false;
       auto t = app_->engine_->GetTable(table);
-      return t.ok() && (*t)->mode() == TableMode::kSnapshot && !(*t)->primary_key().empty() &&
+      return t.ok() && ((*t)->keyed() || (*t)->mode() == TableMode::kAppend) &&
              (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
     }
     void Begin(const std::string& table) override {
@@ -239,7 +239,12 @@ class ApplicationImpl final : public Application, public EngineExtension {
       std::shared_ptr<Changelogs> changelogs;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (app_) changelogs = app_->changelogs_;
+        if (!app_) return std::string();
+        // An append table's shard is its partition's records (what its
+        // retention keeps of them): replayed from the input, no changelog.
+        auto t = app_->engine_->GetTable(table);
+        if (!t.ok() || !(*t)->keyed()) return std::string();
+        changelogs = app_->changelogs_;
       }
       return changelogs ? changelogs->For(table, topics) : std::string();
     }
@@ -274,9 +279,14 @@ class ApplicationImpl final : public Application, public EngineExtension {
     ApplicationImpl* holder_ = nullptr;  // guarded by mu_: Begin took its commit_mu_
   };
 
-  /// Delete the rows of `partitions` from the keyed `table`, at a tick boundary.
+  /// Delete the rows of `partitions` from `table`, at a tick boundary.
   Status DropPartitions(const std::string& table, const std::vector<int32_t>& partitions) {
     RILL_ASSIGN_OR_RAISE(auto t, engine_->GetTable(table));
+    if (!t->keyed()) {
+      std::vector<int64_t> values(partitions.begin(), partitions.end());
+      return engine_->AtTickBoundary(
+          [&]() -> Status { return t->DeleteWhereIn("_partition", values).status(); });
+    }
     std::string in;
     for (int32_t p : partitions) in += (in.empty() ? "" : ",") + std::to_string(p);
     std::string keys;

@@ -1,7 +1,6 @@
 #include "rill/cluster/global_view.h"
 
 #include <algorithm>
-#include <chrono>
 #include <set>
 
 #include <arrow/type.h>
@@ -32,17 +31,11 @@ struct Names {
 class GlobalViews final : public pipeline::GlobalViewMaker {
  public:
   GlobalViews(Engine* engine, Application* app)
-      : engine_(engine),
-        app_(app),
-        contributor_(app->options().instance_id + "@" +
-                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count())) {}
+      : engine_(engine), app_(app) {}
 
   Result<std::vector<std::string>> Create(const pipeline::MaterializedViewDecl& decl) override {
     const Names n(decl.name);
-    RILL_ASSIGN_OR_RAISE(const GlobalPlan plan,
-                         pipeline::PlanGlobalView(engine_, decl, contributor_));
+    RILL_ASSIGN_OR_RAISE(const GlobalPlan plan, pipeline::PlanGlobalView(engine_, decl));
     auto consumer = app_->consumer();
     if (!consumer) {
       return DeclError(pipeline::kSqlStateBadValue,
@@ -121,13 +114,10 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
     RILL_ASSIGN_OR_RAISE(pipeline::SinkDecl sink_decl,
                          pipeline::ReadSink("kafka", sink, where, n.partial, n.partial));
     RILL_RETURN_NOT_OK(pipeline::StartSink(sink_decl, engine_).status());
-    if (std::find(plan.partial_key.begin(), plan.partial_key.end(), kContributorColumn) ==
-        plan.partial_key.end()) {
-      // A keyed table's partition shard moves whole between instances: its
-      // partials come from its owner alone (the one that dropped it writes
-      // nothing for it, the one that restored it writes its whole state).
-      RILL_RETURN_NOT_OK(app_->WriteOwnedPartitionsOnly(n.partial, "_partition"));
-    }
+    // A partition's shard (keyed or append) moves whole between instances:
+    // its partials come from its owner alone (the one that dropped it writes
+    // nothing for it, the one that restored it writes its whole state).
+    RILL_RETURN_NOT_OK(app_->WriteOwnedPartitionsOnly(n.partial, "_partition"));
 
     // Every instance's partials, read back, and the application-wide answer.
     pipeline::GlobalReaderSpec reader;
@@ -172,7 +162,6 @@ class GlobalViews final : public pipeline::GlobalViewMaker {
   Engine* engine_;
   Application* app_;
   /// This life of this instance: "<instance_id>@<start time, unix ms>".
-  const std::string contributor_;
 };
 
 }  // namespace

@@ -441,6 +441,7 @@ Status KafkaConnector::RestorePosition(std::string_view position) {
     impl.last_commit_at = 0;
     impl.check_start.clear();
     impl.handed_back.clear();
+    impl.handed_back_held.clear();
     for (const auto& [tp, offset] : restored) impl.check_start[tp] = false;
   }
   // Partitions already assigned move to the restored offsets now (the others

@@ -176,6 +176,9 @@ void Impl::OnRevoke(const rd_kafka_topic_partition_list_t* parts) {
       auto pos = polled.find(tp);
       if (committed >= 0) handing[tp] = committed;
       handed_back[tp] = {committed, pos != polled.end() ? pos->second : committed};
+      auto first = first_offset.find(tp);
+      handed_back_held[tp] = {first != first_offset.end() ? first->second : -1,
+                              rewound.count(tp) > 0, restored_whole.count(tp) > 0};
       positions.erase(tp);
       polled.erase(tp);
       commit_target.erase(tp);
@@ -321,6 +324,7 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
       }
       drop.push_back(it->first.second);  // went to another member
       ++moved_away;
+      handed_back_held.erase(it->first);
       it = handed_back.erase(it);
     }
     if (checkpoint_pending) {
@@ -514,13 +518,23 @@ void Impl::SetStartOffsets(rd_kafka_topic_partition_list_t* parts) {
       auto back = handed_back.find({r.topic, r.partition});
       const int64_t committed = r.err ? RD_KAFKA_OFFSET_INVALID : r.offset;
       if (committed >= 0 && committed == back->second.first) {
-        // Nobody read on: our position (and the rows applied) are current.
+        // Nobody read on: our position (and the rows applied) are current,
+        // and the table holds of it what it held.
         positions[back->first] = back->second.second;
         polled[back->first] = back->second.second;
+        auto held = handed_back_held.find(back->first);
+        if (held != handed_back_held.end()) {
+          if (held->second.first_offset >= 0) {
+            first_offset[back->first] = held->second.first_offset;
+          }
+          if (held->second.rewound) rewound.insert(back->first);
+          if (held->second.restored_whole) restored_whole.insert(back->first);
+        }
         ++group.partitions_resumed;
       } else {
         ++group.partitions_moved_away;
       }
+      handed_back_held.erase(back->first);
       handed_back.erase(back);
     }
     for (int i = 0; i < parts->cnt; ++i) {

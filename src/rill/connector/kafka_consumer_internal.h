@@ -115,6 +115,14 @@ struct KafkaConnector::Impl {
   // Partitions handed back at a revoke: the offset committed then, and the
   // position held (a quick return resumes there).
   std::map<TopicPartition, std::pair<int64_t, int64_t>> handed_back;  // guarded by mu
+  // ... and what the table held of each (first_offset, rewound,
+  // restored_whole), given back if it returns with nobody having read on.
+  struct HeldShard {
+    int64_t first_offset = -1;
+    bool rewound = false;
+    bool restored_whole = false;
+  };
+  std::map<TopicPartition, HeldShard> handed_back_held;  // guarded by mu
   KafkaGroupStats group;       // guarded by mu
   // Partitions whose messages were consumed from librdkafka but not buffered
   // when the reader stopped: the next Start seeks them back (first offset).

@@ -218,9 +218,7 @@ Status CatalogImpl::CreateGlobalViewLocked(const MaterializedViewDecl& decl,
 
 Result<std::vector<std::string>> CatalogImpl::CreateGlobalReaderLocked(
     const MaterializedViewDecl& decl) {
-  // The contributor only names the partial rows' column (the instances'
-  // values differ): the schema is the same.
-  RILL_ASSIGN_OR_RAISE(const GlobalPlan plan, PlanGlobalView(engine_, decl, "reader"));
+  RILL_ASSIGN_OR_RAISE(const GlobalPlan plan, PlanGlobalView(engine_, decl));
   RILL_RETURN_NOT_OK(CheckFreeLocked(DdlObject::kTable, decl.name + "__partials"));
   // The partial rows' columns, as the instances' partial views make them.
   RILL_ASSIGN_OR_RAISE(auto empty, engine_->Query("SELECT * FROM (" + plan.partial_sql +

@@ -24,8 +24,7 @@ std::string GlobalPartialsTopic(const std::string& app_id, const std::string& vi
   return app_id + "-" + view + "-partials";
 }
 
-Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& decl,
-                                  const std::string& contributor) {
+Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& decl) {
   auto not_global = [&decl](const Status& st) {
     return DeclError(kSqlStateNotSupported,
                      "\"" + decl.name + "\": scope = 'global': " + st.message());
@@ -43,14 +42,6 @@ Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& de
                      "each row, and table \"" + planned->table +
                          "\" has no column _partition (declare it, with its Kafka source's "
                          "metadata_columns = true)");
-  }
-  // An append table's rows are events each instance applied once: the
-  // partials of every instance (and of each life of an instance) add up. A
-  // keyed table's partition is one state: its owner's partials replace the
-  // earlier owner's.
-  if ((*table)->mode() == TableMode::kAppend) {
-    planned = PlanGlobal(decl.sql, "_partition", contributor);
-    if (!planned.ok()) return not_global(planned.status());
   }
   return planned;
 }

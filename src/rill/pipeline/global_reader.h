@@ -26,13 +26,12 @@ namespace pipeline {
 /// The compacted topic of the partials of view `view` of application `app_id`.
 std::string GlobalPartialsTopic(const std::string& app_id, const std::string& view);
 
-/// The plan of global view `decl` over `engine`'s table: PlanGlobal's, with
-/// the partials keyed by `contributor` too when the table is an append table
-/// (cluster/global_view.h). Refused with a SQLSTATE: a query that does not
-/// decompose (0A000), a missing table (42704), a table without _partition
-/// (22023).
-Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& decl,
-                                  const std::string& contributor);
+/// The plan of global view `decl` over `engine`'s table: PlanGlobal's (the
+/// partials keyed by the groups and `_partition`: a partition's shard, keyed
+/// or append, is held by its owner alone). Refused with a SQLSTATE: a query
+/// that does not decompose (0A000), a missing table (42704), a table without
+/// _partition (22023).
+Result<GlobalPlan> PlanGlobalView(Engine* engine, const MaterializedViewDecl& decl);
 
 struct GlobalReaderSpec {
   /// The view: its name, query's plan, interval and incremental mode.

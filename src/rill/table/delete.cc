@@ -11,6 +11,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
+#include <arrow/util/bit_util.h>
 
 #include "rill/common/arrow_init.h"
 #include "rill/table/change_log_internal.h"
@@ -199,6 +200,46 @@ Result<WriteStats> LiveTable::Delete(const std::shared_ptr<arrow::Table>& keys,
   if (!keys) return Status::Invalid("Table '", name_, "': null table of keys");
   RILL_ASSIGN_OR_RAISE(auto combined, keys->CombineChunksToBatch(TableMemoryPool()));
   return Delete(combined, now);
+}
+
+Result<WriteStats> LiveTable::DeleteWhereIn(const std::string& column,
+                                            const std::vector<int64_t>& values,
+                                            std::optional<double> now) {
+  if (keyed()) {
+    return Status::Invalid("Table '", name_, "' is keyed: delete its rows by key");
+  }
+  const int c = user_schema_->GetFieldIndex(column);
+  if (c < 0) return Status::KeyError("Table '", name_, "' has no column '", column, "'");
+  if (!arrow::is_integer(user_schema_->field(c)->type()->id())) {
+    return Status::Invalid("Table '", name_, "': column '", column, "' is ",
+                           user_schema_->field(c)->type()->ToString(), ", not an integer");
+  }
+  std::vector<int64_t> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  return RemoveAndPublish(now, [&](WriteStats* stats) -> Status {
+    const bool logging = pending_ && !pending_->reset;
+    for (uint32_t slot : order_) {
+      if (slots_[slot].live_rows == 0) continue;
+      // The column as int64 (cast once per chunk: it is a small integer column).
+      RILL_ASSIGN_OR_RAISE(
+          auto cast, arrow::compute::Cast(slots_[slot].batch->column(c), arrow::int64(),
+                                          arrow::compute::CastOptions::Unsafe()));
+      const auto array = cast.make_array();
+      const auto& ints = static_cast<const arrow::Int64Array&>(*array);
+      for (int64_t r = 0; r < ints.length(); ++r) {
+        const Chunk& chunk = slots_[slot];
+        if (chunk.alive && !arrow::bit_util::GetBit(chunk.alive->data(), r)) continue;
+        if (ints.IsNull(r) || !std::binary_search(sorted.begin(), sorted.end(), ints.Value(r))) {
+          continue;
+        }
+        const uint64_t location = Location(slot, r);
+        if (logging) LogRemovedLocked(location, table_internal::Removal::kDelete);
+        KillRowLocked(location);
+        ++stats->deleted;
+      }
+    }
+    return Status::OK();
+  });
 }
 
 Result<WriteStats> LiveTable::Truncate(std::optional<double> now) {

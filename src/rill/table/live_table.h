@@ -191,6 +191,13 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
                             std::optional<double> now = std::nullopt);
   Result<WriteStats> Delete(const std::shared_ptr<arrow::Table>& keys,
                             std::optional<double> now = std::nullopt);
+  /// Delete the rows of an append (or unkeyed) table whose integer `column`
+  /// holds one of `values`, as one version (the change feed reports each as a
+  /// delete; published only when a row was deleted). For the rows of Kafka
+  /// partitions that moved to another instance (`_partition IN (...)`).
+  /// Invalid for a keyed table (delete by key), a missing or non-integer column.
+  Result<WriteStats> DeleteWhereIn(const std::string& column, const std::vector<int64_t>& values,
+                                   std::optional<double> now = std::nullopt);
   /// Remove every row (a keyed table), as one version; the change feed reports
   /// each as a delete. Invalid for an append or unkeyed table.
   Result<WriteStats> Truncate(std::optional<double> now = std::nullopt);

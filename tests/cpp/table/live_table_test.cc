@@ -2,6 +2,7 @@
 #include "rill/table/live_table.h"
 
 #include <atomic>
+#include <random>
 #include <stdexcept>
 
 #include <arrow/api.h>
@@ -269,6 +270,69 @@ TEST(AppendTable, AppendsEvenWithAKey) {
   EXPECT_EQ(RowStrings(*Contents(*table)),
             (std::vector<std::string>{"1|a|" + t0 + "|" + t0, "1|b|" + t0 + "|" + t0,
                                       "1|c|" + t1 + "|" + t1}));
+}
+
+// The rows of Kafka partitions that moved away leave an append table by
+// partition (randomized against a reference; retention goes on after).
+TEST(AppendTable, DeletesTheRowsWhoseColumnHoldsOneOfTheValues) {
+  auto schema = SchemaOf({arrow::field("_partition", arrow::int32()),
+                          arrow::field("seq", arrow::int64())});
+  FakeClock clock(kT0);
+  TableOptions options;
+  options.mode = TableMode::kAppend;
+  options.retention = test::Retention(400);
+  options.clock = clock.clock();
+  RILL_ASSERT_OK_AND_ASSIGN(auto table, LiveTable::Make("events", schema, options));
+  auto feed = table->OpenChangeFeed();
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int32_t, int64_t>> reference;  // in write order
+  int64_t seq = 0;
+  uint64_t cursor = 0;
+  for (int step = 0; step < 60; ++step) {
+    std::string parts = "[", seqs = "[";
+    const int n = 1 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      const int32_t p = static_cast<int32_t>(rng() % 6);
+      parts += (i ? "," : "") + std::to_string(p);
+      seqs += (i ? "," : "") + std::to_string(seq);
+      reference.emplace_back(p, seq++);
+    }
+    RILL_ASSERT_OK(table->Write(BatchOf(schema, {parts + "]", seqs + "]"})));
+    while (reference.size() > 400) reference.erase(reference.begin());  // max_rows
+    if (step % 7 == 3) {
+      const std::vector<int64_t> gone = {static_cast<int64_t>(rng() % 6),
+                                         static_cast<int64_t>(rng() % 6)};
+      const auto before = reference.size();
+      std::erase_if(reference, [&](const auto& r) {
+        return r.first == gone[0] || r.first == gone[1];
+      });
+      RILL_ASSERT_OK_AND_ASSIGN(auto stats, table->DeleteWhereIn("_partition", gone));
+      EXPECT_EQ(stats.deleted, static_cast<int64_t>(before - reference.size()));
+      RILL_ASSERT_OK_AND_ASSIGN(auto changes, feed->Read(cursor, {}));
+      int64_t deletes = 0;
+      for (const auto& b : changes.batches) {
+        const auto& ops = static_cast<const arrow::StringArray&>(*b->GetColumnByName("_op"));
+        for (int64_t r = 0; r < b->num_rows(); ++r) deletes += ops.GetView(r) == "delete";
+      }
+      EXPECT_EQ(deletes, stats.deleted);
+    }
+    cursor = feed->current_version();
+    feed->Acknowledge(cursor);
+    std::vector<std::string> expected;
+    for (const auto& [p, s] : reference) expected.push_back(std::to_string(s));
+    ASSERT_EQ(ColumnStrings(*Contents(*table), "seq"), expected) << "step " << step;
+  }
+  // Nothing matches: no new version.
+  const uint64_t version = table->snapshot()->version();
+  RILL_ASSERT_OK_AND_ASSIGN(auto none, table->DeleteWhereIn("_partition", {99}));
+  EXPECT_EQ(none.deleted, 0);
+  EXPECT_EQ(table->snapshot()->version(), version);
+  EXPECT_FALSE(table->DeleteWhereIn("nope", {1}).ok());
+  EXPECT_TRUE(table->DeleteWhereIn("_partition", {}).ok());
+  TableOptions keyed;
+  keyed.primary_key = {"seq"};
+  RILL_ASSERT_OK_AND_ASSIGN(auto k, LiveTable::Make("k", schema, keyed));
+  EXPECT_FALSE(k->DeleteWhereIn("_partition", {1}).ok());
 }
 
 TEST(UpsertTable, ReplacesByKeyAndMovesReplacedRowsToTheEnd) {
