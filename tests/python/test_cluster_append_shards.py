@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import METADATA_COLUMNS, http_request, start_serve, stop_all, wait_for
+from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -34,30 +34,10 @@ PARTITIONS = 6
 
 pytestmark = [requires(not RILL.exists(), f"{RILL} not built"), pytest.mark.timeout(300)]
 
-VIEW = "SELECT region, count(*) AS n, sum(price) AS revenue FROM events GROUP BY region"
+VIEW = "SELECT region, count(*) AS n, sum(price) AS revenue FROM orders GROUP BY region"
 
 
-def pipeline_text(app, servers, source):
-    return f"""cluster:
-  app_id: {app}
-  bootstrap_servers: "{servers}"
-  session_timeout_ms: 6000
-  commit_interval_ms: 100
-engine:
-  trigger_interval_ms: 20
-tables:
-  - name: events
-    columns: {{seq: int64, region: string, price: float64, {METADATA_COLUMNS}}}
-    mode: append
-    max_rows: 1000000
-connectors:
-  - type: kafka
-    name: events_in
-    table: events
-    topics: [{source}]
-    metadata_columns: true
-    kafka_config: {{"bootstrap.servers": "{servers}"}}
-tasks:
+TASKS = f"""tasks:
   - name: by_region
     type: sql
     scope: global
@@ -72,7 +52,9 @@ def test_append_shards_move_with_their_partitions(kafka_broker, tmp_path):
     kafka_broker.create_topic(source, PARTITIONS)
     servers = kafka_broker.bootstrap_servers
     pipeline = tmp_path / "app.yaml"
-    pipeline.write_text(pipeline_text(app, servers, source))
+    pipeline.write_text(application_pipeline(
+        app, servers, source, "{seq: int64, region: string, price: float64, " + METADATA_COLUMNS + "}",
+        commit_interval_ms=100, metadata_columns=True, tasks=TASKS))
     procs = {}
     produced = []  # (seq, region, price, partition, offset)
 
@@ -105,7 +87,7 @@ def test_append_shards_move_with_their_partitions(kafka_broker, tmp_path):
         """The node's table as a multiset of (partition, offset, seq)."""
         return collections.Counter(
             (r["_partition"], r["_offset"], r["seq"])
-            for r in query(node, "SELECT _partition, _offset, seq FROM events"))
+            for r in query(node, "SELECT _partition, _offset, seq FROM orders"))
 
     def expected(partitions):
         return collections.Counter((part, off, s) for s, _, _, part, off in produced
@@ -117,7 +99,7 @@ def test_append_shards_move_with_their_partitions(kafka_broker, tmp_path):
 
     def view_ok(node):
         con = duckdb.connect()
-        con.register("events", pa.table({"region": [r[1] for r in produced],
+        con.register("orders", pa.table({"region": [r[1] for r in produced],
                                           "price": [r[2] for r in produced]}))
         want = con.execute(VIEW + " ORDER BY region").fetchall()
         got = [(r["region"], r["n"], r["revenue"]) for r in

@@ -267,6 +267,8 @@ class ApplicationImpl final : public Application, public EngineExtension {
       (void)app->engine_->AtTickBoundary([&] {
         if (app->driven_) app->driven_->Skip(table);
         SinkSet::For(app->engine_).EndMoves(table);
+        // Nor are they new rows for the windows and stream tasks over it.
+        app->engine_->SkipNewRowsOf(table);
         return Status::OK();
       });
       holder_ = nullptr;

@@ -443,6 +443,17 @@ Status Engine::AddWindowTask(std::shared_ptr<WindowTask> task) {
   }
   return task->RegisterMetrics(this);
 }
+void Engine::SkipNewRowsOf(const std::string& table) {
+  auto t = GetTable(table);
+  if (!t.ok()) return;
+  std::vector<std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, task] : tasks_) tasks.push_back(task);
+  }
+  for (const auto& task : tasks) task->SkipNewRowsOf(**t);
+}
+
 Status Engine::RemoveWindowTask(const std::string& name) {
   std::shared_ptr<Task> task;
   {

@@ -345,6 +345,10 @@ class Engine {
   /// connectors' positions (as of their last Poll) agree. Invalid from inside a
   /// tick (a callback on the tick thread). Any other thread.
   Status AtTickBoundary(const std::function<Status()>& fn);
+  /// The rows table `table` holds now are no task's new input (Task::
+  /// SkipNewRowsOf: they moved between an application's instances). Call at
+  /// a tick boundary.
+  void SkipNewRowsOf(const std::string& table);
   /// Call `hook(now)` on the tick thread at the end of every tick, still at the
   /// tick boundary (the Checkpointer's captures, the cluster's commits), in the
   /// order added. Return its id for RemoveTickEndHook. Any thread.

@@ -14,40 +14,6 @@
 #include "rill/table/schema.h"
 
 namespace rill {
-namespace {
-
-// The rows of `version` with z_update_ts > *cursor (a suffix of its chunks, see
-// the file comment of stream_sql_task.h); advances *cursor.
-Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> NewRows(const TableVersion& version,
-                                                                 double* cursor) {
-  const auto& chunks = version.chunks();
-  const int upd = version.schema()->GetFieldIndex(kUpdateTsColumn);
-  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
-  double newest = *cursor;
-  for (size_t i = chunks.size(); i-- > 0;) {
-    const VersionChunk& chunk = chunks[i];
-    const int64_t n = chunk.batch->num_rows();
-    if (n == 0) continue;
-    const double* ts = chunk.batch->column(upd)->data()->GetValues<double>(1);
-    if (ts[n - 1] <= *cursor) break;
-    newest = std::max(newest, ts[n - 1]);
-    const int64_t first = std::upper_bound(ts, ts + n, *cursor) - ts;
-    std::shared_ptr<arrow::RecordBatch> rows = chunk.batch->Slice(first);
-    if (chunk.alive && chunk.live_rows < n) {
-      auto mask = std::make_shared<arrow::BooleanArray>(n, chunk.alive)->Slice(first);
-      RILL_ASSIGN_OR_RAISE(auto filtered,
-                           arrow::compute::Filter(arrow::Datum(rows), arrow::Datum(mask)));
-      rows = filtered.record_batch();
-    }
-    if (rows->num_rows() > 0) out.push_back(std::move(rows));
-    if (first > 0) break;
-  }
-  std::reverse(out.begin(), out.end());
-  *cursor = newest;
-  return out;
-}
-
-}  // namespace
 
 Result<std::shared_ptr<StreamSqlTask>> StreamSqlTask::Make(std::string name, std::string query,
                                                            Engine* engine,
@@ -82,6 +48,10 @@ StreamSqlTask::StreamSqlTask(std::string name, std::string query, Engine* engine
                        IncrementalMode::kOff),
       engine_(engine), source_(std::move(source)) {}
 
+void StreamSqlTask::SkipNewRowsOf(const LiveTable& table) {
+  if (table.name() == source_) cursor_ = std::max(cursor_, NewestUpdateTs(*table.snapshot()));
+}
+
 Result<TaskOutput> StreamSqlTask::Run(SqlEngine& sql, double /*now*/) {
   auto table = engine_->GetTable(source_);
   if (!table.ok()) {
@@ -91,7 +61,7 @@ Result<TaskOutput> StreamSqlTask::Run(SqlEngine& sql, double /*now*/) {
   }
   auto version = (*table)->snapshot();
   double cursor = cursor_;
-  RILL_ASSIGN_OR_RAISE(auto batches, NewRows(*version, &cursor));
+  RILL_ASSIGN_OR_RAISE(auto batches, RowsUpdatedAfter(*version, &cursor));
   if (batches.empty()) {
     cursor_ = cursor;
     return TaskOutput{nullptr, /*replace=*/false};

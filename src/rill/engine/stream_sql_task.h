@@ -51,6 +51,7 @@ class StreamSqlTask : public ScheduledSqlTask {
   /// Read the new rows of the source and run the query over them (no output
   /// when there are none). Tick thread only.
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
+  void SkipNewRowsOf(const LiveTable& table) override;
   /// Return the source table's name.
   const std::string& source_table() const { return source_; }
 

@@ -2,18 +2,63 @@
 // through SqlEngine; nothing here touches DuckDB directly.
 #include "rill/engine/task.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <set>
 
+#include <arrow/array.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/datum.h>
+#include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
 
 #include "rill/sql/sql_engine.h"
+#include "rill/table/live_table.h"
 #include "rill/table/schema.h"
 
 namespace rill {
+
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> RowsUpdatedAfter(
+    const TableVersion& version, double* cursor) {
+  const auto& chunks = version.chunks();
+  const int upd = version.schema()->GetFieldIndex(kUpdateTsColumn);
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+  double newest = *cursor;
+  for (size_t i = chunks.size(); i-- > 0;) {
+    const VersionChunk& chunk = chunks[i];
+    const int64_t n = chunk.batch->num_rows();
+    if (n == 0) continue;
+    const double* ts = chunk.batch->column(upd)->data()->GetValues<double>(1);
+    if (ts[n - 1] <= *cursor) break;
+    newest = std::max(newest, ts[n - 1]);
+    const int64_t first = std::upper_bound(ts, ts + n, *cursor) - ts;
+    std::shared_ptr<arrow::RecordBatch> rows = chunk.batch->Slice(first);
+    if (chunk.alive && chunk.live_rows < n) {
+      auto mask = std::make_shared<arrow::BooleanArray>(n, chunk.alive)->Slice(first);
+      RILL_ASSIGN_OR_RAISE(auto filtered,
+                           arrow::compute::Filter(arrow::Datum(rows), arrow::Datum(mask)));
+      rows = filtered.record_batch();
+    }
+    if (rows->num_rows() > 0) out.push_back(std::move(rows));
+    if (first > 0) break;
+  }
+  std::reverse(out.begin(), out.end());
+  *cursor = newest;
+  return out;
+}
+
+double NewestUpdateTs(const TableVersion& version) {
+  const auto& chunks = version.chunks();
+  const int upd = version.schema()->GetFieldIndex(kUpdateTsColumn);
+  for (size_t i = chunks.size(); i-- > 0;) {
+    const int64_t n = chunks[i].batch->num_rows();
+    if (n > 0) return chunks[i].batch->column(upd)->data()->GetValues<double>(1)[n - 1];
+  }
+  return -1e300;
+}
 namespace {
 
 std::string Normalize(std::string_view text) {

@@ -92,6 +92,18 @@ struct TaskStats {
 
 /// Base of scheduled tasks. Threads: see the top of this file (Due, MarkRun,
 /// Run: tick thread only).
+class LiveTable;
+class TableVersion;
+
+/// The rows of `version` with z_update_ts > *cursor, in write order: a suffix
+/// of its chunks, since z_update_ts never decreases along them (rows of
+/// tasks that read a table's new rows: windows, stream SQL); advances
+/// *cursor to the newest z_update_ts read.
+Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> RowsUpdatedAfter(
+    const TableVersion& version, double* cursor);
+/// The newest z_update_ts of `version`'s rows (-1e300 when it has none).
+double NewestUpdateTs(const TableVersion& version);
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -123,6 +135,12 @@ class Task {
   virtual Status RestoreState(SqlEngine& /*sql*/, std::string_view /*state*/) {
     return Status::OK();
   }
+
+  /// The rows `table` holds now are not new input for this task: they moved
+  /// between an application's instances (a partition shard restored or
+  /// dropped), they did not arrive. A task that reads a table's new rows
+  /// (windows, stream SQL) moves its cursor past them. Tick boundary.
+  virtual void SkipNewRowsOf(const LiveTable& /*table*/) {}
 
   /// Copy what the task itself tracks (maintenance, state size) into
   /// `stats`. Tick thread, under the engine's registry lock, after each run.

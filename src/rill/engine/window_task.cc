@@ -126,33 +126,13 @@ WindowTaskStats WindowTask::stats_snapshot() const {
 
 Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> WindowTask::ReadNewRows(
     const LiveTable& source) {
-  auto version = source.snapshot();
-  const auto& chunks = version->chunks();
-  const int upd = version->schema()->GetFieldIndex(kUpdateTsColumn);
-  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
-  double newest = cursor_;
-  // Chunks are in write order and z_update_ts never decreases along it (see
-  // the file comment), so the new rows are a suffix of the version.
-  for (size_t i = chunks.size(); i-- > 0;) {
-    const VersionChunk& chunk = chunks[i];
-    const int64_t n = chunk.batch->num_rows();
-    if (n == 0) continue;
-    const double* ts = chunk.batch->column(upd)->data()->GetValues<double>(1);
-    if (ts[n - 1] <= cursor_) break;
-    newest = std::max(newest, ts[n - 1]);
-    const int64_t first = std::upper_bound(ts, ts + n, cursor_) - ts;
-    std::shared_ptr<arrow::RecordBatch> rows = chunk.batch->Slice(first);
-    if (chunk.alive && chunk.live_rows < n) {
-      auto mask = std::make_shared<arrow::BooleanArray>(n, chunk.alive)->Slice(first);
-      RILL_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(arrow::Datum(rows), arrow::Datum(mask)));
-      rows = filtered.record_batch();
-    }
-    if (rows->num_rows() > 0) out.push_back(std::move(rows));
-    if (first > 0) break;
+  return RowsUpdatedAfter(*source.snapshot(), &cursor_);
+}
+
+void WindowTask::SkipNewRowsOf(const LiveTable& table) {
+  if (table.name() == options_.source_table) {
+    cursor_ = std::max(cursor_, NewestUpdateTs(*table.snapshot()));
   }
-  std::reverse(out.begin(), out.end());
-  cursor_ = newest;
-  return out;
 }
 
 Status WindowTask::WriteLate(const std::shared_ptr<arrow::RecordBatch>& batch,

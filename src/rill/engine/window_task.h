@@ -67,6 +67,7 @@ class WindowTask : public Task, public std::enable_shared_from_this<WindowTask> 
   const std::string& late_table() const { return options_.late_table; }
   std::string Describe() const override;
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
+  void SkipNewRowsOf(const LiveTable& table) override;
 
   /// A copy of the counters. Any thread.
   WindowTaskStats stats_snapshot() const;
