@@ -99,7 +99,7 @@ inline void PutValue(ColumnWriter& w, int64_t i, T v) {
 }
 
 /// Write the valid string/binary `s` at `i` (< capacity).
-inline Status PutString(ColumnWriter& w, int64_t i, std::string_view s) {
+[[gnu::always_inline]] inline Status PutString(ColumnWriter& w, int64_t i, std::string_view s) {
   const int64_t start = OffsetAt(w, i);
   const int64_t end = start + static_cast<int64_t>(s.size());
   if (end > w.data_capacity) RILL_RETURN_NOT_OK(GrowData(&w, end));
@@ -108,6 +108,10 @@ inline Status PutString(ColumnWriter& w, int64_t i, std::string_view s) {
   SetBit(w.validity, i, true);
   return Status::OK();
 }
+
+/// Strings up to this long are copied by one fixed-size copy (WriteTyped).
+inline constexpr int64_t kShortString = 32;
+static_assert(kShortString <= simdjson::SIMDJSON_PADDING);
 
 /// Write null at `i` (< capacity). Struct children get empty values and a
 /// fixed_size_list's items nulls, as Arrow's builders append them.
@@ -177,6 +181,16 @@ Status WriteCell(ColumnWriter& w, int64_t i, const Cell& cell);
     case arrow::Type::LARGE_BINARY: {
       std::string_view s;
       if (value.get_string().get(s)) return Status::OK();
+      const int64_t start = OffsetAt(w, i);
+      if (s.size() <= kShortString && start + kShortString <= w.data_capacity) {
+        // One fixed-size copy: get_string's unescaped strings lie in the
+        // parser's string buffer, which has SIMDJSON_PADDING bytes after the
+        // longest a document can unescape to.
+        std::memcpy(w.data + start, s.data(), kShortString);
+        SetOffset(w, i + 1, start + static_cast<int64_t>(s.size()));
+        SetBit(w.validity, i, true);
+        break;
+      }
       RILL_RETURN_NOT_OK(PutString(w, i, s));
       break;
     }

@@ -437,7 +437,7 @@ class JsonDecoder::Impl {
   Status Commit(std::string_view record, OpCode op) {
     RILL_RETURN_NOT_OK(EnsureRow());
     if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Append(static_cast<int8_t>(op)));
-    for (size_t i = 0; i < num_columns_; ++i) {
+    for (size_t i = 0; columns_seen_ < num_columns_ && i < num_columns_; ++i) {
       if (seen_[i] != generation_) RILL_RETURN_NOT_OK(json_internal::WriteNull(writers_[i], rows_));
     }
     if (options_.row_offsets) result_.row_offsets.push_back(Origin(record.data()) - base_);
@@ -462,6 +462,12 @@ class JsonDecoder::Impl {
     int64_t capacity = std::numeric_limits<int64_t>::max();
     for (const ColumnWriter& w : writers_) capacity = std::min(capacity, w.capacity);
     return capacity;
+  }
+
+  /// Start the next record: no column seen.
+  void NextRecord() {
+    ++generation_;
+    columns_seen_ = 0;
   }
 
   /// Make every column hold row rows_.
@@ -535,7 +541,7 @@ class JsonDecoder::Impl {
         json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change));
     *op = change.op;
     if (change.op == OpCode::kTruncate) {
-      ++generation_;  // every column null
+      NextRecord();  // every column null
     } else {
       // A delete needs only the key: the other columns may be missing or null.
       Status st = ParseRecord(change.row, /*required=*/change.op == OpCode::kUpsert);
@@ -579,6 +585,7 @@ class JsonDecoder::Impl {
     Status st = json_internal::Convert(scalar, spec, &cell);
     if (!st.ok()) return Status::Invalid("source.ts_ms: ", st.message());
     RILL_RETURN_NOT_OK(EnsureRow());
+    if (seen_[ts_index_] != generation_) ++columns_seen_;
     seen_[ts_index_] = generation_;
     return json_internal::WriteCell(writers_[ts_index_], rows_, cell);
   }
@@ -618,7 +625,7 @@ class JsonDecoder::Impl {
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
     if (err) {
-      ++generation_;
+      NextRecord();
       return Status::Invalid(JsonErrorMessage(err));
     }
     RILL_RETURN_NOT_OK(ParseFields(doc, required));
@@ -643,7 +650,7 @@ class JsonDecoder::Impl {
   /// rows_ of the columns (and op_cell_), up to its closing brace.
   template <typename Doc>
   Status ParseFields(Doc& doc, bool required) {
-    ++generation_;
+    NextRecord();
     RILL_RETURN_NOT_OK(EnsureRow());
     auto object = doc.get_object();
     error_code err = object.error();
@@ -673,6 +680,7 @@ class JsonDecoder::Impl {
       JsonScalar scalar;
       const bool is_column = static_cast<size_t>(col) < num_columns_;
       if (is_column) {
+        ++columns_seen_;
         bool written = false;
         RILL_RETURN_NOT_OK(
             json_internal::WriteTyped(field.value(), writers_[col], rows_, &scalar, &written));
@@ -898,6 +906,7 @@ class JsonDecoder::Impl {
   int64_t row_capacity_ = 0;  ///< rows every writer holds
   /// Per spec: the record (generation_) that last set it; others are missing.
   std::vector<uint32_t> seen_;
+  size_t columns_seen_ = 0;  ///< columns the record being decoded set
   Cell op_cell_;  ///< the op_column field of the record being decoded
   std::vector<int> predicted_;
   uint32_t generation_ = 0;
