@@ -685,6 +685,17 @@ class JsonDecoder::Impl {
         RILL_RETURN_NOT_OK(
             json_internal::WriteTyped(field.value(), writers_[col], rows_, &scalar, &written));
         if (written) continue;
+        // A null (unless a temporal string was consumed): is_null consumes
+        // nothing unless it is one.
+        bool is_null = false;
+        if (scalar.type != JsonScalar::kString && !field.value().is_null().get(is_null) &&
+            is_null) {
+          if (!specs_[col].nullable && required) {
+            return Status::Invalid("field '", key, "': null in a non-nullable column");
+          }
+          RILL_RETURN_NOT_OK(json_internal::WriteNull(writers_[col], rows_));
+          continue;
+        }
         if (IsNested(specs_[col].kind)) {
           RILL_RETURN_NOT_OK(WriteNested(field.value(), col, &written));
           if (written) continue;

@@ -205,9 +205,26 @@ Status WriteMap(ondemand::object& obj, ColumnWriter& w, int64_t i) {
   return Status::OK();
 }
 
+bool IsNestedKind(ColKind kind) {
+  return kind == ColKind::kStruct || kind == ColKind::kList || kind == ColKind::kMap;
+}
+
 /// Check `value` for `w` and write it at `i` (< capacity).
 Status Write(ondemand::value& value, ColumnWriter& w, int64_t i) {
   const ColumnSpec& spec = *w.spec;
+  JsonScalar v;
+  if (!IsNestedKind(spec.kind)) {
+    // The typed getter first: a failed one consumes nothing (but a temporal
+    // string, which it reads into `v`).
+    bool written = false;
+    RILL_RETURN_NOT_OK(WriteTyped(value, w, i, &v, &written));
+    if (written) return Status::OK();
+    if (v.type == JsonScalar::kString) {
+      Cell cell;
+      RILL_RETURN_NOT_OK(Convert(v, spec, &cell));
+      return WriteCell(w, i, cell);
+    }
+  }
   ondemand::json_type type;
   if (error_code err = value.type().get(type)) return JsonError(err);
   if (type == ondemand::json_type::null) {
@@ -223,13 +240,7 @@ Status Write(ondemand::value& value, ColumnWriter& w, int64_t i) {
     case ColKind::kList:
       return WriteNested(value, w, i);
     default: {
-      JsonScalar v;
-      bool written = false;
-      RILL_RETURN_NOT_OK(WriteTyped(value, w, i, &v, &written));
-      if (written) return Status::OK();
-      if (v.type != JsonScalar::kString) {
-        if (error_code err = ReadScalar(value, &v)) return JsonError(err);
-      }
+      if (error_code err = ReadScalar(value, &v)) return JsonError(err);
       Cell cell;
       RILL_RETURN_NOT_OK(Convert(v, spec, &cell));
       return WriteCell(w, i, cell);
