@@ -120,6 +120,14 @@ Status WriteNull(ColumnWriter& w, int64_t i);
 /// Write `cell` (converted for the scalar kind of `w`, or null) at `i`.
 Status WriteCell(ColumnWriter& w, int64_t i, const Cell& cell);
 
+/// Write the ISO-8601 string `text` of a timestamp/date column at `i` (<
+/// capacity) when it has a common form ("YYYY-MM-DD", "YYYY-MM-DDTHH:MM:SS"
+/// with an optional fraction and 'Z', years 1900-2199), as Convert would from
+/// Arrow's parser; false for anything else (Convert decides). Out of line: the
+/// field loop, which inlines WriteTyped, ran ~30 % slower with it inlined.
+[[gnu::visibility("hidden"), gnu::noinline]] bool WriteIsoFast(ColumnWriter& w, int64_t i,
+                                                               std::string_view text);
+
 /// Read `value` by the typed getter of `w`'s type and write it at `i` (<
 /// capacity): `*written` when it was (not null, in range). Otherwise the
 /// value is left unconsumed for ReadScalar and Convert (nulls, other types,
@@ -196,9 +204,12 @@ Status WriteCell(ColumnWriter& w, int64_t i, const Cell& cell);
     }
     case arrow::Type::TIMESTAMP:
     case arrow::Type::DATE32:
-    case arrow::Type::DATE64:
-      if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
-      return Status::OK();
+    case arrow::Type::DATE64: {
+      if (value.get_string().get(text->text)) return Status::OK();
+      text->type = JsonScalar::kString;
+      if (!WriteIsoFast(w, i, text->text)) return Status::OK();  // Convert decides
+      break;
+    }
     default:
       return Status::OK();
   }

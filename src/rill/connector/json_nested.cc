@@ -88,6 +88,76 @@ int StructChild(ondemand::field& field, const ColumnSpec& spec, size_t ordinal,
   return -1;
 }
 
+/// Parse the common ISO-8601 forms "YYYY-MM-DD" and "YYYY-MM-DDTHH:MM:SS",
+/// the latter with an optional fraction of 1-9 digits and an optional 'Z',
+/// of years 1900-2199, into nanoseconds since the epoch. False for anything
+/// else, valid or not (Arrow's parser decides those); what it accepts, Arrow's
+/// parser reads alike (the same instant, finer digits truncated).
+bool ParseIsoFast(std::string_view s, int64_t* nanos) {
+  const size_t n = s.size();
+  if (n != 10 && n < 19) return false;
+  auto digit = [&](size_t k, int* out) {
+    const unsigned d = static_cast<unsigned char>(s[k]) - '0';
+    *out = static_cast<int>(d);
+    return d <= 9;
+  };
+  int y[4], mo[2], d[2];
+  if (!digit(0, &y[0]) || !digit(1, &y[1]) || !digit(2, &y[2]) || !digit(3, &y[3]) ||
+      s[4] != '-' || !digit(5, &mo[0]) || !digit(6, &mo[1]) || s[7] != '-' ||
+      !digit(8, &d[0]) || !digit(9, &d[1])) {
+    return false;
+  }
+  const int year = y[0] * 1000 + y[1] * 100 + y[2] * 10 + y[3];
+  const int month = mo[0] * 10 + mo[1];
+  const int day = d[0] * 10 + d[1];
+  if (year < 1900 || year > 2199 || month < 1 || month > 12 || day < 1) return false;
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  static constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
+  int64_t secs = 0;
+  int64_t frac = 0;
+  if (n > 10) {
+    int h[2], mi[2], se[2];
+    if (s[10] != 'T' || !digit(11, &h[0]) || !digit(12, &h[1]) || s[13] != ':' ||
+        !digit(14, &mi[0]) || !digit(15, &mi[1]) || s[16] != ':' || !digit(17, &se[0]) ||
+        !digit(18, &se[1])) {
+      return false;
+    }
+    const int hour = h[0] * 10 + h[1], minute = mi[0] * 10 + mi[1], second = se[0] * 10 + se[1];
+    if (hour > 23 || minute > 59 || second > 59) return false;
+    secs = hour * 3600 + minute * 60 + second;
+    size_t k = 19;
+    if (k < n && s[k] == '.') {
+      int64_t scale = 100000000;
+      int digits = 0;
+      int v;
+      for (++k; k < n && digit(k, &v); ++k) {
+        if (++digits > 9) return false;
+        frac += v * scale;
+        scale /= 10;
+      }
+      if (digits == 0) return false;
+    }
+    if (k < n && s[k] == 'Z') ++k;
+    if (k != n) return false;
+  }
+  // Days from the civil date (H. Hinnant's algorithm; years here are > 0).
+  const int64_t yy = year - (month <= 2 ? 1 : 0);
+  const int64_t era = yy / 400;
+  const int64_t yoe = yy - era * 400;
+  const int64_t doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const int64_t days = era * 146097 + doe - 719468;
+  *nanos = (days * 86400 + secs) * 1000000000 + frac;
+  return true;
+}
+
+/// `a` / `b` rounded down.
+int64_t FloorDiv(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return q - ((a % b != 0) & ((a < 0) != (b < 0)));
+}
+
 bool IsFixedList(const ColumnWriter& w) { return w.type_id == arrow::Type::FIXED_SIZE_LIST; }
 
 /// Write an empty value at `i` (< capacity): what Arrow's AppendEmptyValue
@@ -394,6 +464,26 @@ Status WriteCell(ColumnWriter& w, int64_t i, const Cell& cell) {
       return Status::NotImplemented("JSON write to ", w.spec->type->ToString());
   }
   return Status::OK();
+}
+
+bool WriteIsoFast(ColumnWriter& w, int64_t i, std::string_view text) {
+  int64_t nanos;
+  if (!ParseIsoFast(text, &nanos)) return false;
+  // As Convert computes them from Arrow's parse (ConvertTemporal).
+  static constexpr int64_t kPerUnit[4] = {1000000000, 1000000, 1000, 1};
+  constexpr int64_t kMillisPerDay = 86400000;
+  if (w.type_id == arrow::Type::TIMESTAMP) {
+    PutValue<int64_t>(w, i, FloorDiv(nanos, kPerUnit[w.spec->unit & 3]));
+    return true;
+  }
+  const int64_t ms = FloorDiv(nanos, 1000000);
+  if (w.type_id == arrow::Type::DATE64) {
+    PutValue<int64_t>(w, i, ms - ms % kMillisPerDay);
+  } else {
+    PutValue<int32_t>(w, i,
+                      static_cast<int32_t>(ms / kMillisPerDay - (ms % kMillisPerDay < 0 ? 1 : 0)));
+  }
+  return true;
 }
 
 Status WriteNested(ondemand::value& value, ColumnWriter& w, int64_t i) {

@@ -69,20 +69,52 @@ std::string Exact(std::mt19937_64& rng, int64_t range) {
   return buf;
 }
 
-/// `ms` since the epoch as an ISO-8601 string ("…T…Z", or a date only).
-std::string Iso(int64_t ms, bool date_only) {
-  const time_t secs = static_cast<time_t>(ms / 1000);
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b < 0 ? 1 : 0); }
+
+/// `us` microseconds since the epoch as an ISO-8601 string: a date only, or
+/// "…T…" with as many fraction digits as it needs (none, 3 or 6), with or
+/// without a 'Z'.
+std::string Iso(int64_t us, bool date_only, bool z = true) {
+  const int64_t secs = FloorDiv(us, 1000000);
+  const int64_t frac = us - secs * 1000000;
+  const time_t t = static_cast<time_t>(secs);
   struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[64];
+  gmtime_r(&t, &tm);
+  char buf[128];
   if (date_only) {
     std::strftime(buf, sizeof(buf), "\"%Y-%m-%d\"", &tm);
     return buf;
   }
   char base[48];
   std::strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf, sizeof(buf), "\"%s.%03dZ\"", base, static_cast<int>(ms % 1000));
+  char fraction[16] = "";
+  if (frac % 1000 != 0) {
+    std::snprintf(fraction, sizeof(fraction), ".%06d", static_cast<int>(frac));
+  } else if (frac != 0) {
+    std::snprintf(fraction, sizeof(fraction), ".%03d", static_cast<int>(frac / 1000));
+  }
+  std::snprintf(buf, sizeof(buf), "\"%s%s%s\"", base, fraction, z ? "Z" : "");
   return buf;
+}
+
+/// A timestamp column of `unit`: ISO strings (1874-2096, finer digits than
+/// the unit truncated) or numbers in the unit.
+Column TimestampColumn(const std::string& name, arrow::TimeUnit::type unit) {
+  return {arrow::field(name, arrow::timestamp(unit)),
+          [unit](std::mt19937_64& rng) {
+            int64_t us = Between(rng, -3000000000000000, 4000000000000000);
+            if (rng() % 3 == 0) us -= us % 1000000;  // whole seconds
+            if (rng() % 3 == 0) us -= us % 1000;     // whole milliseconds
+            const int64_t value = unit == arrow::TimeUnit::SECOND ? FloorDiv(us, 1000000)
+                                  : unit == arrow::TimeUnit::MILLI ? FloorDiv(us, 1000)
+                                  : unit == arrow::TimeUnit::MICRO ? us
+                                                                   : us * 1000;
+            const std::string number = std::to_string(value);
+            std::string iso = Iso(us, false, rng() % 4 != 0);
+            if (rng() % 6 == 0) iso[11] = ' ';  // Arrow's parser takes it too
+            return Value{rng() % 3 ? iso : number, number};
+          },
+          {"\"yesterday\"", "true", "\"2024-02-30T00:00:00Z\""}};
 }
 
 Value IntList(std::mt19937_64& rng, int n) {
@@ -161,24 +193,21 @@ std::vector<Column> Columns() {
                [](std::mt19937_64& rng) { return Same(RandomString(rng)); }, {"1"}});
   c.push_back({field("lbin", arrow::large_binary()),
                [](std::mt19937_64& rng) { return Same(RandomString(rng)); }, {"false"}});
-  c.push_back({field("ts", arrow::timestamp(arrow::TimeUnit::MILLI)),
-               [](std::mt19937_64& rng) {
-                 const int64_t ms = Between(rng, 0, 4000000000000);
-                 return Value{rng() % 2 ? Iso(ms, false) : std::to_string(ms),
-                              std::to_string(ms)};
-               },
-               {"\"yesterday\"", "true"}});
+  c.push_back(TimestampColumn("ts", arrow::TimeUnit::MILLI));
+  c.push_back(TimestampColumn("ts_s", arrow::TimeUnit::SECOND));
+  c.push_back(TimestampColumn("ts_us", arrow::TimeUnit::MICRO));
+  c.push_back(TimestampColumn("ts_ns", arrow::TimeUnit::NANO));
   c.push_back({field("d32", arrow::date32()),
                [](std::mt19937_64& rng) {
-                 const int64_t days = Between(rng, 0, 40000);
-                 return Value{rng() % 2 ? Iso(days * 86400000, true) : std::to_string(days),
+                 const int64_t days = Between(rng, -20000, 40000);
+                 return Value{rng() % 2 ? Iso(days * 86400000000, true) : std::to_string(days),
                               std::to_string(days)};
                },
                {"\"soon\"", "5000000000"}});
   c.push_back({field("d64", arrow::date64()),
                [](std::mt19937_64& rng) {
-                 const int64_t ms = Between(rng, 0, 40000) * 86400000;
-                 return Value{rng() % 2 ? Iso(ms, true) : std::to_string(ms),
+                 const int64_t ms = Between(rng, -20000, 40000) * 86400000;
+                 return Value{rng() % 2 ? Iso(ms * 1000, true) : std::to_string(ms),
                               std::to_string(ms)};
                },
                {"[1]"}});
