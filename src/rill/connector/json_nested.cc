@@ -393,7 +393,9 @@ Status GrowData(ColumnWriter* w, int64_t bytes) {
     return Status::CapacityError("column '", w->spec->name, "' would hold more than 2^31 - 1 ",
                                  "bytes of ", w->spec->type->ToString());
   }
-  const int64_t capacity = std::max<int64_t>({bytes, w->data_capacity * 2, 256});
+  int64_t capacity = std::max<int64_t>({bytes, w->data_capacity * 2, 256});
+  // 32-bit offsets: never more (WriteTyped's short copies stay inside it too).
+  if (!w->large) capacity = std::min<int64_t>(capacity, std::numeric_limits<int32_t>::max());
   RILL_RETURN_NOT_OK(ResizeBuffer(&w->data_buf, capacity));
   w->data = w->data_buf->mutable_data();
   w->data_capacity = capacity;
