@@ -700,8 +700,6 @@ class JsonDecoder::Impl {
           RILL_RETURN_NOT_OK(WriteNested(field.value(), col, &written));
           if (written) continue;
         }
-      } else if (!field.value().get_string().get(scalar.text)) {
-        scalar.type = JsonScalar::kString;  // the op field: a string, else its JSON text
       }
       if (scalar.type != JsonScalar::kString &&
           (err = json_internal::ReadScalar(field.value(), &scalar))) {
