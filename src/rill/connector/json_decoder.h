@@ -118,7 +118,7 @@ struct DecodeResult {
 /// Decodes NDJSON or a JSON array of objects into record batches.
 ///
 /// Not thread-safe: one decoder per producing thread (it reuses its parser and
-/// builders between calls).
+/// column writers between calls).
 class JsonDecoder {
  public:
   /// Make a decoder. Invalid for a bad option.
