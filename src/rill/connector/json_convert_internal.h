@@ -1,10 +1,9 @@
 // Private to connector/: how one JSON value becomes one Arrow value.
 //
-// JsonDecoder reads a value with simdjson On-Demand, by a typed getter for the
-// column's kind (or, for nulls, other types and errors, as a JsonScalar that is
-// converted by the column's ColumnSpec), into a Cell; values of struct/list/map
-// columns are checked while they are read and staged as NestedOps. Cells and
-// ops are appended only once the whole record converted.
+// JsonDecoder reads a value with simdjson On-Demand by the typed getter of its
+// column's type, straight into the column's buffers (json_columns_internal.h);
+// nulls, other types and errors are read as a JsonScalar and converted by the
+// column's ColumnSpec into a Cell, which is then written.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +83,6 @@ struct JsonScalar {
 
 /// One converted value, ready to append.
 struct Cell {
-  uint32_t generation = 0;  ///< record that set it (cells of other records are unset)
   bool null = true;
   int64_t i = 0;
   uint64_t u = 0;
@@ -93,91 +91,14 @@ struct Cell {
   std::string_view s;  ///< strings and binary
 };
 
-/// The builders of a struct/list/map column, one node per node of its spec.
-struct NestedNode {
-  const ColumnSpec* spec = nullptr;
-  arrow::ArrayBuilder* builder = nullptr;
-  std::vector<NestedNode> children;  ///< struct fields, list value, map key+item
-};
-
-/// Pair `spec` (a nested column's, which must outlive the node) with the
-/// builder made for its type and, recursively, the child builders.
-NestedNode MakeNestedNode(const ColumnSpec& spec, arrow::ArrayBuilder* builder);
-
-/// One staged append of a nested value (applied in order once the record
-/// converted).
-struct NestedOp {
-  enum Kind : uint8_t { kNull, kScalar, kStart, kMapKey };
-  Kind kind = kNull;
-  const NestedNode* node = nullptr;
-  Cell cell;  ///< kScalar: the value; kMapKey: the key in `cell.s`
-};
-
 /// Convert `v` for `spec` into `cell`. Invalid naming the expected type and
 /// the value on mismatch; nested kinds are only checked by shape here (the
-/// record reads them with StageNested).
+/// decoder writes them with WriteNested).
 Status Convert(const JsonScalar& v, const ColumnSpec& spec, Cell* cell);
-
-/// Append `cell` (converted for the scalar kind of `spec`) to `builder`.
-Status AppendCell(const Cell& cell, const ColumnSpec& spec, arrow::ArrayBuilder* builder);
-
-/// Read the non-null object/array `value` of `node`'s nested column, checking
-/// that it converts (every value below it, including those of fields the
-/// struct does not have), and add its appends to `ops`. Errors name the path
-/// below the column (".a[2]: expected …").
-Status StageNested(simdjson::ondemand::value& value, const NestedNode& node,
-                   std::vector<NestedOp>* ops);
-
-/// Apply staged appends.
-Status ApplyNestedOps(const std::vector<NestedOp>& ops);
 
 /// Read an On-Demand value into `out` (consuming it).
 simdjson::error_code ReadScalar(simdjson::ondemand::value value, JsonScalar* out);
 
-/// Read `value` for `spec` by the typed getter its kind calls for. True when
-/// it was read into `cell` (not null, in range); false leaves the value
-/// unconsumed for ReadScalar and Convert (nulls, other types, errors), or, for
-/// temporal kinds, consumed into `*text` when it was a string.
-inline bool ReadTyped(simdjson::ondemand::value& value, const ColumnSpec& spec, Cell* cell,
-                    JsonScalar* text) {
-  switch (spec.kind) {
-    case ColKind::kSigned: {
-      int64_t v;
-      if (value.get_int64().get(v) || v < spec.min || v > static_cast<int64_t>(spec.max)) {
-        return false;
-      }
-      cell->i = v;
-      cell->u = static_cast<uint64_t>(v);
-      break;
-    }
-    case ColKind::kUnsigned: {
-      uint64_t v;
-      if (value.get_uint64().get(v) || v > spec.max) return false;
-      cell->u = v;
-      cell->i = static_cast<int64_t>(v);
-      break;
-    }
-    case ColKind::kFloat:
-      if (value.get_double().get(cell->d)) return false;
-      break;
-    case ColKind::kBool:
-      if (value.get_bool().get(cell->b)) return false;
-      break;
-    case ColKind::kString:
-    case ColKind::kBinary:
-      if (value.get_string().get(cell->s)) return false;
-      break;
-    case ColKind::kTimestamp:
-    case ColKind::kDate32:
-    case ColKind::kDate64:
-      if (!value.get_string().get(text->text)) text->type = JsonScalar::kString;
-      return false;
-    default:
-      return false;
-  }
-  cell->null = false;
-  return true;
-}
 /// "got a string \"ab…\"" style description of a value for errors.
 std::string Describe(const JsonScalar& v);
 

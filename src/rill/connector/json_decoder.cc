@@ -2,19 +2,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
+#include <arrow/array/util.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
 #include "rill/connector/change_envelope_internal.h"
-#include "rill/connector/json_convert_internal.h"
+#include "rill/connector/json_columns_internal.h"
 
 namespace rill {
 
 using json_internal::Cell;
 using json_internal::ChangeEnvelope;
+using json_internal::ColumnWriter;
 using json_internal::OpCode;
 using json_internal::ColKind;
 using json_internal::ColumnSpec;
@@ -89,7 +92,7 @@ class JsonDecoder::Impl {
     }
     specs_.clear();
     index_.clear();
-    builders_.clear();
+    writers_.clear();
     op_builder_.Reset();
     op_index_ = ts_index_ = -1;
     if (!schema) {
@@ -109,28 +112,19 @@ class JsonDecoder::Impl {
     }
     if (!options_.op_column.empty()) {
       // The op field is read like a utf8 column (any JSON value as its text)
-      // into the cell after the columns; it has no builder.
+      // into op_cell_; it has no writer.
       op_index_ = static_cast<int>(specs_.size());
       specs_.push_back(json_internal::MakeSpec(*arrow::field(options_.op_column, arrow::utf8())));
       specs_.back().any_as_text = true;
     }
     for (size_t i = 0; i < specs_.size(); ++i) {
       index_[specs_[i].name] = static_cast<int>(i);  // views into specs_, which stay put
-      if (i >= num_columns_) continue;
-      std::unique_ptr<arrow::ArrayBuilder> b;
-      RILL_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), specs_[i].type, &b));
-      builders_.push_back(std::move(b));
+      if (i < num_columns_) writers_.push_back(json_internal::MakeColumnWriter(specs_[i]));
     }
-    cells_.assign(specs_.size(), Cell{});
+    seen_.assign(specs_.size(), 0);
+    generation_ = 0;
+    row_capacity_ = 0;
     predicted_.assign(specs_.size() + 1, -1);
-    fills_.clear();
-    for (auto& b : builders_) AddFills(b.get());
-    nested_.assign(specs_.size(), json_internal::NestedNode{});
-    for (size_t i = 0; i < num_columns_; ++i) {
-      if (IsNested(specs_[i].kind)) {
-        nested_[i] = json_internal::MakeNestedNode(specs_[i], builders_[i].get());
-      }
-    }
     return Status::OK();
   }
 
@@ -197,7 +191,7 @@ class JsonDecoder::Impl {
     line_at_cursor_ = where.first_line;
     rows_ = 0;
 
-    ReserveFor(data.size());
+    RILL_RETURN_NOT_OK(ReserveFor(data.size()));
     if (!schema_) {
       RILL_RETURN_NOT_OK(is_array ? InferArray(first) : InferNdjson());
       if (!schema_) {
@@ -212,18 +206,19 @@ class JsonDecoder::Impl {
     }
     if (rows_ > 0) {
       avg_record_bytes_ = std::max<int64_t>(16, static_cast<int64_t>(data.size()) / rows_);
-      MeasureFill(data.size());
-      std::vector<std::shared_ptr<arrow::Array>> columns(builders_.size());
-      for (size_t i = 0; i < builders_.size(); ++i) {
-        RILL_RETURN_NOT_OK(builders_[i]->Finish(&columns[i]));
+      std::vector<std::shared_ptr<arrow::Array>> columns;
+      for (ColumnWriter& w : writers_) {
+        RILL_ASSIGN_OR_RAISE(auto column, json_internal::FinishColumn(
+                                              &w, rows_, static_cast<double>(data.size())));
+        columns.push_back(arrow::MakeArray(std::move(column)));
       }
+      row_capacity_ = 0;
       if (options_.has_row_ops()) {
         columns.emplace_back();
         RILL_RETURN_NOT_OK(op_builder_.Finish(&columns.back()));
       }
       result_.batch = arrow::RecordBatch::Make(batch_schema_, rows_, std::move(columns));
     } else {
-      for (auto& b : builders_) b->Reset();
       op_builder_.Reset();
     }
     return std::move(result_);
@@ -437,74 +432,50 @@ class JsonDecoder::Impl {
     return Commit(record, op);
   }
 
-  /// Append the record just parsed (cells_ and ops_) as a row.
+  /// Count the record just parsed (written at row rows_) as a row: its
+  /// missing fields become nulls.
   Status Commit(std::string_view record, OpCode op) {
+    RILL_RETURN_NOT_OK(EnsureRow());
     if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Append(static_cast<int8_t>(op)));
-    for (size_t i = 0; i < num_columns_; ++i) {
-      Cell& cell = cells_[i];
-      if (cell.generation != generation_) cell.null = true;
-      if (!cell.null && nested_[i].spec != nullptr) continue;  // staged in ops_
-      RILL_RETURN_NOT_OK(json_internal::AppendCell(cell, specs_[i], builders_[i].get()));
+    for (size_t i = 0; columns_seen_ < num_columns_ && i < num_columns_; ++i) {
+      if (seen_[i] != generation_) RILL_RETURN_NOT_OK(json_internal::WriteNull(writers_[i], rows_));
     }
-    RILL_RETURN_NOT_OK(json_internal::ApplyNestedOps(ops_));
     if (options_.row_offsets) result_.row_offsets.push_back(Origin(record.data()) - base_);
     ++rows_;
     return Status::OK();
   }
 
-  /// A builder (of a column, or a child of one) and how much the last decode
-  /// put into it per input byte.
-  struct Fill {
-    arrow::ArrayBuilder* builder = nullptr;
-    int binary = 0;  ///< 1: BinaryBuilder (and utf8), 2: LargeBinaryBuilder, 0: other
-    double values_per_byte = 0;
-    double data_per_byte = 0;  ///< binary: value bytes per input byte
-  };
-
-  void AddFills(arrow::ArrayBuilder* b) {
-    Fill f;
-    f.builder = b;
-    const auto id = b->type()->id();
-    f.binary = id == arrow::Type::STRING || id == arrow::Type::BINARY             ? 1
-               : id == arrow::Type::LARGE_STRING || id == arrow::Type::LARGE_BINARY ? 2
-                                                                                    : 0;
-    fills_.push_back(f);
-    for (int i = 0; i < b->num_children(); ++i) AddFills(b->child_builder(i).get());
-  }
-
-  /// Remember how full the builders got for `bytes` of input (before Finish).
-  void MeasureFill(size_t bytes) {
-    const double n = static_cast<double>(bytes);
-    for (Fill& f : fills_) {
-      f.values_per_byte = static_cast<double>(f.builder->length()) / n;
-      if (f.binary == 1) {
-        f.data_per_byte = static_cast<double>(
-            static_cast<arrow::BinaryBuilder*>(f.builder)->value_data_length()) / n;
-      } else if (f.binary == 2) {
-        f.data_per_byte = static_cast<double>(
-            static_cast<arrow::LargeBinaryBuilder*>(f.builder)->value_data_length()) / n;
-      }
-    }
-  }
-
-  /// Size the builders (values, and the bytes of strings) for what `bytes` of
-  /// input probably hold, going by the last decode, so that they do not grow
-  /// by doubling (copying, and touching fresh memory twice) during the decode.
-  void ReserveFor(size_t bytes) {
+  /// Size the columns for what `bytes` of input probably hold, going by the
+  /// last decode, so that they do not grow by doubling (copying, and touching
+  /// fresh memory twice) during the decode.
+  Status ReserveFor(size_t bytes) {
     const double n = static_cast<double>(bytes) * 1.05;
     const int64_t rows = static_cast<int64_t>(bytes) / avg_record_bytes_ + 1;
-    for (const Fill& f : fills_) {
-      // An allocation failure shows up on append.
-      const int64_t values = static_cast<int64_t>(f.values_per_byte * n) + 1;
-      if (!f.builder->Reserve(f.values_per_byte > 0 ? values : rows).ok()) return;
-      const int64_t data = static_cast<int64_t>(f.data_per_byte * n);
-      if (data <= 0) continue;
-      if (f.binary == 1) {
-        if (!static_cast<arrow::BinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
-      } else if (f.binary == 2) {
-        if (!static_cast<arrow::LargeBinaryBuilder*>(f.builder)->ReserveData(data).ok()) return;
-      }
-    }
+    for (ColumnWriter& w : writers_) RILL_RETURN_NOT_OK(json_internal::ReserveColumn(&w, n, rows));
+    if (options_.has_row_ops()) RILL_RETURN_NOT_OK(op_builder_.Reserve(rows));
+    row_capacity_ = RowCapacity();
+    return Status::OK();
+  }
+
+  /// The rows every column can hold.
+  int64_t RowCapacity() const {
+    int64_t capacity = std::numeric_limits<int64_t>::max();
+    for (const ColumnWriter& w : writers_) capacity = std::min(capacity, w.capacity);
+    return capacity;
+  }
+
+  /// Start the next record: no column seen.
+  void NextRecord() {
+    ++generation_;
+    columns_seen_ = 0;
+  }
+
+  /// Make every column hold row rows_.
+  Status EnsureRow() {
+    if (rows_ < row_capacity_) return Status::OK();
+    for (ColumnWriter& w : writers_) RILL_RETURN_NOT_OK(json_internal::EnsureIndex(w, rows_));
+    row_capacity_ = RowCapacity();
+    return Status::OK();
   }
 
   int Lookup(std::string_view key, size_t ordinal) {
@@ -535,20 +506,19 @@ class JsonDecoder::Impl {
 
 
 
-  /// Stage the value of nested column `col` when it has the column's shape
-  /// (`*staged`); leave nulls and other shapes unconsumed for Convert, which
+  /// Write the value of nested column `col` when it has the column's shape
+  /// (`*written`); leave nulls and other shapes unconsumed for Convert, which
   /// explains the mismatch.
-  Status ReadNested(ondemand::value& value, int col, bool* staged) {
+  Status WriteNested(ondemand::value& value, int col, bool* written) {
     ondemand::json_type type;
     if (value.type().get(type)) return Status::OK();  // Convert reports it
     const bool shape = specs_[col].kind == ColKind::kList
                            ? type == ondemand::json_type::array
                            : type == ondemand::json_type::object;
     if (!shape) return Status::OK();
-    Status st = json_internal::StageNested(value, nested_[col], &ops_);
+    Status st = json_internal::WriteNested(value, writers_[col], rows_);
     if (!st.ok()) return FieldError(specs_[col].name, st);
-    cells_[col].null = false;
-    *staged = true;
+    *written = true;
     return Status::OK();
   }
 
@@ -562,7 +532,7 @@ class JsonDecoder::Impl {
     return Status::Invalid("field '", key, "': ", msg);
   }
 
-  /// Parse the Debezium change event `record`: its row into cells_ (nothing
+  /// Parse the Debezium change event `record`: its row into row rows_ (nothing
   /// for a truncate), source.ts_ms into the ts_ms_column, its op into `*op`.
   Status ParseChange(std::string_view record, OpCode* op) {
     ChangeEnvelope change;
@@ -571,8 +541,7 @@ class JsonDecoder::Impl {
         json_internal::ParseDebeziumEnvelope(&envelope_parser_, record, capacity, &change));
     *op = change.op;
     if (change.op == OpCode::kTruncate) {
-      ++generation_;  // every column null
-      ops_.clear();
+      NextRecord();  // every column null
     } else {
       // A delete needs only the key: the other columns may be missing or null.
       Status st = ParseRecord(change.row, /*required=*/change.op == OpCode::kUpsert);
@@ -612,11 +581,13 @@ class JsonDecoder::Impl {
     JsonScalar scalar;
     scalar.type = JsonScalar::kInt;
     scalar.i = value;
-    Cell& cell = cells_[ts_index_];
+    Cell cell;
     Status st = json_internal::Convert(scalar, spec, &cell);
     if (!st.ok()) return Status::Invalid("source.ts_ms: ", st.message());
-    cell.generation = generation_;
-    return Status::OK();
+    RILL_RETURN_NOT_OK(EnsureRow());
+    if (seen_[ts_index_] != generation_) ++columns_seen_;
+    seen_[ts_index_] = generation_;
+    return json_internal::WriteCell(writers_[ts_index_], rows_, cell);
   }
 
   /// Invalid when a non-nullable column of the record just parsed is missing
@@ -624,10 +595,10 @@ class JsonDecoder::Impl {
   Status CheckRequired() const {
     for (size_t i = 0; i < num_columns_; ++i) {
       if (specs_[i].nullable) continue;
-      if (cells_[i].generation != generation_) {
+      if (seen_[i] != generation_) {
         return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
       }
-      if (cells_[i].null) {
+      if (!json_internal::IsValid(writers_[i], rows_)) {
         return Status::Invalid("field '", specs_[i].name, "': null in a non-nullable column");
       }
     }
@@ -636,8 +607,8 @@ class JsonDecoder::Impl {
 
   /// The operation in the op_column field of the record just parsed.
   Status ReadOpField(OpCode* op) {
-    const Cell& cell = cells_[op_index_];
-    if (cell.generation != generation_ || cell.null) return Status::OK();  // upsert
+    const Cell& cell = op_cell_;
+    if (seen_[op_index_] != generation_ || cell.null) return Status::OK();  // upsert
     auto parsed = ParseRowOp(cell.s);
     if (!parsed.ok()) {
       return Status::Invalid("field '", options_.op_column, "': ", parsed.status().message());
@@ -646,7 +617,7 @@ class JsonDecoder::Impl {
     return Status::OK();
   }
 
-  /// Parse `record` into cells_ (generation_ marks what it set). Invalid with
+  /// Parse `record` into row rows_ (seen_ marks what it set). Invalid with
   /// the reason when the record cannot be decoded; `required`: also when a
   /// non-nullable column is missing or null.
   Status ParseRecord(std::string_view record, bool required) {
@@ -654,8 +625,7 @@ class JsonDecoder::Impl {
     ondemand::document doc;
     error_code err = parser_.iterate(record.data(), record.size(), capacity).get(doc);
     if (err) {
-      ++generation_;
-      ops_.clear();
+      NextRecord();
       return Status::Invalid(JsonErrorMessage(err));
     }
     RILL_RETURN_NOT_OK(ParseFields(doc, required));
@@ -669,19 +639,19 @@ class JsonDecoder::Impl {
   /// record just parsed.
   Status CheckMissing(bool required) const {
     for (size_t i = 0; required && i < specs_.size(); ++i) {
-      if (!specs_[i].nullable && cells_[i].generation != generation_) {
+      if (!specs_[i].nullable && seen_[i] != generation_) {
         return Status::Invalid("missing field '", specs_[i].name, "' (non-nullable)");
       }
     }
     return Status::OK();
   }
 
-  /// Read the object `doc` (a document, or a document of a stream) into cells_
-  /// and ops_, up to its closing brace.
+  /// Read the object `doc` (a document, or a document of a stream) into row
+  /// rows_ of the columns (and op_cell_), up to its closing brace.
   template <typename Doc>
   Status ParseFields(Doc& doc, bool required) {
-    ++generation_;
-    ops_.clear();
+    NextRecord();
+    RILL_RETURN_NOT_OK(EnsureRow());
     auto object = doc.get_object();
     error_code err = object.error();
     if (err == simdjson::INCORRECT_TYPE) return Status::Invalid("expected a JSON object");
@@ -705,25 +675,47 @@ class JsonDecoder::Impl {
         continue;  // On-Demand skips the value
       }
       key = specs_[col].name;
-      Cell& cell = cells_[col];
-      if (cell.generation == generation_) return Status::Invalid("duplicate field '", key, "'");
-      cell.generation = generation_;
+      if (seen_[col] == generation_) return Status::Invalid("duplicate field '", key, "'");
+      seen_[col] = generation_;
       JsonScalar scalar;
-      if (json_internal::ReadTyped(field.value(), specs_[col], &cell, &scalar)) continue;
-      if (nested_[col].spec != nullptr) {
-        bool staged = false;
-        RILL_RETURN_NOT_OK(ReadNested(field.value(), col, &staged));
-        if (staged) continue;
+      const bool is_column = static_cast<size_t>(col) < num_columns_;
+      if (is_column) {
+        ++columns_seen_;
+        bool written = false;
+        RILL_RETURN_NOT_OK(
+            json_internal::WriteTyped(field.value(), writers_[col], rows_, &scalar, &written));
+        if (written) continue;
+        // A null (unless a temporal string was consumed): is_null consumes
+        // nothing unless it is one.
+        bool is_null = false;
+        if (scalar.type != JsonScalar::kString && !field.value().is_null().get(is_null) &&
+            is_null) {
+          if (!specs_[col].nullable && required) {
+            return Status::Invalid("field '", key, "': null in a non-nullable column");
+          }
+          RILL_RETURN_NOT_OK(json_internal::WriteNull(writers_[col], rows_));
+          continue;
+        }
+        if (IsNested(specs_[col].kind)) {
+          RILL_RETURN_NOT_OK(WriteNested(field.value(), col, &written));
+          if (written) continue;
+        }
       }
       if (scalar.type != JsonScalar::kString &&
           (err = json_internal::ReadScalar(field.value(), &scalar))) {
         return Status::Invalid("field '", key, "': ", JsonErrorMessage(err));
       }
       const ColumnSpec& spec = specs_[col];
+      Cell cell;
       Status st = json_internal::Convert(scalar, spec, &cell);
       if (!st.ok()) return FieldError(key, st);
       if (cell.null && !spec.nullable && required) {
         return Status::Invalid("field '", key, "': null in a non-nullable column");
+      }
+      if (is_column) {
+        RILL_RETURN_NOT_OK(json_internal::WriteCell(writers_[col], rows_, cell));
+      } else {
+        op_cell_ = cell;
       }
     }
     return Status::OK();
@@ -920,14 +912,14 @@ class JsonDecoder::Impl {
   int ts_index_ = -1;       ///< the ts_ms_column's spec, -1: none
   arrow::Int8Builder op_builder_;
   std::unordered_map<std::string_view, int> index_;
-  std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
-  std::vector<Cell> cells_;
+  /// Per column: its buffers; the record being decoded writes row rows_.
+  std::vector<ColumnWriter> writers_;
+  int64_t row_capacity_ = 0;  ///< rows every writer holds
+  /// Per spec: the record (generation_) that last set it; others are missing.
+  std::vector<uint32_t> seen_;
+  size_t columns_seen_ = 0;  ///< columns the record being decoded set
+  Cell op_cell_;  ///< the op_column field of the record being decoded
   std::vector<int> predicted_;
-  std::vector<Fill> fills_;  ///< every builder, children after their parent
-  /// Per struct/list/map column: its builders (empty nodes for the others).
-  std::vector<json_internal::NestedNode> nested_;
-  /// The staged appends of the nested values of the record being decoded.
-  std::vector<json_internal::NestedOp> ops_;
   uint32_t generation_ = 0;
   int64_t avg_record_bytes_ = 256;  // of the last decode, for ReserveFor
 

@@ -1,8 +1,10 @@
 // JsonDecoder: NDJSON (or a top-level JSON array of objects) into Arrow record
 // batches, by a target schema, with per-record rejects.
 //
-// simdjson On-Demand parses the records and the values go straight into Arrow
-// builders; there are no intermediate row objects. NDJSON is parsed by document
+// simdjson On-Demand parses the records and the values go straight into the
+// batch's column buffers, written at the row's index (a rejected record's
+// writes are overwritten by the next record); there are no intermediate row
+// objects. NDJSON is parsed by document
 // streams (iterate_many) over regions of up to 1 MiB of lines; a line a stream
 // cannot decode exactly as it would decode on its own (a bad record, an object
 // spread over lines, two documents on a line, bytes that fail the region's
@@ -11,7 +13,7 @@
 // decoded (bad syntax, invalid UTF-8, a value of the wrong type, a number out of
 // range, a duplicate field, a record over the size limit) becomes a
 // RejectedRecord; the good records of the same input are kept. A record is
-// all-or-nothing: its values are checked before any of them is appended.
+// all-or-nothing: its row counts only once all of its values converted.
 //
 // Conversions, by target column type:
 //   int8..int64, uint8..uint64   JSON integers in range
@@ -116,7 +118,7 @@ struct DecodeResult {
 /// Decodes NDJSON or a JSON array of objects into record batches.
 ///
 /// Not thread-safe: one decoder per producing thread (it reuses its parser and
-/// builders between calls).
+/// column writers between calls).
 class JsonDecoder {
  public:
   /// Make a decoder. Invalid for a bad option.

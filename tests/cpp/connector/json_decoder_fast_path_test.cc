@@ -1,5 +1,6 @@
 // JsonDecoder's fast paths: typed getters per column, raw-key matching against
-// the predicted column, and nested values staged while the record is read.
+// the predicted column, and nested values written into the column buffers as
+// they are read.
 // Randomized documents are checked against Arrow C++'s JSON reader (the oracle).
 #include <random>
 
