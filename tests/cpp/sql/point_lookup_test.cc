@@ -4,7 +4,9 @@
 // version's rows under another name (SqlEngine::QueryWith: a view DuckDB
 // scans and filters), after random upserts, deletes and expiries.
 #include <random>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arrow/api.h>
@@ -170,6 +172,47 @@ TEST(PointLookup, KeyPredicatesUseTheIndexAndPlainProjectionsSkipDuckDB) {
     EXPECT_EQ(after.answered - before.answered, c.answered) << c.sql;
     EXPECT_EQ(SortedRows(*result), c.rows) << c.sql;
   }
+}
+
+// Lookups while another thread writes see whole versions: every write sets
+// all keys to one value, so a point query of several keys sees one value.
+TEST(PointLookup, LookupsDuringWritesSeeWholeVersions) {
+  auto schema = arrow::schema({arrow::field("id", arrow::int64()),
+                               arrow::field("v", arrow::int64())});
+  TableOptions options;
+  options.primary_key = {"id"};
+  options.auto_compact_chunks = 2;
+  auto table = LiveTable::Make("w", schema, options).ValueOrDie();
+  auto sql = SqlEngine::Make().ValueOrDie();
+  ASSERT_OK(sql->RegisterTable(table));
+  ASSERT_OK(table->Write(BatchOf(schema, {"[1, 2, 3, 4]", "[0, 0, 0, 0]"})).status());
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int v = 1; v <= 1500; ++v) {
+      const std::string x = std::to_string(v);
+      auto written = table->Write(BatchOf(schema, {"[4, 3, 2, 1]", "[" + x + "," + x + "," + x +
+                                                                       "," + x + "]"}));
+      if (!written.ok()) break;
+      if (v % 50 == 0) (void)table->Compact(/*full=*/true);
+    }
+    done = true;
+  });
+  SqlSession session(sql.get());
+  int64_t last = 0;
+  int queries = 0;
+  while (!done || queries < 10) {
+    ASSERT_OK_AND_ASSIGN(auto result,
+                         session.Query("SELECT v FROM w WHERE id IN (1, 2, 3, 4)", nullptr));
+    ASSERT_EQ(result->num_rows(), 4);
+    auto rows = SortedRows(*result);
+    EXPECT_EQ(rows.front(), rows.back()) << "a torn version";
+    const int64_t v = std::stoll(rows.front());
+    EXPECT_GE(v, last) << "an older version after a newer one";
+    last = v;
+    ++queries;
+  }
+  writer.join();
+  EXPECT_GT(sql->point_lookups().answered, 0);
 }
 
 TEST(PointLookup, CompositeAndStringKeysMatchTheScan) {
