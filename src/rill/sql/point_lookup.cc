@@ -222,6 +222,11 @@ void Conjuncts(const ParsedExpression& e, std::vector<const ParsedExpression*>* 
   out->push_back(&e);
 }
 
+template <typename Builder, typename T>
+arrow::Status AppendAs(arrow::ArrayBuilder& builder, const Value& v) {
+  return static_cast<Builder&>(builder).Append(v.GetValue<T>());
+}
+
 // Arrow arrays of the key columns' values (the cross product of the
 // constraints' values), for LiveTable::LookupKeys; nullopt when a value
 // cannot be written. Null values match nothing and are left out.
@@ -252,16 +257,21 @@ std::shared_ptr<arrow::RecordBatch> KeyBatch(const LiveTable& table,
       const Value& v = row[k];
       arrow::Status st;
       switch (field->type()->id()) {
-        case arrow::Type::INT8: st = static_cast<arrow::Int8Builder&>(*builder).Append(v.GetValue<int8_t>()); break;
-        case arrow::Type::INT16: st = static_cast<arrow::Int16Builder&>(*builder).Append(v.GetValue<int16_t>()); break;
-        case arrow::Type::INT32: st = static_cast<arrow::Int32Builder&>(*builder).Append(v.GetValue<int32_t>()); break;
-        case arrow::Type::INT64: st = static_cast<arrow::Int64Builder&>(*builder).Append(v.GetValue<int64_t>()); break;
-        case arrow::Type::UINT8: st = static_cast<arrow::UInt8Builder&>(*builder).Append(v.GetValue<uint8_t>()); break;
-        case arrow::Type::UINT16: st = static_cast<arrow::UInt16Builder&>(*builder).Append(v.GetValue<uint16_t>()); break;
-        case arrow::Type::UINT32: st = static_cast<arrow::UInt32Builder&>(*builder).Append(v.GetValue<uint32_t>()); break;
-        case arrow::Type::UINT64: st = static_cast<arrow::UInt64Builder&>(*builder).Append(v.GetValue<uint64_t>()); break;
-        case arrow::Type::STRING: st = static_cast<arrow::StringBuilder&>(*builder).Append(duckdb::StringValue::Get(v)); break;
-        case arrow::Type::LARGE_STRING: st = static_cast<arrow::LargeStringBuilder&>(*builder).Append(duckdb::StringValue::Get(v)); break;
+        case arrow::Type::INT8: st = AppendAs<arrow::Int8Builder, int8_t>(*builder, v); break;
+        case arrow::Type::INT16: st = AppendAs<arrow::Int16Builder, int16_t>(*builder, v); break;
+        case arrow::Type::INT32: st = AppendAs<arrow::Int32Builder, int32_t>(*builder, v); break;
+        case arrow::Type::INT64: st = AppendAs<arrow::Int64Builder, int64_t>(*builder, v); break;
+        case arrow::Type::UINT8: st = AppendAs<arrow::UInt8Builder, uint8_t>(*builder, v); break;
+        case arrow::Type::UINT16: st = AppendAs<arrow::UInt16Builder, uint16_t>(*builder, v); break;
+        case arrow::Type::UINT32: st = AppendAs<arrow::UInt32Builder, uint32_t>(*builder, v); break;
+        case arrow::Type::UINT64: st = AppendAs<arrow::UInt64Builder, uint64_t>(*builder, v); break;
+        case arrow::Type::STRING:
+          st = static_cast<arrow::StringBuilder&>(*builder).Append(duckdb::StringValue::Get(v));
+          break;
+        case arrow::Type::LARGE_STRING:
+          st = static_cast<arrow::LargeStringBuilder&>(*builder).Append(
+              duckdb::StringValue::Get(v));
+          break;
         default: return nullptr;
       }
       if (!st.ok()) return nullptr;
