@@ -10,6 +10,10 @@ oriented so that bigger is better for Rill.
   pgwire_small_query_p50_ms_c1 / _p99_ms_c1 / _p50_ms_c16 / _p99_ms_c16
                                a one-row query from 1 and 16 concurrent
                                connections (target: latency <= 1.5x PostgreSQL's)
+  pgwire_small_query_p50_ms_c16_procs / _p99_ms_c16_procs
+                               the same 16 connections, each in a client
+                               process of its own (the threads above share a GIL)
+  pgwire_point_query_*         the same for a primary-key point lookup
 
 Usage: bench/pgwire_bench.py [--rows N] [--reps N] [--server PATH]
 Rill is the server users run (a RillEngine with quack_address, in a child
@@ -194,6 +198,39 @@ def latencies(dsn, clients, per_client, query=SMALL_QUERY):
     return results[len(results) // 2], results[min(len(results) - 1, int(len(results) * 0.99))]
 
 
+def _client_process(dsn, per_client, query, start, out):
+    """One client of latencies_procs: its own process, connection and GIL."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(query).fetchall()  # warm up
+        start.wait()
+        mine = []
+        for _ in range(per_client):
+            t = time.perf_counter()
+            conn.execute(query).fetchall()
+            mine.append((time.perf_counter() - t) * 1000)
+    out.put(mine)
+
+
+def latencies_procs(dsn, clients, per_client, query=SMALL_QUERY):
+    """As latencies, with each client in a process of its own: the 16 threads of
+    latencies share one GIL, so their timings include waiting for it."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    start = ctx.Barrier(clients)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_client_process, args=(dsn, per_client, query, start, out))
+             for _ in range(clients)]
+    for p in procs:
+        p.start()
+    results = []
+    for _ in procs:
+        results.extend(out.get(timeout=300))
+    for p in procs:
+        p.join()
+    results.sort()
+    return results[len(results) // 2], results[min(len(results) - 1, int(len(results) * 0.99))]
+
+
 def record(name, value, unit, base, reps, target):
     ratio = value / base if unit.endswith("/s") else base / value
     rec = {"name": name, "value": round(value, 4), "unit": unit, "baseline": "postgresql",
@@ -238,6 +275,15 @@ def main():
                     record(f"pgwire_{kind}_{pct}_ms_c{clients}",
                            statistics.median(x[i] for x in lat["rill"]), "ms",
                            statistics.median(x[i] for x in lat["pg"]), args.reps, round(1 / 1.5, 4))
+            # 16 clients in 16 processes (no shared GIL on the client side).
+            lat = {"rill": [], "pg": []}
+            for _ in range(args.reps):
+                for key, dsn in (("rill", rill.dsn), ("pg", pg.dsn)):
+                    lat[key].append(latencies_procs(dsn, 16, 50, query))
+            for i, pct in ((0, "p50"), (1, "p99")):
+                record(f"pgwire_{kind}_{pct}_ms_c16_procs",
+                       statistics.median(x[i] for x in lat["rill"]), "ms",
+                       statistics.median(x[i] for x in lat["pg"]), args.reps, round(1 / 1.5, 4))
     finally:
         if rill is not None:
             rill.close()

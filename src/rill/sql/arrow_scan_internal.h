@@ -102,6 +102,8 @@ class LiveTableSource : public ScanSource {
   /// name this way, without creating and dropping a view per query (DDL that
   /// cost ~2 ms of every StreamSqlTask run). Same threads as Pin().
   void Substitute(std::shared_ptr<ScanSource> rows);
+  /// True while the source reads substitute rows (Substitute).
+  bool substituted() const { return substitute() != nullptr; }
 
  private:
   struct ScanPlan;

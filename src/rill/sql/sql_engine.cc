@@ -16,6 +16,7 @@
 #include "rill/sql/sql_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -41,6 +42,7 @@
 
 #include "rill/sql/arrow_collector_internal.h"
 #include "rill/sql/arrow_scan_internal.h"
+#include "rill/sql/point_lookup_internal.h"
 #include "rill/sql/sql_engine_access_internal.h"
 #include "rill/sql/duckdb_result.h"
 #include "rill/sql/query_interrupt.h"
@@ -212,6 +214,9 @@ struct SqlEngine::Impl {
   std::mutex constant_mu;
   std::shared_ptr<duckdb::DuckDB> constant_db;        // guarded by constant_mu
   std::vector<std::string> helpers;                   // DefineHelpers' statements, constant_mu
+  // point_lookups(); relaxed: counters read by tests and metrics only.
+  std::atomic<int64_t> point_lookups{0};
+  std::atomic<int64_t> point_answers{0};
 
   // Bring the views of `pc` in line with the registry. On error the connection
   // must be discarded.
@@ -534,7 +539,19 @@ struct SqlEngine::Impl {
                                                      std::string_view sql) {
     try {
       RILL_ASSIGN_OR_RAISE(auto statement, OneReadStatement(pc, std::string(sql)));
+      // A point query of a keyed table reads only the rows of its keys
+      // (point_lookup_internal.h), or is answered from them.
+      auto lookup = sql_internal::FindPointLookup(*statement, pc.views);
+      if (lookup.has_value()) point_lookups.fetch_add(1, std::memory_order_relaxed);
+      if (lookup.has_value() && lookup->answer != nullptr) {
+        point_answers.fetch_add(1, std::memory_order_relaxed);
+        return lookup->answer;
+      }
       PinGuard pins(pc);
+      SubstituteGuard substitutes;
+      if (lookup.has_value()) {
+        substitutes.Add(lookup->view, sql_internal::MakeTableSource(lookup->rows));
+      }
       auto result = pc.conn->Query(std::move(statement));
       return ArrowOrError(std::move(result), sql);
     } catch (const std::exception& e) {
@@ -882,6 +899,11 @@ Status SqlEngine::DefineHelpers(const std::vector<std::string>& statements) {
   // Made now rather than in a session's first query, which a statement
   // timeout may cover: a client of the helpers (pgwire) will have sessions.
   return impl_->ConstantDatabase().status();
+}
+
+SqlEngine::PointLookupCounts SqlEngine::point_lookups() const {
+  return {impl_->point_lookups.load(std::memory_order_relaxed),
+          impl_->point_answers.load(std::memory_order_relaxed)};
 }
 
 int64_t SqlEngine::MemoryUsage() const {

@@ -169,6 +169,16 @@ class SqlEngine {
   /// The registered table `name`, or null.
   std::shared_ptr<LiveTable> RegisteredTable(const std::string& name) const;
 
+  /// How many statements were point queries of a keyed table (a SELECT whose
+  /// WHERE clause pins the primary key to constants), read through the key
+  /// index instead of a scan: `looked_up` all of them, `answered` those that
+  /// were plain projections, answered without DuckDB.
+  struct PointLookupCounts {
+    int64_t looked_up = 0;
+    int64_t answered = 0;
+  };
+  PointLookupCounts point_lookups() const;
+
   /// Bytes DuckDB's buffer manager holds.
   int64_t MemoryUsage() const;
 

@@ -61,6 +61,14 @@ class BytesLocationMap {
   uint64_t Upsert(std::string_view key, uint64_t hash, uint64_t location);
   /// Remove `key` if it maps to `location`.
   void Erase(std::string_view key, uint64_t hash, uint64_t location);
+  /// Return the location of `key` (hash `hash`), or kNone.
+  uint64_t Find(std::string_view key, uint64_t hash) const {
+    const uint64_t tag = TagOf(hash, key.size());
+    for (size_t j = Home(tag);; j = (j + 1) & mask_) {
+      const Slot& s = slots_[j];
+      if (s.location == kNone || SameKey(s, tag, key)) return s.location;
+    }
+  }
   void Clear();
   size_t size() const { return size_; }
 

@@ -261,9 +261,15 @@ Result<WriteStats> LiveTable::RemoveAndPublish(
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     BeginLogLocked();
+    const bool was_published = index_published_;
+    index_published_ = false;  // until PublishLocked
     const double t = now.value_or(clock_());
     RILL_RETURN_NOT_OK(remove(&stats));
-    if (stats.deleted == 0) return stats;  // nothing removed: no new version
+    if (stats.deleted == 0) {  // nothing removed: no new version
+      // The misses' probes left every mapping as it was.
+      index_published_ = was_published;
+      return stats;
+    }
     RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
     PublishLocked(t);
     published = current_.Load();

@@ -68,6 +68,13 @@ class IntLocationMap {
   uint64_t Upsert(int64_t key, uint64_t location);
   /// Remove `key` if it maps to `location`.
   void Erase(int64_t key, uint64_t location);
+  /// Return the location of `key`, or kNone.
+  uint64_t Find(int64_t key) const {
+    for (size_t j = Home(key);; j = (j + 1) & mask_) {
+      const Slot& s = slots_[j];
+      if (s.location == kNone || s.key == key) return s.location;
+    }
+  }
   void Clear();
   size_t size() const { return size_; }
 

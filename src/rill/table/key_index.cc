@@ -135,6 +135,12 @@ class IntKeyIndex final : public KeyIndex {
     map_.Erase(values_[row], location);
   }
 
+  void FindAll(int64_t n, uint64_t* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = has_nulls_ && array_->IsNull(i) ? null_location_ : map_.Find(values_[i]);
+    }
+  }
+
   void Clear() override {
     map_.Clear();
     null_location_ = kNone;
@@ -222,6 +228,13 @@ class StringKeyIndex final : public KeyIndex {
       return;
     }
     map_.Erase(*key, BytesLocationMap::Hash(*key), location);
+  }
+
+  void FindAll(int64_t n, uint64_t* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      auto key = reader_.Get(i);
+      out[i] = key ? map_.Find(*key, BytesLocationMap::Hash(*key)) : null_location_;
+    }
   }
 
   void Clear() override {
@@ -316,6 +329,14 @@ class EncodedKeyIndex final : public KeyIndex {
     scratch_.clear();
     Encode(row, &scratch_);
     map_.Erase(scratch_, BytesLocationMap::Hash(scratch_), location);
+  }
+
+  void FindAll(int64_t n, uint64_t* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      scratch_.clear();
+      Encode(i, &scratch_);
+      out[i] = map_.Find(scratch_, BytesLocationMap::Hash(scratch_));
+    }
   }
 
   void Clear() override { map_.Clear(); }

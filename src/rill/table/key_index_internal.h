@@ -51,6 +51,9 @@ class KeyIndex {
   }
   /// Remove the key of bound row `row` if it maps to `location`.
   virtual void Erase(int64_t row, uint64_t location) = 0;
+  /// Write the location of the key of bound row i to out[i] for i in [0, n)
+  /// (kNone for a key the index does not hold). Changes no mapping.
+  virtual void FindAll(int64_t n, uint64_t* out) = 0;
   /// Remove every key.
   virtual void Clear() = 0;
   /// Number of keys.

@@ -353,6 +353,15 @@ Status LiveTable::WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batc
   return Status::OK();
 }
 
+LiveTable::LiveLayout LiveTable::LiveLayoutLocked() const {
+  LiveLayout layout;
+  for (uint32_t slot : order_) {
+    const Chunk& c = slots_[slot];
+    if (c.live_rows > 0) layout.emplace_back(slot, c.batch.get());
+  }
+  return layout;
+}
+
 void LiveTable::PublishLocked(double now) {
   std::vector<VersionChunk> chunks;
   chunks.reserve(order_.size());
@@ -362,6 +371,7 @@ void LiveTable::PublishLocked(double now) {
     chunks.push_back(VersionChunk{c.batch, c.alive, c.live_rows});
   }
   current_.Store(std::make_shared<TableVersion>(schema_, std::move(chunks), ++version_, now));
+  index_published_ = true;
   if (recording_) {
     // Hand this version's entry to the log (a few pointers; rows stay shared).
     std::unique_ptr<table_internal::ChangeEntry> entry;
@@ -428,6 +438,9 @@ Result<WriteStats> LiveTable::Write(
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     BeginLogLocked();
+    const bool was_published = index_published_;
+    const auto layout = index_published_ ? LiveLayoutLocked() : LiveLayout{};
+    index_published_ = false;  // until PublishLocked
     const double t = now.value_or(clock_());
     for (const auto& b : reconciled) {
       if (b->num_columns() > user_schema_->num_fields()) {
@@ -439,7 +452,10 @@ Result<WriteStats> LiveTable::Write(
     RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &stats.expired));
     RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
     if (stats.inserted + stats.updated + stats.deleted + stats.expired == 0) {
-      return stats;  // nothing changed (no rows, or deletes of absent keys)
+      // Nothing changed (no rows, or deletes of absent keys), unless the
+      // compaction moved rows.
+      index_published_ = was_published && LiveLayoutLocked() == layout;
+      return stats;
     }
     PublishLocked(t);
     published = current_.Load();
@@ -527,6 +543,7 @@ Result<WriteStats> LiveTable::ReplaceState(const std::shared_ptr<arrow::Table>& 
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     BeginLogLocked();
+    index_published_ = false;  // until PublishLocked
     // Not recorded: the log restarts at the version this publishes (older
     // cursors read a snapshot).
     if (recording_) {
@@ -566,9 +583,14 @@ Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     BeginLogLocked();
+    const bool was_published = index_published_;
+    index_published_ = false;  // until PublishLocked
     const double t = now.value_or(clock_());
     RILL_RETURN_NOT_OK(ApplyRetentionLocked(t, &expired));
-    if (expired == 0) return 0;
+    if (expired == 0) {
+      index_published_ = was_published;  // nothing changed
+      return 0;
+    }
     RILL_RETURN_NOT_OK(CompactLocked(/*full=*/false));
     PublishLocked(t);
     published = current_.Load();
@@ -580,6 +602,7 @@ Result<int64_t> LiveTable::ApplyRetention(std::optional<double> now) {
 Status LiveTable::Compact(bool full) {
   std::lock_guard<std::mutex> lock(write_mu_);
   BeginLogLocked();
+  index_published_ = false;  // until PublishLocked
   RILL_RETURN_NOT_OK(CompactLocked(full));
   // Compaction changes no rows (so no subscriber call); publish so that
   // readers drop the old chunks.

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arrow/type_fwd.h>
@@ -128,6 +129,15 @@ struct WriteStats {
   int64_t delete_misses = 0;  ///< delete rows whose key was not in the table
 };
 
+/// What LiveTable::LookupKeys found: rows of one version.
+struct KeyLookup {
+  /// The version the rows belong to (the table's current one at the lookup).
+  std::shared_ptr<const TableVersion> version;
+  /// The version's live rows whose key is one of the keys asked for, with the
+  /// full schema, each once, in the version's row order (a scan's order).
+  std::shared_ptr<arrow::Table> rows;
+};
+
 /// A live table. See the file comment for the storage model and threads.
 class LiveTable : public std::enable_shared_from_this<LiveTable> {
  public:
@@ -223,6 +233,16 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   static Result<std::shared_ptr<PreparedKeys>> PrepareKeys(
       const arrow::Schema& user_schema, const std::vector<std::string>& primary_key,
       const arrow::Table& keys);
+
+  /// Find the rows whose key equals a row of `keys` (the key columns, by name
+  /// and with their types; other columns are ignored; a null is the null key)
+  /// through the key index, in the current version: O(keys), where a scan of
+  /// the version is O(rows). nullopt when the index cannot tell for the
+  /// current version: the table is not keyed, or a write failed half-way and
+  /// nothing was published since (the caller scans instead). Invalid for a
+  /// missing key column or another type. Any thread: probes under the write
+  /// lock (microseconds; waits for a running write to publish).
+  Result<std::optional<KeyLookup>> LookupKeys(const arrow::RecordBatch& keys);
 
   /// Remove expired rows now; publish if anything changed.
   Result<int64_t> ApplyRetention(std::optional<double> now = std::nullopt);
@@ -351,6 +371,9 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   void LogTruncatedChunkLocked(uint32_t slot);
   uint32_t AllocateSlotLocked();
   void PublishLocked(double now);
+  /// The chunks that hold live rows, in order (what PublishLocked publishes).
+  using LiveLayout = std::vector<std::pair<uint32_t, const arrow::RecordBatch*>>;
+  LiveLayout LiveLayoutLocked() const;
   void RunRefresher() const;
   void Notify(const std::shared_ptr<const TableVersion>& version);
   Result<std::shared_ptr<arrow::RecordBatch>> WithSystemColumnsLocked(
@@ -375,6 +398,9 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   std::vector<uint32_t> order_;       // guarded by write_mu_; slots in write order
   int64_t live_rows_ = 0;             // guarded by write_mu_
   uint64_t version_ = 0;              // guarded by write_mu_
+  // True while index_ and slots_ describe the published version: false from
+  // the start of a locked write until it publishes (LookupKeys).
+  bool index_published_ = true;       // guarded by write_mu_
   std::vector<uint64_t> prev_scratch_;  // guarded by write_mu_
   std::vector<uint64_t> moved_scratch_;  // guarded by write_mu_; old locations (compaction)
   std::shared_ptr<arrow::Buffer> now_buffer_;  // guarded by write_mu_; filled with now_value_
