@@ -212,8 +212,7 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
       }
       impl->has_sql = true;
     } else if (agg.kind == WindowAggKind::kCountStar) {
-      RILL_ASSIGN_OR_RAISE(slot.state,
-                           window_internal::MakeAggState(agg.kind, ValueKind::kInt));
+      slot.state = impl->records.Add(agg.kind, ValueKind::kInt, /*input=*/-1);
     } else {
       auto f = input_schema->GetFieldByName(agg.column);
       if (!f) {
@@ -224,6 +223,22 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
       if (!kind.ok()) {
         return kind.status().WithMessage("aggregation '", agg.output, "': ",
                                          kind.status().message());
+      }
+      if (window_internal::NumericRecords::Fits(agg.kind, *kind)) {
+        // Aggregations of one column share its input (and words of its record).
+        int input = static_cast<int>(impl->aggs.size());
+        for (size_t j = 0; j < impl->aggs.size(); ++j) {
+          const auto& other = impl->aggs[j];
+          if (other.state && other.agg.kind != WindowAggKind::kCountStar &&
+              other.agg.column == agg.column) {
+            input = static_cast<int>(j);
+            break;
+          }
+        }
+        slot.state = impl->records.Add(agg.kind, *kind, input);
+        slot.input_type = f->type();
+        impl->aggs.push_back(std::move(slot));
+        continue;
       }
       auto state = window_internal::MakeAggState(agg.kind, *kind);
       if (!state.ok()) {
@@ -249,6 +264,7 @@ void WindowOperator::Impl::GrowGroups(size_t n) {
   if (n <= g_alive.size()) return;
   const size_t cap = std::max<size_t>({1024, g_alive.size() * 2, n});
   g_start.reserve(cap);
+  records.Grow(cap);
   for (auto& a : aggs) {
     if (a.state) a.state->Grow(cap);
   }
@@ -326,6 +342,7 @@ void WindowOperator::Impl::ReleaseRowRefs(uint32_t gid) {
 }
 
 void WindowOperator::Impl::FreeGroup(uint32_t gid) {
+  records.Reset(gid);
   for (auto& a : aggs) {
     if (a.state) a.state->Reset(gid);
   }
@@ -341,6 +358,7 @@ void WindowOperator::Impl::FreeBlocks(const std::vector<window_internal::GidBloc
   const bool encoded = codes.mode() == window_internal::KeyCodes::Mode::kEncoded;
   for (const auto& block : blocks) {
     const uint32_t first = block.first, end = block.first + block.used;
+    records.ResetRange(first, block.used);
     for (auto& a : aggs) {
       if (a.state) a.state->ResetRange(first, block.used);
     }
@@ -373,6 +391,7 @@ void WindowOperator::Impl::FlushPending() {
     aggs[a].state->Update(pend_gids.data(), pend_rows.data(), n, in.aggs[a].get(),
                           in.times.data(), in.seq0);
   }
+  if (!records.empty()) records.Update(pend_gids.data(), pend_rows.data(), n, in.aggs);
   if (has_sql && in.slot >= 0) {
     for (size_t i = 0; i < n; ++i) {
       g_refs[pend_gids[i]].push_back(
@@ -502,6 +521,7 @@ inline void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_
 }
 
 void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
+  records.Merge(into, from);
   for (auto& a : aggs) {
     if (a.state) a.state->Merge(into, from);
   }
@@ -898,7 +918,7 @@ WindowStats WindowOperator::stats() const {
 }
 
 int64_t WindowOperator::Impl::StateBytes() const {
-  int64_t per_group = 64;  // start, end, key code, flags, refs vector, map entry
+  int64_t per_group = 64 + records.slot_bytes();  // + start, end, key code, flags, refs, map entry
   int64_t variable = codes.bytes() + ref_count * static_cast<int64_t>(sizeof(window_internal::RowRef));
   for (const auto& a : aggs) {
     if (!a.state) continue;

@@ -286,6 +286,9 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::shared_ptr<arrow::DataType> bound_type;     // window_start/end output type
   int64_t size_us = 0, slide_us = 0, gap_us = 0, lateness_us = 0, idle_us = 0;
   double inv_slide = 1;  // 1 / slide_us
+  // Numeric aggregations' state, one record per group (see NumericRecords);
+  // their AggSlot states only build output.
+  window_internal::NumericRecords records;
   std::vector<window_internal::AggSlot> aggs;
   bool has_sql = false;
   std::vector<std::shared_ptr<arrow::DataType>> key_types;  // input types
