@@ -450,7 +450,7 @@ window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
       spare_maps.pop_back();
     } else if (!use_recent) {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      it->second.groups.reserve(expected_groups);
+      it->second.groups.reserve(expected_groups > 0 ? expected_groups : batch_groups_hint);
     }
   }
   const int i = static_cast<int>((start / slide_us) & (kWindowCache - 1));
@@ -720,7 +720,17 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
   if (spec.kind != WindowKind::kSession) {
     // Each row's last window, once (the prefetch and the row both need it).
     s.row_ordinals.resize(static_cast<size_t>(n));
-    for (const uint32_t r : s.row_order) s.row_ordinals[r] = s.Ordinal(s.in.times[r]);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const uint32_t r : s.row_order) {
+      const int64_t o = s.Ordinal(s.in.times[r]);
+      s.row_ordinals[r] = o;
+      lo = std::min(lo, o);
+      hi = std::max(hi, o);
+    }
+    s.batch_groups_hint =
+        s.expected_groups > 0 || s.row_order.empty()
+            ? 0
+            : s.row_order.size() / static_cast<size_t>(std::min<int64_t>(hi - lo, 1 << 20) + 1);
   }
   switch (spec.kind) {
     case WindowKind::kTumbling:

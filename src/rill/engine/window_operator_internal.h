@@ -150,7 +150,7 @@ class CodeMap {
       n *= 2;
       ++bits;
     }
-    std::vector<Slot> old = std::move(slots_);
+    std::vector<Slot, LargeArrayAllocator<Slot>> old = std::move(slots_);
     slots_.assign(n, Slot{0, 0, V()});
     mask_ = n - 1;
     shift_ = 64 - bits;
@@ -159,7 +159,7 @@ class CodeMap {
       if (slot.used) *TryEmplace(slot.code).first = slot.value;
     }
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, LargeArrayAllocator<Slot>> slots_;
   size_t mask_ = 0;
   int shift_ = 60;
   size_t size_ = 0;
@@ -308,6 +308,10 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
+  // Until a window closed: the on-time rows of the batch per window it spans,
+  // to size the maps of its new windows (a fresh operator then does not
+  // rehash them from 16 slots up).
+  size_t batch_groups_hint = 0;
   // Free gid blocks of closed windows, by size class (their state slots reset).
   std::vector<uint32_t> free_blocks[window_internal::kBlockClasses];
   // Cleared maps of closed windows, reused by new ones: a steady stream then
