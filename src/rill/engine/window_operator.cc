@@ -384,7 +384,7 @@ void WindowOperator::Impl::AppendGids(const std::vector<window_internal::GidBloc
 
 
 void WindowOperator::Impl::FlushPending() {
-  const size_t n = pend_gids.size();
+  const size_t n = pend_n;
   if (n == 0) return;
   for (size_t a = 0; a < aggs.size(); ++a) {
     if (!aggs[a].state) continue;
@@ -400,8 +400,7 @@ void WindowOperator::Impl::FlushPending() {
     slots[in.slot].refs += static_cast<int64_t>(n);
     ref_count += static_cast<int64_t>(n);
   }
-  pend_gids.clear();
-  pend_rows.clear();
+  pend_n = 0;
 }
 
 void WindowOperator::Impl::ClearWindowCache() {
@@ -717,6 +716,17 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
     s.max_t_us = std::max(s.max_t_us, t);
   }
   s.RadixOrder(n);
+  {
+    // Room for every row in every window it can fall in (Touch only stores).
+    const size_t per_row = spec.kind == WindowKind::kSession
+                               ? 1
+                               : static_cast<size_t>((s.size_us + s.slide_us - 1) / s.slide_us);
+    const size_t need = s.row_order.size() * std::min<size_t>(per_row, 64);
+    if (s.pend_gids.size() < need) {
+      s.pend_gids.resize(need);
+      s.pend_rows.resize(need);
+    }
+  }
   if (spec.kind != WindowKind::kSession) {
     // Each row's last window, once (the prefetch and the row both need it).
     s.row_ordinals.resize(static_cast<size_t>(n));

@@ -346,8 +346,11 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
 
   // Scratch for one Consume.
   window_internal::BatchInputs in;
+  // Rows queued for their groups' aggregates: [0, pend_n) of each (sized
+  // ahead by Consume, so Touch only stores).
   std::vector<uint32_t> pend_gids;
   std::vector<int64_t> pend_rows;
+  size_t pend_n = 0;
   std::string key_buf;
   std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
   std::vector<uint64_t> row_codes;
@@ -390,8 +393,13 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   void ClearWindowCache();
   /// Queue row `row` for group `gid`'s aggregates (FlushPending applies them).
   void Touch(uint32_t gid, int64_t row) {
-    pend_gids.push_back(gid);
-    pend_rows.push_back(row);
+    if (pend_n == pend_gids.size()) [[unlikely]] {
+      pend_gids.resize(pend_n * 2 + 64);
+      pend_rows.resize(pend_n * 2 + 64);
+    }
+    pend_gids[pend_n] = gid;
+    pend_rows[pend_n] = row;
+    ++pend_n;
     if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
       g_dirty[gid] = 1;
       dirty.push_back(gid);
