@@ -271,7 +271,7 @@ void WindowOperator::Impl::GrowGroups(size_t n) {
   g_end.resize(cap);
   g_code.resize(cap);
   g_null.resize(cap);
-  g_refs.resize(cap);
+  if (has_sql) g_refs.resize(cap);  // row references only for DuckDB aggregations
   g_dirty.resize(cap, 0);
   g_alive.resize(cap, 0);
 }
@@ -302,25 +302,31 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t cod
   return gid;
 }
 
-inline uint32_t WindowOperator::Impl::NewWindowGroup(window_internal::Window& w, int64_t start,
-                                             uint64_t code, bool null) {
+void WindowOperator::Impl::NewGidBlock(window_internal::Window& w) {
   using window_internal::BlockSize;
-  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class)) {
-    // Blocks double in size up to the largest class, so a window's unused
-    // slots stay below its groups plus 16.
-    const uint32_t size_class = static_cast<uint32_t>(
-        std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
-    auto& free = free_blocks[size_class];
-    uint32_t first;
-    if (!free.empty()) {
-      first = free.back();
-      free.pop_back();
-    } else {
-      first = static_cast<uint32_t>(g_start.size());
-      GrowGroups(first + BlockSize(size_class));
-      g_start.resize(first + BlockSize(size_class));
-    }
-    w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+  // Blocks double in size up to the largest class, so a window's unused
+  // slots stay below its groups plus 16.
+  const uint32_t size_class = static_cast<uint32_t>(
+      std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
+  auto& free = free_blocks[size_class];
+  uint32_t first;
+  if (!free.empty()) {
+    first = free.back();
+    free.pop_back();
+  } else {
+    first = static_cast<uint32_t>(g_start.size());
+    GrowGroups(first + BlockSize(size_class));
+    g_start.resize(first + BlockSize(size_class));
+  }
+  w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+}
+
+[[gnu::always_inline]] inline uint32_t WindowOperator::Impl::NewWindowGroup(
+    window_internal::Window& w, int64_t start, uint64_t code, bool null) {
+  using window_internal::BlockSize;
+  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class))
+      [[unlikely]] {
+    NewGidBlock(w);
   }
   auto& block = w.blocks.back();
   const uint32_t gid = block.first + block.used++;
@@ -346,7 +352,7 @@ void WindowOperator::Impl::FreeGroup(uint32_t gid) {
   for (auto& a : aggs) {
     if (a.state) a.state->Reset(gid);
   }
-  ReleaseRowRefs(gid);
+  if (has_sql) ReleaseRowRefs(gid);
   codes.Unref(g_code[gid]);
   g_alive[gid] = 0;
   g_dirty[gid] = 0;
@@ -524,9 +530,11 @@ void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
   for (auto& a : aggs) {
     if (a.state) a.state->Merge(into, from);
   }
-  auto& refs = g_refs[from];
-  g_refs[into].insert(g_refs[into].end(), refs.begin(), refs.end());
-  refs.clear();  // moved: FreeGroup must not release them
+  if (has_sql) {
+    auto& refs = g_refs[from];
+    g_refs[into].insert(g_refs[into].end(), refs.begin(), refs.end());
+    refs.clear();  // moved: FreeGroup must not release them
+  }
   if (spec.emit == EmitMode::kOnUpdate && !g_dirty[into]) {
     g_dirty[into] = 1;
     dirty.push_back(into);

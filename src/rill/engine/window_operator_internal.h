@@ -116,16 +116,14 @@ class CodeMap {
     }
   }
   /// The value of `code`, inserted as V() when absent; second: inserted.
-  std::pair<V*, bool> TryEmplace(uint64_t code) {
+  [[gnu::always_inline]] std::pair<V*, bool> TryEmplace(uint64_t code) {
+    // Grow first when an insert would put the load above 3/4.
+    if ((size_ + 1) * 4 > slots_.size() * 3) [[unlikely]] Rehash(slots_.size() * 2);
     for (size_t i = Home(code);; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.used) {
         if (slot.code == code) return {&slot.value, false};
         continue;
-      }
-      if ((size_ + 1) * 4 > slots_.size() * 3) {  // load above 3/4: grow first
-        Rehash(slots_.size() * 2);
-        return TryEmplace(code);
       }
       slot.code = code;
       slot.used = 1;
@@ -143,7 +141,7 @@ class CodeMap {
 
  private:
   size_t Home(uint64_t code) const { return CodeHash()(code) >> shift_; }
-  void Rehash(size_t min_slots) {
+  [[gnu::noinline]] void Rehash(size_t min_slots) {
     size_t n = 16;
     int bits = 4;
     while (n < min_slots) {
@@ -223,8 +221,12 @@ class KeyCodes {
   /// Return the code of encoded key `key` (kEncoded), interning it.
   uint32_t Intern(const std::string& key);
   /// A group of `code` was created / freed (kEncoded; no-op otherwise).
-  void Ref(uint64_t code);
-  void Unref(uint64_t code);
+  void Ref(uint64_t code) {
+    if (mode_ == Mode::kEncoded && refs_[code]++ == 0) --dead_;
+  }
+  void Unref(uint64_t code) {
+    if (mode_ == Mode::kEncoded && --refs_[code] == 0) ++dead_;
+  }
   /// Drop unused ids when they outnumber the used ones.
   void MaybeSweep();
   /// The encoded key of id `code` (kEncoded).
@@ -298,7 +300,7 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::vector<int64_t> g_start, g_end;
   std::vector<uint64_t> g_code;   // key code (KeyCodes)
   std::vector<uint8_t> g_null;    // null single integer key
-  std::vector<std::vector<window_internal::RowRef>> g_refs;
+  std::vector<std::vector<window_internal::RowRef>> g_refs;  // sized only with has_sql
   std::vector<uint8_t> g_dirty, g_alive;
   std::vector<uint32_t> free_gids;
   std::vector<uint32_t> dirty;
@@ -372,6 +374,8 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   /// A new group of window `w` (starting at `start`), from its last gid block.
   uint32_t NewWindowGroup(window_internal::Window& w, int64_t start, uint64_t code,
                           bool null);
+  /// Give window `w` a new (empty) gid block.
+  [[gnu::noinline]] void NewGidBlock(window_internal::Window& w);
   /// Drop `gid`'s row references (SQL aggregates), freeing batch slots no
   /// group refers to any more.
   void ReleaseRowRefs(uint32_t gid);
