@@ -82,7 +82,7 @@ struct CodeHash {
 /// ahead of its probe.
 /// Entries are never erased one by one: Clear empties the map (keeping its
 /// capacity), a rebuild drops what is not needed.
-template <typename V>
+template <typename V, int kMaxLoadPercent = 75>
 class CodeMap {
  public:
   struct Slot {
@@ -96,7 +96,7 @@ class CodeMap {
   size_t bucket_count() const { return slots_.size(); }
   /// Make room for `n` entries without growing.
   void reserve(size_t n) {
-    if (n * 4 > slots_.size() * 3) Rehash(n * 4 / 3 + 1);
+    if (n * 100 > slots_.size() * kMaxLoadPercent) Rehash(n * 100 / kMaxLoadPercent + 1);
   }
   void clear() {
     if (size_ == 0) return;
@@ -117,8 +117,10 @@ class CodeMap {
   }
   /// The value of `code`, inserted as V() when absent; second: inserted.
   [[gnu::always_inline]] std::pair<V*, bool> TryEmplace(uint64_t code) {
-    // Grow first when an insert would put the load above 3/4.
-    if ((size_ + 1) * 4 > slots_.size() * 3) [[unlikely]] Rehash(slots_.size() * 2);
+    // Grow first when an insert would put the load above kMaxLoadPercent.
+    if ((size_ + 1) * 100 > slots_.size() * kMaxLoadPercent) [[unlikely]] {
+      Rehash(slots_.size() * 2);
+    }
     for (size_t i = Home(code);; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.used) {
@@ -164,7 +166,9 @@ class CodeMap {
 };
 
 /// Groups of one window by key code (see KeyCodes).
-using GroupMap = CodeMap<uint32_t>;
+/// At most half full: most rows of a sparse stream look for a key the map
+/// does not hold yet, and linear probing's misses grow as 1 / (1 - load)^2.
+using GroupMap = CodeMap<uint32_t, 50>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
@@ -396,7 +400,7 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   void RadixOrder(int64_t n);
   void ClearWindowCache();
   /// Queue row `row` for group `gid`'s aggregates (FlushPending applies them).
-  void Touch(uint32_t gid, int64_t row) {
+  [[gnu::always_inline]] void Touch(uint32_t gid, int64_t row) {
     if (pend_n == pend_gids.size()) [[unlikely]] {
       pend_gids.resize(pend_n * 2 + 64);
       pend_rows.resize(pend_n * 2 + 64);
