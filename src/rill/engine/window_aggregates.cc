@@ -697,7 +697,10 @@ template <ValueKind kKind>
 void NumericRecords::UpdateColumn(const Column& c, const uint32_t* gids, const int64_t* rows,
                                   size_t n, const InputColumn& in, int count) {
   const bool nulls = in.has_nulls;
+  // Records of groups made by earlier batches are anywhere: fetch them ahead.
+  constexpr size_t kAhead = 8;
   for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(record(gids[i + kAhead]), /*rw=*/1);
     Word* rec = record(gids[i]);
     if (count >= 0) ++rec[count].i;
     const int64_t r = rows[i];
