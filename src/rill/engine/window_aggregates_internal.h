@@ -1,8 +1,10 @@
-// Incremental aggregate state of window groups, stored column-wise by group
-// id (gid). Private to the window operator.
+// Incremental aggregate state of window groups, by group id (gid). Private to
+// the window operator.
 //
-// Every aggregate keeps one slot per gid in flat vectors (count, sum, min, ...)
-// so that updating a group is O(1) and freeing one is a reset of its slot.
+// count(*), count, sum, avg, min and max of numeric columns live in one record
+// of words per gid (NumericRecords: a row updates one cache line); every other
+// aggregate keeps one slot per gid in flat vectors of its own (AggState). Either
+// way updating a group is O(1) and freeing one is a reset of its slot.
 // Values are read through InputColumn, which views an input array as one of
 // three kinds: integers (every integer type, bool, timestamps, dates: int64),
 // floats (float64) and strings (utf8).
