@@ -1,7 +1,10 @@
 // Incremental window aggregates. See window_aggregates_internal.h.
 #include "rill/engine/window_aggregates_internal.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <new>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -417,6 +420,68 @@ class ApproxDistinctState : public AggState {
   int64_t bytes_ = 0;
 };
 
+// An aggregation kept in NumericRecords: only Finish does anything here.
+class RecordView : public AggState {
+ public:
+  RecordView(const NumericRecords* records, WindowAggKind fn, ValueKind kind, int column)
+      : records_(records), fn_(fn), kind_(kind), column_(column) {}
+  void Grow(size_t) override {}
+  void Reset(uint32_t) override {}
+  void ResetRange(uint32_t, uint32_t) override {}
+  void Update(const uint32_t*, const int64_t*, size_t, const InputColumn*, const int64_t*,
+              int64_t) override {}
+  void Merge(uint32_t, uint32_t) override {}
+  Result<std::shared_ptr<arrow::Array>> Finish(const std::vector<uint32_t>& gids,
+                                               arrow::MemoryPool* pool) override {
+    const NumericRecords& r = *records_;
+    auto always = [](uint32_t) { return true; };
+    if (fn_ == WindowAggKind::kCountStar) {
+      const int w = r.count_word();
+      return BuildArray<int64_t>(gids, pool, always,
+                                 [&](uint32_t g) { return r.record(g)[w].i; });
+    }
+    const NumericRecords::Column& c = r.column(static_cast<size_t>(column_));
+    const int nn = c.nn;
+    if (fn_ == WindowAggKind::kCount) {
+      return BuildArray<int64_t>(gids, pool, always,
+                                 [&](uint32_t g) { return r.record(g)[nn].i; });
+    }
+    auto has = [&](uint32_t g) { return r.record(g)[nn].i > 0; };
+    if (fn_ == WindowAggKind::kAvg) {
+      const int w = c.sum_d;
+      return BuildArray<double>(gids, pool, has, [&](uint32_t g) {
+        const NumericRecords::Word* rec = r.record(g);
+        return rec[w].d / static_cast<double>(rec[nn].i);
+      });
+    }
+    const int w = fn_ == WindowAggKind::kMin   ? c.min
+                  : fn_ == WindowAggKind::kMax ? c.max
+                  : kind_ == ValueKind::kInt   ? c.sum_i
+                                               : c.sum_d;
+    if (kind_ == ValueKind::kInt) {
+      return BuildArray<int64_t>(gids, pool, has, [&](uint32_t g) { return r.record(g)[w].i; });
+    }
+    return BuildArray<double>(gids, pool, has, [&](uint32_t g) { return r.record(g)[w].d; });
+  }
+  int64_t variable_bytes() const override { return 0; }
+  int64_t slot_bytes() const override { return 0; }  // counted by NumericRecords
+
+ private:
+  const NumericRecords* records_;
+  WindowAggKind fn_;
+  ValueKind kind_;
+  int column_;
+};
+
+// Whether `value` replaces `current` as the min (kMax: max) of doubles. NaN
+// compares false both ways; like DuckDB, treat it as the largest value.
+template <bool kMax>
+bool BetterDouble(double value, double current) {
+  const bool vn = std::isnan(value), cn = std::isnan(current);
+  return kMax ? (vn && !cn) || (!vn && !cn && value > current)
+              : (cn && !vn) || (!vn && !cn && value < current);
+}
+
 template <template <typename, bool> class State, bool kFlag>
 Result<std::unique_ptr<AggState>> ByKind(ValueKind kind) {
   switch (kind) {
@@ -545,6 +610,179 @@ Result<std::unique_ptr<AggState>> MakeAggState(WindowAggKind fn, ValueKind kind)
       return Status::Invalid("SQL aggregations have no incremental state");
   }
   return Status::Invalid("sum and avg need a numeric column, not a string column");
+}
+
+void* AllocateHuge(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t rounded = (bytes + kHuge - 1) & ~(kHuge - 1);
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  // Advice only: without transparent huge pages the array still works.
+  (void)madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
+}
+
+// NumericRecords -----------------------------------------------------------------
+
+bool NumericRecords::Fits(WindowAggKind fn, ValueKind kind) {
+  switch (fn) {
+    case WindowAggKind::kCountStar:
+      return true;
+    case WindowAggKind::kCount:
+    case WindowAggKind::kSum:
+    case WindowAggKind::kAvg:
+    case WindowAggKind::kMin:
+    case WindowAggKind::kMax:
+      return kind != ValueKind::kString;
+    default:
+      return false;
+  }
+}
+
+std::unique_ptr<AggState> NumericRecords::Add(WindowAggKind fn, ValueKind kind, int input) {
+  if (fn == WindowAggKind::kCountStar) {
+    if (count_ < 0) count_ = NewWord();
+    return std::make_unique<RecordView>(this, fn, kind, -1);
+  }
+  size_t ci = 0;
+  while (ci < columns_.size() && columns_[ci].input != input) ++ci;
+  if (ci == columns_.size()) {
+    Column c;
+    c.input = input;
+    c.kind = kind;
+    c.nn = NewWord();
+    columns_.push_back(c);
+  }
+  Column& c = columns_[ci];
+  switch (fn) {
+    case WindowAggKind::kSum:
+      if (kind == ValueKind::kInt) {
+        if (c.sum_i < 0) c.sum_i = NewWord();
+      } else if (c.sum_d < 0) {
+        c.sum_d = NewWord();
+      }
+      break;
+    case WindowAggKind::kAvg:
+      if (c.sum_d < 0) c.sum_d = NewWord();
+      break;
+    case WindowAggKind::kMin:
+      if (c.min < 0) c.min = NewWord();
+      break;
+    case WindowAggKind::kMax:
+      if (c.max < 0) c.max = NewWord();
+      break;
+    default:
+      break;
+  }
+  return std::make_unique<RecordView>(this, fn, kind, static_cast<int>(ci));
+}
+
+void NumericRecords::Grow(size_t n) {
+  if (stride_ > 0) words_.resize(n * static_cast<size_t>(stride_), Word{0});
+}
+
+void NumericRecords::Reset(uint32_t g) {
+  if (stride_ > 0) std::memset(record(g), 0, sizeof(Word) * static_cast<size_t>(stride_));
+}
+
+void NumericRecords::ResetRange(uint32_t first, uint32_t n) {
+  if (stride_ > 0 && n > 0) {
+    std::memset(record(first), 0, sizeof(Word) * static_cast<size_t>(stride_) * n);
+  }
+}
+
+// One pass over the rows for every word of column `c` (and count(*) when
+// `count` >= 0): each row reads and writes its group's record once.
+template <ValueKind kKind>
+void NumericRecords::UpdateColumn(const Column& c, const uint32_t* gids, const int64_t* rows,
+                                  size_t n, const InputColumn& in, int count) {
+  const bool nulls = in.has_nulls;
+  // Records of groups made by earlier batches are anywhere: fetch them ahead.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(record(gids[i + kAhead]), /*rw=*/1);
+    Word* rec = record(gids[i]);
+    if (count >= 0) ++rec[count].i;
+    const int64_t r = rows[i];
+    if (nulls && !in.IsValid(r)) continue;
+    const int64_t seen = rec[c.nn].i;
+    rec[c.nn].i = seen + 1;
+    if constexpr (kKind == ValueKind::kInt) {
+      const int64_t v = in.i64[r];
+      if (c.sum_i >= 0) {  // wraps on overflow
+        rec[c.sum_i].i = static_cast<int64_t>(static_cast<uint64_t>(rec[c.sum_i].i) +
+                                              static_cast<uint64_t>(v));
+      }
+      if (c.sum_d >= 0) rec[c.sum_d].d += static_cast<double>(v);
+      // Selects instead of branches: new groups and better values come in no
+      // predictable order.
+      if (c.min >= 0) {
+        const int64_t cur = rec[c.min].i;
+        rec[c.min].i = seen == 0 || v < cur ? v : cur;
+      }
+      if (c.max >= 0) {
+        const int64_t cur = rec[c.max].i;
+        rec[c.max].i = seen == 0 || v > cur ? v : cur;
+      }
+    } else {
+      const double v = in.f64[r];
+      if (c.sum_d >= 0) rec[c.sum_d].d += v;
+      if (c.min >= 0) {
+        const double cur = rec[c.min].d;
+        rec[c.min].d = seen == 0 || BetterDouble<false>(v, cur) ? v : cur;
+      }
+      if (c.max >= 0) {
+        const double cur = rec[c.max].d;
+        rec[c.max].d = seen == 0 || BetterDouble<true>(v, cur) ? v : cur;
+      }
+    }
+  }
+}
+
+void NumericRecords::Update(const uint32_t* gids, const int64_t* rows, size_t n,
+                            const std::vector<std::unique_ptr<InputColumn>>& inputs) {
+  int count = count_;
+  for (const Column& c : columns_) {
+    const InputColumn& in = *inputs[static_cast<size_t>(c.input)];
+    if (c.kind == ValueKind::kInt) {
+      UpdateColumn<ValueKind::kInt>(c, gids, rows, n, in, count);
+    } else {
+      UpdateColumn<ValueKind::kDouble>(c, gids, rows, n, in, count);
+    }
+    count = -1;  // counted once
+  }
+  if (count >= 0) {
+    for (size_t i = 0; i < n; ++i) ++record(gids[i])[count].i;
+  }
+}
+
+void NumericRecords::Merge(uint32_t into, uint32_t from) {
+  if (stride_ == 0) return;
+  Word* a = record(into);
+  const Word* b = record(from);
+  if (count_ >= 0) a[count_].i += b[count_].i;
+  for (const Column& c : columns_) {
+    const int64_t na = a[c.nn].i, nb = b[c.nn].i;
+    if (nb == 0) continue;
+    a[c.nn].i = na + nb;
+    if (c.sum_i >= 0) {
+      a[c.sum_i].i = static_cast<int64_t>(static_cast<uint64_t>(a[c.sum_i].i) +
+                                          static_cast<uint64_t>(b[c.sum_i].i));
+    }
+    if (c.sum_d >= 0) a[c.sum_d].d += b[c.sum_d].d;
+    if (c.kind == ValueKind::kInt) {
+      if (c.min >= 0 && (na == 0 || b[c.min].i < a[c.min].i)) a[c.min].i = b[c.min].i;
+      if (c.max >= 0 && (na == 0 || b[c.max].i > a[c.max].i)) a[c.max].i = b[c.max].i;
+    } else {
+      if (c.min >= 0 && (na == 0 || BetterDouble<false>(b[c.min].d, a[c.min].d))) {
+        a[c.min].d = b[c.min].d;
+      }
+      if (c.max >= 0 && (na == 0 || BetterDouble<true>(b[c.max].d, a[c.max].d))) {
+        a[c.max].d = b[c.max].d;
+      }
+    }
+  }
+  Reset(from);
 }
 
 // HyperLogLog ------------------------------------------------------------------

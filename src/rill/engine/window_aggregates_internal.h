@@ -1,14 +1,17 @@
-// Incremental aggregate state of window groups, stored column-wise by group
-// id (gid). Private to the window operator.
+// Incremental aggregate state of window groups, by group id (gid). Private to
+// the window operator.
 //
-// Every aggregate keeps one slot per gid in flat vectors (count, sum, min, ...)
-// so that updating a group is O(1) and freeing one is a reset of its slot.
+// count(*), count, sum, avg, min and max of numeric columns live in one record
+// of words per gid (NumericRecords: a row updates one cache line); every other
+// aggregate keeps one slot per gid in flat vectors of its own (AggState). Either
+// way updating a group is O(1) and freeing one is a reset of its slot.
 // Values are read through InputColumn, which views an input array as one of
 // three kinds: integers (every integer type, bool, timestamps, dates: int64),
 // floats (float64) and strings (utf8).
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +24,40 @@
 namespace rill::window_internal {
 
 enum class ValueKind { kInt, kDouble, kString };
+
+/// aligned_alloc of `bytes` (>= 2 MiB) on a 2 MiB boundary with
+/// MADV_HUGEPAGE; throws std::bad_alloc like operator new.
+void* AllocateHuge(size_t bytes);
+
+/// Allocator of the large flat state arrays (group records, group maps):
+/// arrays of 2 MiB or more are placed on 2 MiB boundaries and advised to be
+/// backed by huge pages, so filling them takes one page fault per 2 MiB
+/// instead of per 4 KiB, and their random accesses miss the TLB far less.
+template <typename T>
+struct LargeArrayAllocator {
+  using value_type = T;
+  static constexpr size_t kHuge = size_t{2} << 20;
+  LargeArrayAllocator() = default;
+  template <typename U>
+  LargeArrayAllocator(const LargeArrayAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHuge) return std::allocator<T>().allocate(n);
+    return static_cast<T*>(AllocateHuge(bytes));
+  }
+  void deallocate(T* p, size_t n) {
+    if (n * sizeof(T) < kHuge) {
+      std::allocator<T>().deallocate(p, n);
+    } else {
+      std::free(p);
+    }
+  }
+  template <typename U>
+  bool operator==(const LargeArrayAllocator<U>&) const {
+    return true;
+  }
+};
+
 
 /// Return the kind `type` is aggregated as; TypeError for other types.
 Result<ValueKind> KindOf(const arrow::DataType& type);
@@ -66,6 +103,65 @@ class AggState {
   virtual int64_t variable_bytes() const = 0;
   /// Bytes of one group's fixed slot.
   virtual int64_t slot_bytes() const = 0;
+};
+
+/// count(*), count, sum, avg, min and max over numeric columns, stored by
+/// group in one record of 8-byte words, so that a row updates all of its
+/// group's values in one cache line (one array per aggregate would take one
+/// line each). Aggregates over one column share its words: one non-null count
+/// (count(col), avg's divisor, whether min / max / sum have a value) and one
+/// double sum (sum of a float column and avg). Records of free groups are
+/// zero. Tick-thread (owner) only.
+class NumericRecords {
+ public:
+  /// Whether aggregation `fn` over a column of `kind` can be kept here.
+  static bool Fits(WindowAggKind fn, ValueKind kind);
+  /// Keep aggregation `fn` over the column read through input `input` (an
+  /// index into the inputs Update gets; ignored for count(*)) of `kind`.
+  /// Return the aggregation's AggState: its Finish reads the records; its
+  /// other methods do nothing (Grow, Reset, ResetRange, Update and Merge of
+  /// this class do the work). Call before the first Grow.
+  std::unique_ptr<AggState> Add(WindowAggKind fn, ValueKind kind, int input);
+  bool empty() const { return stride_ == 0; }
+  /// Make room for gids below `n`.
+  void Grow(size_t n);
+  void Reset(uint32_t g);
+  void ResetRange(uint32_t first, uint32_t n);
+  /// Add rows[i] to group gids[i], for i < n; inputs[k] is the column of
+  /// input k (see Add).
+  void Update(const uint32_t* gids, const int64_t* rows, size_t n,
+              const std::vector<std::unique_ptr<InputColumn>>& inputs);
+  /// Fold group `from` into `into` (session merges); `from` is reset after.
+  void Merge(uint32_t into, uint32_t from);
+  /// Bytes of one group's record.
+  int64_t slot_bytes() const { return static_cast<int64_t>(stride_ * sizeof(Word)); }
+
+  /// One value: a column's words hold integers or doubles, never both.
+  union Word {
+    int64_t i;
+    double d;
+  };
+  /// The words of one column; -1 where no aggregation needs one.
+  struct Column {
+    int input = -1;
+    ValueKind kind = ValueKind::kInt;
+    int nn = -1, sum_i = -1, sum_d = -1, min = -1, max = -1;
+  };
+  const Word* record(uint32_t g) const { return &words_[size_t{g} * stride_]; }
+  const Column& column(size_t i) const { return columns_[i]; }
+  /// The word of count(*), or -1.
+  int count_word() const { return count_; }
+
+ private:
+  int NewWord() { return stride_++; }
+  Word* record(uint32_t g) { return &words_[size_t{g} * stride_]; }
+  template <ValueKind kKind>
+  void UpdateColumn(const Column& c, const uint32_t* gids, const int64_t* rows, size_t n,
+                    const InputColumn& in, int count);
+  int stride_ = 0;
+  int count_ = -1;  // count(*)
+  std::vector<Column> columns_;
+  std::vector<Word, LargeArrayAllocator<Word>> words_;
 };
 
 /// Create the state of an incremental aggregation over a column of `kind`

@@ -59,16 +59,6 @@ uint32_t KeyCodes::Intern(const std::string& key) {
   return id;
 }
 
-void KeyCodes::Ref(uint64_t code) {
-  if (mode_ != Mode::kEncoded) return;
-  if (refs_[code]++ == 0) --dead_;
-}
-
-void KeyCodes::Unref(uint64_t code) {
-  if (mode_ != Mode::kEncoded) return;
-  if (--refs_[code] == 0) ++dead_;
-}
-
 void KeyCodes::MaybeSweep() {
   const int64_t live = static_cast<int64_t>(ids_.size()) - dead_;
   if (mode_ != Mode::kEncoded || dead_ < 4096 || dead_ <= live) return;

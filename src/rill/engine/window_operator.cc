@@ -212,8 +212,7 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
       }
       impl->has_sql = true;
     } else if (agg.kind == WindowAggKind::kCountStar) {
-      RILL_ASSIGN_OR_RAISE(slot.state,
-                           window_internal::MakeAggState(agg.kind, ValueKind::kInt));
+      slot.state = impl->records.Add(agg.kind, ValueKind::kInt, /*input=*/-1);
     } else {
       auto f = input_schema->GetFieldByName(agg.column);
       if (!f) {
@@ -224,6 +223,22 @@ Result<std::unique_ptr<WindowOperator>> WindowOperator::Make(
       if (!kind.ok()) {
         return kind.status().WithMessage("aggregation '", agg.output, "': ",
                                          kind.status().message());
+      }
+      if (window_internal::NumericRecords::Fits(agg.kind, *kind)) {
+        // Aggregations of one column share its input (and words of its record).
+        int input = static_cast<int>(impl->aggs.size());
+        for (size_t j = 0; j < impl->aggs.size(); ++j) {
+          const auto& other = impl->aggs[j];
+          if (other.state && other.agg.kind != WindowAggKind::kCountStar &&
+              other.agg.column == agg.column) {
+            input = static_cast<int>(j);
+            break;
+          }
+        }
+        slot.state = impl->records.Add(agg.kind, *kind, input);
+        slot.input_type = f->type();
+        impl->aggs.push_back(std::move(slot));
+        continue;
       }
       auto state = window_internal::MakeAggState(agg.kind, *kind);
       if (!state.ok()) {
@@ -249,13 +264,14 @@ void WindowOperator::Impl::GrowGroups(size_t n) {
   if (n <= g_alive.size()) return;
   const size_t cap = std::max<size_t>({1024, g_alive.size() * 2, n});
   g_start.reserve(cap);
+  records.Grow(cap);
   for (auto& a : aggs) {
     if (a.state) a.state->Grow(cap);
   }
   g_end.resize(cap);
   g_code.resize(cap);
   g_null.resize(cap);
-  g_refs.resize(cap);
+  if (has_sql) g_refs.resize(cap);  // row references only for DuckDB aggregations
   g_dirty.resize(cap, 0);
   g_alive.resize(cap, 0);
 }
@@ -286,25 +302,31 @@ uint32_t WindowOperator::Impl::NewGroup(int64_t start, int64_t end, uint64_t cod
   return gid;
 }
 
-inline uint32_t WindowOperator::Impl::NewWindowGroup(window_internal::Window& w, int64_t start,
-                                             uint64_t code, bool null) {
+void WindowOperator::Impl::NewGidBlock(window_internal::Window& w) {
   using window_internal::BlockSize;
-  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class)) {
-    // Blocks double in size up to the largest class, so a window's unused
-    // slots stay below its groups plus 16.
-    const uint32_t size_class = static_cast<uint32_t>(
-        std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
-    auto& free = free_blocks[size_class];
-    uint32_t first;
-    if (!free.empty()) {
-      first = free.back();
-      free.pop_back();
-    } else {
-      first = static_cast<uint32_t>(g_start.size());
-      GrowGroups(first + BlockSize(size_class));
-      g_start.resize(first + BlockSize(size_class));
-    }
-    w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+  // Blocks double in size up to the largest class, so a window's unused
+  // slots stay below its groups plus 16.
+  const uint32_t size_class = static_cast<uint32_t>(
+      std::min<size_t>(w.blocks.size(), window_internal::kBlockClasses - 1));
+  auto& free = free_blocks[size_class];
+  uint32_t first;
+  if (!free.empty()) {
+    first = free.back();
+    free.pop_back();
+  } else {
+    first = static_cast<uint32_t>(g_start.size());
+    GrowGroups(first + BlockSize(size_class));
+    g_start.resize(first + BlockSize(size_class));
+  }
+  w.blocks.push_back(window_internal::GidBlock{first, 0, size_class});
+}
+
+[[gnu::always_inline]] inline uint32_t WindowOperator::Impl::NewWindowGroup(
+    window_internal::Window& w, int64_t start, uint64_t code, bool null) {
+  using window_internal::BlockSize;
+  if (w.blocks.empty() || w.blocks.back().used == BlockSize(w.blocks.back().size_class))
+      [[unlikely]] {
+    NewGidBlock(w);
   }
   auto& block = w.blocks.back();
   const uint32_t gid = block.first + block.used++;
@@ -326,10 +348,11 @@ void WindowOperator::Impl::ReleaseRowRefs(uint32_t gid) {
 }
 
 void WindowOperator::Impl::FreeGroup(uint32_t gid) {
+  records.Reset(gid);
   for (auto& a : aggs) {
     if (a.state) a.state->Reset(gid);
   }
-  ReleaseRowRefs(gid);
+  if (has_sql) ReleaseRowRefs(gid);
   codes.Unref(g_code[gid]);
   g_alive[gid] = 0;
   g_dirty[gid] = 0;
@@ -341,6 +364,7 @@ void WindowOperator::Impl::FreeBlocks(const std::vector<window_internal::GidBloc
   const bool encoded = codes.mode() == window_internal::KeyCodes::Mode::kEncoded;
   for (const auto& block : blocks) {
     const uint32_t first = block.first, end = block.first + block.used;
+    records.ResetRange(first, block.used);
     for (auto& a : aggs) {
       if (a.state) a.state->ResetRange(first, block.used);
     }
@@ -366,13 +390,14 @@ void WindowOperator::Impl::AppendGids(const std::vector<window_internal::GidBloc
 
 
 void WindowOperator::Impl::FlushPending() {
-  const size_t n = pend_gids.size();
+  const size_t n = pend_n;
   if (n == 0) return;
   for (size_t a = 0; a < aggs.size(); ++a) {
     if (!aggs[a].state) continue;
     aggs[a].state->Update(pend_gids.data(), pend_rows.data(), n, in.aggs[a].get(),
                           in.times.data(), in.seq0);
   }
+  if (!records.empty()) records.Update(pend_gids.data(), pend_rows.data(), n, in.aggs);
   if (has_sql && in.slot >= 0) {
     for (size_t i = 0; i < n; ++i) {
       g_refs[pend_gids[i]].push_back(
@@ -381,8 +406,7 @@ void WindowOperator::Impl::FlushPending() {
     slots[in.slot].refs += static_cast<int64_t>(n);
     ref_count += static_cast<int64_t>(n);
   }
-  pend_gids.clear();
-  pend_rows.clear();
+  pend_n = 0;
 }
 
 void WindowOperator::Impl::ClearWindowCache() {
@@ -431,7 +455,7 @@ window_internal::Window& WindowOperator::Impl::FindWindowSlow(int64_t start) {
       spare_maps.pop_back();
     } else if (!use_recent) {
       // Windows of a steady stream hold about as many keys as the last closed one.
-      it->second.groups.reserve(expected_groups);
+      it->second.groups.reserve(expected_groups > 0 ? expected_groups : batch_groups_hint);
     }
   }
   const int i = static_cast<int>((start / slide_us) & (kWindowCache - 1));
@@ -502,12 +526,15 @@ inline void WindowOperator::Impl::AddToWindow(window_internal::Window& w, int64_
 }
 
 void WindowOperator::Impl::MergeGroups(uint32_t into, uint32_t from) {
+  records.Merge(into, from);
   for (auto& a : aggs) {
     if (a.state) a.state->Merge(into, from);
   }
-  auto& refs = g_refs[from];
-  g_refs[into].insert(g_refs[into].end(), refs.begin(), refs.end());
-  refs.clear();  // moved: FreeGroup must not release them
+  if (has_sql) {
+    auto& refs = g_refs[from];
+    g_refs[into].insert(g_refs[into].end(), refs.begin(), refs.end());
+    refs.clear();  // moved: FreeGroup must not release them
+  }
   if (spec.emit == EmitMode::kOnUpdate && !g_dirty[into]) {
     g_dirty[into] = 1;
     dirty.push_back(into);
@@ -697,10 +724,31 @@ Status WindowOperator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch,
     s.max_t_us = std::max(s.max_t_us, t);
   }
   s.RadixOrder(n);
+  {
+    // Room for every row in every window it can fall in (Touch only stores).
+    const size_t per_row = spec.kind == WindowKind::kSession
+                               ? 1
+                               : static_cast<size_t>((s.size_us + s.slide_us - 1) / s.slide_us);
+    const size_t need = s.row_order.size() * std::min<size_t>(per_row, 64);
+    if (s.pend_gids.size() < need) {
+      s.pend_gids.resize(need);
+      s.pend_rows.resize(need);
+    }
+  }
   if (spec.kind != WindowKind::kSession) {
     // Each row's last window, once (the prefetch and the row both need it).
     s.row_ordinals.resize(static_cast<size_t>(n));
-    for (const uint32_t r : s.row_order) s.row_ordinals[r] = s.Ordinal(s.in.times[r]);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const uint32_t r : s.row_order) {
+      const int64_t o = s.Ordinal(s.in.times[r]);
+      s.row_ordinals[r] = o;
+      lo = std::min(lo, o);
+      hi = std::max(hi, o);
+    }
+    s.batch_groups_hint =
+        s.expected_groups > 0 || s.row_order.empty()
+            ? 0
+            : s.row_order.size() / static_cast<size_t>(std::min<int64_t>(hi - lo, 1 << 20) + 1);
   }
   switch (spec.kind) {
     case WindowKind::kTumbling:
@@ -898,7 +946,7 @@ WindowStats WindowOperator::stats() const {
 }
 
 int64_t WindowOperator::Impl::StateBytes() const {
-  int64_t per_group = 64;  // start, end, key code, flags, refs vector, map entry
+  int64_t per_group = 64 + records.slot_bytes();  // + start, end, key code, flags, refs, map entry
   int64_t variable = codes.bytes() + ref_count * static_cast<int64_t>(sizeof(window_internal::RowRef));
   for (const auto& a : aggs) {
     if (!a.state) continue;

@@ -82,7 +82,7 @@ struct CodeHash {
 /// ahead of its probe.
 /// Entries are never erased one by one: Clear empties the map (keeping its
 /// capacity), a rebuild drops what is not needed.
-template <typename V>
+template <typename V, int kMaxLoadPercent = 75>
 class CodeMap {
  public:
   struct Slot {
@@ -96,7 +96,7 @@ class CodeMap {
   size_t bucket_count() const { return slots_.size(); }
   /// Make room for `n` entries without growing.
   void reserve(size_t n) {
-    if (n * 4 > slots_.size() * 3) Rehash(n * 4 / 3 + 1);
+    if (n * 100 > slots_.size() * kMaxLoadPercent) Rehash(n * 100 / kMaxLoadPercent + 1);
   }
   void clear() {
     if (size_ == 0) return;
@@ -116,16 +116,16 @@ class CodeMap {
     }
   }
   /// The value of `code`, inserted as V() when absent; second: inserted.
-  std::pair<V*, bool> TryEmplace(uint64_t code) {
+  [[gnu::always_inline]] std::pair<V*, bool> TryEmplace(uint64_t code) {
+    // Grow first when an insert would put the load above kMaxLoadPercent.
+    if ((size_ + 1) * 100 > slots_.size() * kMaxLoadPercent) [[unlikely]] {
+      Rehash(slots_.size() * 2);
+    }
     for (size_t i = Home(code);; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.used) {
         if (slot.code == code) return {&slot.value, false};
         continue;
-      }
-      if ((size_ + 1) * 4 > slots_.size() * 3) {  // load above 3/4: grow first
-        Rehash(slots_.size() * 2);
-        return TryEmplace(code);
       }
       slot.code = code;
       slot.used = 1;
@@ -143,14 +143,14 @@ class CodeMap {
 
  private:
   size_t Home(uint64_t code) const { return CodeHash()(code) >> shift_; }
-  void Rehash(size_t min_slots) {
+  [[gnu::noinline]] void Rehash(size_t min_slots) {
     size_t n = 16;
     int bits = 4;
     while (n < min_slots) {
       n *= 2;
       ++bits;
     }
-    std::vector<Slot> old = std::move(slots_);
+    std::vector<Slot, LargeArrayAllocator<Slot>> old = std::move(slots_);
     slots_.assign(n, Slot{0, 0, V()});
     mask_ = n - 1;
     shift_ = 64 - bits;
@@ -159,14 +159,16 @@ class CodeMap {
       if (slot.used) *TryEmplace(slot.code).first = slot.value;
     }
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, LargeArrayAllocator<Slot>> slots_;
   size_t mask_ = 0;
   int shift_ = 60;
   size_t size_ = 0;
 };
 
 /// Groups of one window by key code (see KeyCodes).
-using GroupMap = CodeMap<uint32_t>;
+/// At most half full: most rows of a sparse stream look for a key the map
+/// does not hold yet, and linear probing's misses grow as 1 / (1 - load)^2.
+using GroupMap = CodeMap<uint32_t, 50>;
 
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
@@ -223,8 +225,12 @@ class KeyCodes {
   /// Return the code of encoded key `key` (kEncoded), interning it.
   uint32_t Intern(const std::string& key);
   /// A group of `code` was created / freed (kEncoded; no-op otherwise).
-  void Ref(uint64_t code);
-  void Unref(uint64_t code);
+  void Ref(uint64_t code) {
+    if (mode_ == Mode::kEncoded && refs_[code]++ == 0) --dead_;
+  }
+  void Unref(uint64_t code) {
+    if (mode_ == Mode::kEncoded && --refs_[code] == 0) ++dead_;
+  }
   /// Drop unused ids when they outnumber the used ones.
   void MaybeSweep();
   /// The encoded key of id `code` (kEncoded).
@@ -286,6 +292,9 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::shared_ptr<arrow::DataType> bound_type;     // window_start/end output type
   int64_t size_us = 0, slide_us = 0, gap_us = 0, lateness_us = 0, idle_us = 0;
   double inv_slide = 1;  // 1 / slide_us
+  // Numeric aggregations' state, one record per group (see NumericRecords);
+  // their AggSlot states only build output.
+  window_internal::NumericRecords records;
   std::vector<window_internal::AggSlot> aggs;
   bool has_sql = false;
   std::vector<std::shared_ptr<arrow::DataType>> key_types;  // input types
@@ -295,7 +304,7 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::vector<int64_t> g_start, g_end;
   std::vector<uint64_t> g_code;   // key code (KeyCodes)
   std::vector<uint8_t> g_null;    // null single integer key
-  std::vector<std::vector<window_internal::RowRef>> g_refs;
+  std::vector<std::vector<window_internal::RowRef>> g_refs;  // sized only with has_sql
   std::vector<uint8_t> g_dirty, g_alive;
   std::vector<uint32_t> free_gids;
   std::vector<uint32_t> dirty;
@@ -305,6 +314,10 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
 
   std::map<int64_t, window_internal::Window> windows;  // by start
   size_t expected_groups = 0;  // groups of the last closed window
+  // Until a window closed: the on-time rows of the batch per window it spans,
+  // to size the maps of its new windows (a fresh operator then does not
+  // rehash them from 16 slots up).
+  size_t batch_groups_hint = 0;
   // Free gid blocks of closed windows, by size class (their state slots reset).
   std::vector<uint32_t> free_blocks[window_internal::kBlockClasses];
   // Cleared maps of closed windows, reused by new ones: a steady stream then
@@ -339,8 +352,11 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
 
   // Scratch for one Consume.
   window_internal::BatchInputs in;
+  // Rows queued for their groups' aggregates: [0, pend_n) of each (sized
+  // ahead by Consume, so Touch only stores).
   std::vector<uint32_t> pend_gids;
   std::vector<int64_t> pend_rows;
+  size_t pend_n = 0;
   std::string key_buf;
   std::vector<uint8_t> row_late;  // 1: late or no event time (MarkLate)
   std::vector<uint64_t> row_codes;
@@ -362,6 +378,8 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   /// A new group of window `w` (starting at `start`), from its last gid block.
   uint32_t NewWindowGroup(window_internal::Window& w, int64_t start, uint64_t code,
                           bool null);
+  /// Give window `w` a new (empty) gid block.
+  [[gnu::noinline]] void NewGidBlock(window_internal::Window& w);
   /// Drop `gid`'s row references (SQL aggregates), freeing batch slots no
   /// group refers to any more.
   void ReleaseRowRefs(uint32_t gid);
@@ -382,9 +400,14 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   void RadixOrder(int64_t n);
   void ClearWindowCache();
   /// Queue row `row` for group `gid`'s aggregates (FlushPending applies them).
-  void Touch(uint32_t gid, int64_t row) {
-    pend_gids.push_back(gid);
-    pend_rows.push_back(row);
+  [[gnu::always_inline]] void Touch(uint32_t gid, int64_t row) {
+    if (pend_n == pend_gids.size()) [[unlikely]] {
+      pend_gids.resize(pend_n * 2 + 64);
+      pend_rows.resize(pend_n * 2 + 64);
+    }
+    pend_gids[pend_n] = gid;
+    pend_rows[pend_n] = row;
+    ++pend_n;
     if (spec.emit == EmitMode::kOnUpdate && !g_dirty[gid]) {
       g_dirty[gid] = 1;
       dirty.push_back(gid);
