@@ -79,3 +79,43 @@ def test_upsert_accepts_python_inputs():
     assert rows == {1: "a", 2: "b", 3: "c"}
     with pytest.raises(TypeError, match="got int"):
         tbl.upsert(42)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_large_first_load_then_upserts_match_duckdb_with_insert_times(seed):
+    # A first load into an empty table takes its own path (the key index reports
+    # only repeated keys, z_insert_ts shares the write's z_update_ts buffer);
+    # 200k rows make the index's probe array a fresh mapping. Later batches mix
+    # new keys, updates and keys repeated within the batch. Oracle: DuckDB, with
+    # z_insert_ts = the time of a key's first write, z_update_ts = its last.
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    s = schema([("id", pa.int64()), ("v", pa.float64()), ("tag", pa.string())], primary_key="id")
+    tbl = RillTable("load", schema=s)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE ref (id BIGINT PRIMARY KEY, v DOUBLE, tag VARCHAR, "
+                "z_insert_ts DOUBLE, z_update_ts DOUBLE)")
+    sizes = [200_000, 5_000, 30_000, 1, 70_000]
+    for step, n in enumerate(sizes):
+        now = 1_000.0 + step
+        domain = 150_000 if step == 0 else 400_000  # the first load repeats keys
+        ids = rng.integers(0, domain, n)
+        batch = pa.table({"id": ids, "v": rng.random(n),
+                          "tag": pa.array([f"t{step}-{i % 7}" for i in range(n)])})
+        tbl.upsert(batch, current_time=now)
+        con.register("b", batch.append_column("rn", pa.array(np.arange(n))))
+        con.execute(
+            f"""INSERT INTO ref
+                SELECT id, v, tag, {now}, {now} FROM (
+                  SELECT *, row_number() OVER (PARTITION BY id ORDER BY rn DESC) AS last FROM b)
+                WHERE last = 1
+                ON CONFLICT (id) DO UPDATE SET v = excluded.v, tag = excluded.tag,
+                  z_update_ts = excluded.z_update_ts""")
+        con.unregister("b")
+        got = tbl.to_arrow().sort_by("id")
+        want = con.execute("SELECT * FROM ref ORDER BY id").fetch_arrow_table()
+        assert got.num_rows == want.num_rows, f"step {step}"
+        for column in ("id", "v", "tag", "z_insert_ts", "z_update_ts"):
+            assert got.column(column).to_pylist() == want.column(column).to_pylist(), (
+                f"step {step}, column {column}")

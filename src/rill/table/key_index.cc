@@ -127,6 +127,16 @@ class IntKeyIndex final : public KeyIndex {
     }
   }
 
+  void UpsertAllReplaced(int64_t n, uint64_t base,
+                         std::vector<std::pair<int64_t, uint64_t>>* replaced) override {
+    if (has_nulls_) {
+      // The null key's rows go between the others in row order: the dense path.
+      KeyIndex::UpsertAllReplaced(n, base, replaced);
+      return;
+    }
+    map_.UpsertBatchReplaced(values_, n, base, replaced);
+  }
+
   void Erase(int64_t row, uint64_t location) override {
     if (has_nulls_ && array_->IsNull(row)) {
       if (null_location_ == location) null_location_ = kNone;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <arrow/type_fwd.h>
@@ -41,6 +42,17 @@ class KeyIndex {
   /// prev[i] receives what Upsert would return. Faster than n Upsert calls.
   virtual void UpsertAll(int64_t n, uint64_t base, uint64_t* prev) {
     for (int64_t i = 0; i < n; ++i) prev[i] = Upsert(i, base + static_cast<uint64_t>(i));
+  }
+  /// As UpsertAll, but append to `replaced` only the rows that had a previous
+  /// location, as {row, previous location}, in row order, instead of one value
+  /// per row: a first load of distinct keys writes nothing but the index.
+  virtual void UpsertAllReplaced(int64_t n, uint64_t base,
+                                 std::vector<std::pair<int64_t, uint64_t>>* replaced) {
+    std::vector<uint64_t> prev(static_cast<size_t>(n));
+    UpsertAll(n, base, prev.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (prev[i] != kNone) replaced->emplace_back(i, prev[i]);
+    }
   }
   /// Rows [0, n) of the bound batch are copies of rows that moved (compaction):
   /// the key of row i maps to old[i] (kNone: not indexed); map it to base + i.

@@ -299,6 +299,7 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
 
  private:
   struct Chunk;
+  struct InsertTimes;
   LiveTable(std::string name, std::shared_ptr<arrow::Schema> user_schema,
             std::vector<std::string> primary_key, TableMode mode, TableOptions options);
 
@@ -307,6 +308,13 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   // index, slot by slot) and given_prev[i] is what its UpsertAll returned.
   Status WriteOneLocked(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                         WriteStats* stats, const uint64_t* given_prev = nullptr);
+  /// WriteOneLocked's keyed part: point the index at the batch's rows (in
+  /// `slot`) and retire the rows they replace, which hand their insert times
+  /// to `ins`; `alive` and `live` take the batch's own repeated keys.
+  Status RetireReplacedLocked(const std::shared_ptr<arrow::RecordBatch>& batch,
+                              uint32_t slot, double now, WriteStats* stats,
+                              const uint64_t* given_prev, InsertTimes* ins,
+                              std::shared_ptr<arrow::Buffer>* alive, int64_t* live);
   /// ReplaceState's writes: each reconciled batch as a chunk, its system
   /// columns taken from the input batch (positions in_ins / in_upd, -1: none).
   Status WriteReplacementLocked(
@@ -402,6 +410,8 @@ class LiveTable : public std::enable_shared_from_this<LiveTable> {
   // the start of a locked write until it publishes (LookupKeys).
   bool index_published_ = true;       // guarded by write_mu_
   std::vector<uint64_t> prev_scratch_;  // guarded by write_mu_
+  // guarded by write_mu_; rows that replaced one (a write into an empty table)
+  std::vector<std::pair<int64_t, uint64_t>> replaced_scratch_;
   std::vector<uint64_t> moved_scratch_;  // guarded by write_mu_; old locations (compaction)
   std::shared_ptr<arrow::Buffer> now_buffer_;  // guarded by write_mu_; filled with now_value_
   double now_value_ = 0;                       // guarded by write_mu_

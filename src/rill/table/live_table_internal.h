@@ -7,8 +7,10 @@
 // Threads: everything here is used under the table's write_mu_.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <arrow/type_fwd.h>
@@ -40,6 +42,44 @@ struct LiveTable::Chunk {
   int64_t log_row_offset = 0;
   uint64_t log_group_version = 0;
   int32_t log_group[3] = {-1, -1, -1};
+};
+
+/// The z_insert_ts column of a chunk being written (WriteOneLocked). A row's
+/// insert time is the write's `now` unless it replaces a row, whose insert
+/// time it keeps. The column is allocated at the first row that keeps another
+/// time; until then (and for a batch of new keys only: a first load, an
+/// append) the chunk shares the write's `now` buffer, its z_update_ts. Rows
+/// are set in increasing order.
+struct LiveTable::InsertTimes {
+  explicit InsertTimes(int64_t rows) : n(rows) {}
+  /// Return row `row`'s insert time so far.
+  double Get(int64_t row, double now) const { return row < filled ? values[row] : now; }
+  /// Give row `row` (above every row set before) the insert time `value`.
+  Status Set(int64_t row, double value, double now) {
+    if (values == nullptr) RILL_RETURN_NOT_OK(Allocate());
+    SetAllocated(row, value, now);
+    return Status::OK();
+  }
+  /// Allocate the column (its rows are then written by SetAllocated and Finish).
+  Status Allocate();
+  /// Set, once the column is allocated.
+  void SetAllocated(int64_t row, double value, double now) {
+    if (row != filled) std::fill(values + filled, values + row, now);
+    values[row] = value;
+    filled = row + 1;
+  }
+  /// Return the column, or null when every row's insert time is `now`.
+  Result<std::shared_ptr<arrow::Buffer>> Finish(double now);
+
+  int64_t n;
+  std::shared_ptr<arrow::Buffer> buffer;  // null until a row keeps an older time
+  double* values = nullptr;               // buffer's data
+  int64_t filled = 0;                     // rows [0, filled) hold their time
+  // Change log only (logging: a feed is open): which rows are updates, and
+  // where their old rows sit (see WrittenPart).
+  bool logging = false;
+  std::shared_ptr<arrow::Buffer> updated;
+  std::vector<std::pair<int32_t, int32_t>> origins;
 };
 
 /// What LiveTable::PrepareKeys builds (prepared_keys.cc): a key index over

@@ -1,8 +1,8 @@
 // Transparent huge pages are kept for the process and off only where they
 // hurt (arrow_init.h, issue 29): the tables' buffers come from a pool that
 // never asks for them (jemalloc), while the key maps' probe arrays ask for
-// them with madvise. RILL_TRANSPARENT_HUGE_PAGES=0 still turns them off for
-// the whole process.
+// them with madvise (page_memory_internal.h). RILL_TRANSPARENT_HUGE_PAGES=0
+// still turns them off for the whole process.
 #include <sys/prctl.h>
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "rill/common/arrow_init.h"
 #include "rill/engine/engine.h"
 #include "rill/table/int_location_map_internal.h"
+#include "rill/table/page_memory_internal.h"
 
 namespace rill {
 namespace {
@@ -88,6 +89,25 @@ TEST(TransparentHugePages, TheKeyMapsProbeArraysAskForThem) {
       size_t{4} << 20 >> 4);
   const std::string flags = VmFlagsOf(slots.data());
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+}
+
+TEST(TransparentHugePages, TheIntegerKeyMapsZeroedProbeArraysAskForThemToo) {
+  // IntLocationMap's probe array: a fresh mapping, aligned, marked, all zero.
+  struct Slot {
+    int64_t key;
+    uint64_t stored;
+  };
+  ZeroedArray<Slot> slots(size_t{4} << 20 >> 4);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(slots.data()) % (size_t{2} << 20), 0u);
+  const std::string flags = VmFlagsOf(slots.data());
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  for (const Slot& s : slots) {
+    ASSERT_EQ(s.key, 0);
+    ASSERT_EQ(s.stored, 0u);
+  }
+  ZeroedArray<Slot> moved = std::move(slots);
+  EXPECT_EQ(moved.size(), size_t{4} << 20 >> 4);
+  EXPECT_EQ(slots.size(), 0u);
 }
 
 TEST(TransparentHugePages, SettingZeroTurnsThemOffForTheWholeProcess) {

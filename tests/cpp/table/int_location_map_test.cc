@@ -77,12 +77,57 @@ TEST(IntLocationMap, UpsertBatchGivesTheSamePreviousLocationsAsOneByOne) {
   }
 }
 
+TEST(IntLocationMap, UpsertBatchReplacedListsExactlyTheRowsThatHadALocation) {
+  // From an empty map (a first load, with repeated keys) and then on a full
+  // one; the sizes take the probe array past 2 MiB (a fresh mapping) and back
+  // (Clear).
+  std::mt19937_64 rng(7);
+  IntLocationMap sparse;
+  IntLocationMap dense;
+  uint64_t base = 0;
+  for (int round = 0; round < 12; ++round) {
+    if (round == 6) {
+      sparse.Clear();
+      dense.Clear();
+    }
+    const int64_t n = round % 6 == 0 ? 300000 : 1 + static_cast<int64_t>(rng() % 5000);
+    const int64_t domain = round % 6 == 0 ? 250000 : 400000;
+    std::vector<int64_t> keys(n);
+    std::vector<uint8_t> valid((n + 7) / 8, 0xff);
+    for (int64_t i = 0; i < n; ++i) {
+      keys[i] = static_cast<int64_t>(rng() % domain) - domain / 2;
+      if (round % 3 == 2 && rng() % 10 == 0) valid[i / 8] &= static_cast<uint8_t>(~(1u << (i % 8)));
+    }
+    const uint8_t* validity = round % 3 == 2 ? valid.data() : nullptr;
+    std::vector<uint64_t> prev(n);
+    dense.UpsertBatch(keys.data(), n, base, prev.data(), validity, 0);
+    std::vector<IntLocationMap::Replaced> replaced;
+    sparse.UpsertBatchReplaced(keys.data(), n, base, &replaced, validity, 0);
+    std::vector<IntLocationMap::Replaced> expected;
+    for (int64_t i = 0; i < n; ++i) {
+      if (prev[i] != IntLocationMap::kNone) expected.emplace_back(i, prev[i]);
+    }
+    ASSERT_EQ(replaced, expected) << "round " << round;
+    ASSERT_EQ(sparse.size(), dense.size());
+    base += static_cast<uint64_t>(n);
+  }
+  // Both maps hold the same locations.
+  for (int64_t k = -200000; k < 200000; k += 97) {
+    ASSERT_EQ(sparse.Upsert(k, 1), dense.Upsert(k, 1)) << "key " << k;
+  }
+}
+
 TEST(IntLocationMap, ClearForgetsEveryKey) {
   IntLocationMap map;
   for (int64_t k = 0; k < 1000; ++k) map.Upsert(k, k);
   map.Clear();
   EXPECT_EQ(map.size(), 0u);
   EXPECT_EQ(map.Upsert(5, 1), IntLocationMap::kNone);
+  // Location 0 (slot 0, row 0) is a location like any other.
+  EXPECT_EQ(map.Upsert(6, 0), IntLocationMap::kNone);
+  EXPECT_EQ(map.Upsert(6, 2), 0u);
+  map.Erase(6, 2);
+  EXPECT_EQ(map.size(), 1u);
 }
 
 }  // namespace
