@@ -84,7 +84,7 @@ class IntLocationMap {
   uint64_t Find(int64_t key) const {
     for (size_t j = Home(key);; j = (j + 1) & mask_) {
       const Slot& s = slots_[j];
-      if (s.location == kNone || s.key == key) return s.location;
+      if (s.stored == 0 || s.key == key) return s.stored - 1;  // empty: kNone
     }
   }
   void Clear();
