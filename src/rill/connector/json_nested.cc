@@ -160,10 +160,11 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 bool IsFixedList(const ColumnWriter& w) { return w.type_id == arrow::Type::FIXED_SIZE_LIST; }
 
-/// Write an empty value at `i` (< capacity): what Arrow's AppendEmptyValue
-/// appends (zero, "", [], a struct of empty values), valid.
-Status WriteEmpty(ColumnWriter& w, int64_t i) {
-  SetBit(w.validity, i, true);
+/// Write a blank value at `i` (< capacity): valid, what Arrow's
+/// AppendEmptyValue appends (zero, "", [], a struct of empty values); not
+/// valid, a null (a null fixed-size list holds null items, a null struct
+/// empty children, as Arrow's builders append them).
+Status WriteBlank(ColumnWriter& w, int64_t i, bool valid) {
   if (w.offsets) {
     SetOffset(w, i + 1, OffsetAt(w, i));
   } else if (w.width > 0) {
@@ -173,14 +174,15 @@ Status WriteEmpty(ColumnWriter& w, int64_t i) {
   } else if (w.type_id == arrow::Type::STRUCT) {
     for (ColumnWriter& c : w.children) {
       RILL_RETURN_NOT_OK(EnsureIndex(c, i));
-      RILL_RETURN_NOT_OK(WriteEmpty(c, i));
+      RILL_RETURN_NOT_OK(WriteBlank(c, i, /*valid=*/true));
     }
   } else if (IsFixedList(w)) {
     const int64_t n = w.spec->list_size;
     ColumnWriter& c = w.children[0];
     RILL_RETURN_NOT_OK(EnsureIndex(c, (i + 1) * n - 1));
-    for (int64_t k = 0; k < n; ++k) RILL_RETURN_NOT_OK(WriteEmpty(c, i * n + k));
+    for (int64_t k = 0; k < n; ++k) RILL_RETURN_NOT_OK(WriteBlank(c, i * n + k, valid));
   }
+  SetBit(w.validity, i, valid);
   return Status::OK();
 }
 
@@ -414,27 +416,7 @@ Status ReserveColumn(ColumnWriter* w, double bytes, int64_t rows) {
   return Status::OK();
 }
 
-Status WriteNull(ColumnWriter& w, int64_t i) {
-  if (w.offsets) {
-    SetOffset(w, i + 1, OffsetAt(w, i));
-  } else if (w.width > 0) {
-    std::memset(w.values + i * w.width, 0, static_cast<size_t>(w.width));
-  } else if (w.type_id == arrow::Type::BOOL) {
-    SetBit(w.values, i, false);
-  } else if (w.type_id == arrow::Type::STRUCT) {
-    for (ColumnWriter& c : w.children) {
-      RILL_RETURN_NOT_OK(EnsureIndex(c, i));
-      RILL_RETURN_NOT_OK(WriteEmpty(c, i));
-    }
-  } else if (IsFixedList(w)) {
-    const int64_t n = w.spec->list_size;
-    ColumnWriter& c = w.children[0];
-    RILL_RETURN_NOT_OK(EnsureIndex(c, (i + 1) * n - 1));
-    for (int64_t k = 0; k < n; ++k) RILL_RETURN_NOT_OK(WriteNull(c, i * n + k));
-  }
-  SetBit(w.validity, i, false);
-  return Status::OK();
-}
+Status WriteNull(ColumnWriter& w, int64_t i) { return WriteBlank(w, i, /*valid=*/false); }
 
 Status WriteCell(ColumnWriter& w, int64_t i, const Cell& cell) {
   if (cell.null) return WriteNull(w, i);
