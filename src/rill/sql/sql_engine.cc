@@ -1032,17 +1032,9 @@ Result<std::unique_ptr<SqlResultStream>> SqlEngine::QueryStream(std::string_view
     interrupt->Attach([conn] { conn->Interrupt(); });
   }
   try {
-    auto statements = conn->ExtractStatements(state->sql);
-    if (statements.size() != 1) {
-      return QueryError("expected exactly one SQL statement, got " +
-                            std::to_string(statements.size()),
-                        sql);
-    }
-    if (!IsReadStatement(*statements[0])) {
-      return QueryError("only SELECT and EXPLAIN statements may run on live tables", sql);
-    }
+    RILL_ASSIGN_OR_RAISE(auto statement, Impl::OneReadStatement(*state->pc, state->sql));
     state->pins = std::make_unique<PinGuard>(*state->pc);
-    auto pending = conn->PendingQuery(std::move(statements[0]), /*allow_stream_result=*/true);
+    auto pending = conn->PendingQuery(std::move(statement), /*allow_stream_result=*/true);
     if (pending->HasError()) {
       state->failed = true;
       return DuckError(pending->GetError(), pending->GetErrorType(), sql);
