@@ -1,8 +1,6 @@
 // Incremental window aggregates. See window_aggregates_internal.h.
 #include "rill/engine/window_aggregates_internal.h"
 
-#include <sys/mman.h>
-
 #include <cmath>
 #include <new>
 #include <cstring>
@@ -610,16 +608,6 @@ Result<std::unique_ptr<AggState>> MakeAggState(WindowAggKind fn, ValueKind kind)
       return Status::Invalid("SQL aggregations have no incremental state");
   }
   return Status::Invalid("sum and avg need a numeric column, not a string column");
-}
-
-void* AllocateHuge(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t rounded = (bytes + kHuge - 1) & ~(kHuge - 1);
-  void* p = std::aligned_alloc(kHuge, rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  // Advice only: without transparent huge pages the array still works.
-  (void)madvise(p, rounded, MADV_HUGEPAGE);
-  return p;
 }
 
 // NumericRecords -----------------------------------------------------------------

@@ -18,46 +18,13 @@
 
 #include <arrow/type_fwd.h>
 
+#include "rill/common/huge_page_allocator.h"
 #include "rill/common/status.h"
 #include "rill/engine/window_options.h"
 
 namespace rill::window_internal {
 
 enum class ValueKind { kInt, kDouble, kString };
-
-/// aligned_alloc of `bytes` (>= 2 MiB) on a 2 MiB boundary with
-/// MADV_HUGEPAGE; throws std::bad_alloc like operator new.
-void* AllocateHuge(size_t bytes);
-
-/// Allocator of the large flat state arrays (group records, group maps):
-/// arrays of 2 MiB or more are placed on 2 MiB boundaries and advised to be
-/// backed by huge pages, so filling them takes one page fault per 2 MiB
-/// instead of per 4 KiB, and their random accesses miss the TLB far less.
-template <typename T>
-struct LargeArrayAllocator {
-  using value_type = T;
-  static constexpr size_t kHuge = size_t{2} << 20;
-  LargeArrayAllocator() = default;
-  template <typename U>
-  LargeArrayAllocator(const LargeArrayAllocator<U>&) {}  // NOLINT: rebinding
-  T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    if (bytes < kHuge) return std::allocator<T>().allocate(n);
-    return static_cast<T*>(AllocateHuge(bytes));
-  }
-  void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < kHuge) {
-      std::allocator<T>().deallocate(p, n);
-    } else {
-      std::free(p);
-    }
-  }
-  template <typename U>
-  bool operator==(const LargeArrayAllocator<U>&) const {
-    return true;
-  }
-};
-
 
 /// Return the kind `type` is aggregated as; TypeError for other types.
 Result<ValueKind> KindOf(const arrow::DataType& type);
@@ -161,7 +128,7 @@ class NumericRecords {
   int stride_ = 0;
   int count_ = -1;  // count(*)
   std::vector<Column> columns_;
-  std::vector<Word, LargeArrayAllocator<Word>> words_;
+  std::vector<Word, HugePageAllocator<Word>> words_;
 };
 
 /// Create the state of an incremental aggregation over a column of `kind`

@@ -150,7 +150,7 @@ class CodeMap {
       n *= 2;
       ++bits;
     }
-    std::vector<Slot, LargeArrayAllocator<Slot>> old = std::move(slots_);
+    std::vector<Slot, HugePageAllocator<Slot>> old = std::move(slots_);
     slots_.assign(n, Slot{0, 0, V()});
     mask_ = n - 1;
     shift_ = 64 - bits;
@@ -159,7 +159,7 @@ class CodeMap {
       if (slot.used) *TryEmplace(slot.code).first = slot.value;
     }
   }
-  std::vector<Slot, LargeArrayAllocator<Slot>> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;
   int shift_ = 60;
   size_t size_ = 0;

@@ -20,41 +20,10 @@
 
 #include <sys/mman.h>
 
+#include "rill/common/huge_page_allocator.h"
 #include "rill/table/page_memory_internal.h"
 
 namespace rill {
-
-/// Allocator for large probe arrays: blocks of 2 MiB and more are aligned to
-/// 2 MiB and marked for transparent huge pages, so random probes over a
-/// multi-megabyte table miss the TLB far less often.
-template <typename T>
-struct HugePageAllocator {
-  using value_type = T;
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  HugePageAllocator() = default;
-  template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) {}
-  T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    if (bytes < kHugePage) {
-      return static_cast<T*>(::operator new(bytes));
-    }
-    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = std::aligned_alloc(kHugePage, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    ::madvise(p, rounded, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < kHugePage) {
-      ::operator delete(p);
-    } else {
-      std::free(p);
-    }
-  }
-  template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
-};
 
 class IntLocationMap {
  public:
