@@ -44,6 +44,14 @@ bool ValidName(const std::string& s) {
   return true;
 }
 
+/// Whether `table` is held per input partition (a partition shard): a keyed
+/// or append table with the `_partition` column.
+bool HeldPerPartition(Engine* engine, const std::string& table) {
+  auto t = engine->GetTable(table);
+  return t.ok() && ((*t)->keyed() || (*t)->mode() == TableMode::kAppend) &&
+         (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
+}
+
 class ApplicationImpl final : public Application, public EngineExtension {
  public:
   ApplicationImpl(Engine* engine, ClusterOptions options)
@@ -52,6 +60,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
   ~ApplicationImpl() override {
     views_.reset();  // its reader declares views: stopped first
     engine_->SetKafkaGroupProvider(nullptr);
+    engine_->SetPartitionShards(nullptr, nullptr);
     if (tick_hook_) engine_->RemoveTickEndHook(tick_hook_);
     if (shards_) {
       consumer_->SetShardHook(nullptr);
@@ -118,6 +127,14 @@ class ApplicationImpl final : public Application, public EngineExtension {
     }
     shards_ = std::make_shared<Shards>(this);
     consumer_->SetShardHook(shards_);
+    // Windows over partition shards keep their state per partition
+    // (window_task.h); their state tables get changelogs (MakeStateChangelogs).
+    engine_->SetPartitionShards(
+        [engine = engine_](const std::string& table) { return HeldPerPartition(engine, table); },
+        [this](const std::string& state, const std::string& table) {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          pending_states_[state] = table;
+        });
     if (!options_.exactly_once) return Status::OK();
     // One transactional producer per instance; init_transactions fences a
     // zombie of this instance.
@@ -206,10 +223,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
     }
     bool Sharded(const std::string& table) override {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!app_) return false;
-      auto t = app_->engine_->GetTable(table);
-      return t.ok() && ((*t)->keyed() || (*t)->mode() == TableMode::kAppend) &&
-             (*t)->user_schema()->GetFieldIndex("_partition") >= 0;
+      return app_ && HeldPerPartition(app_->engine_, table);
     }
     void Begin(const std::string& table) override {
       std::lock_guard<std::mutex> lock(mu_);
@@ -221,6 +235,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
       // The sinks that are not driven skip what follows, up to End, too.
       (void)app_->engine_->AtTickBoundary([&] {
         SinkSet::For(app_->engine_).BeginMoves(table);
+        // The tasks over it wait for the moves (End), and the moves of their
+        // partitioned state are moves too.
+        app_->engine_->PauseNewRowsOf(table);
+        moving_states_ = app_->engine_->PartitionedStateTables(table);
+        for (const auto& state : moving_states_) SinkSet::For(app_->engine_).BeginMoves(state);
         return Status::OK();
       });
     }
@@ -228,6 +247,13 @@ class ApplicationImpl final : public Application, public EngineExtension {
       std::lock_guard<std::mutex> lock(mu_);
       if (!app_) return;
       Status st = app_->DropPartitions(table, partitions);
+      for (const auto& state : moving_states_) {
+        Status dropped = app_->DropPartitions(state, partitions);
+        if (st.ok()) st = dropped;
+      }
+      Status tasks = app_->engine_->AtTickBoundary(
+          [&] { return app_->engine_->DropTaskPartitions(table, partitions); });
+      if (st.ok()) st = tasks;
       if (!st.ok()) {
         app_->engine_->RecordEvent(EngineEvent::Engine(
             Severity::kError, table, "Dropping the rows of partitions that moved away failed",
@@ -259,6 +285,19 @@ class ApplicationImpl final : public Application, public EngineExtension {
       if (!changelogs) return Status::OK();
       return changelogs->Restore(table, topic, partitions, records, bytes);
     }
+    void Restored(const std::string& table, const std::vector<std::string>& topics,
+                  const std::vector<int32_t>& partitions) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!app_ || partitions.empty() || moving_states_.empty()) return;
+      Status st = app_->RestoreStates(table, topics, moving_states_, partitions);
+      if (!st.ok()) {
+        app_->engine_->RecordEvent(EngineEvent::Engine(
+            Severity::kError, table,
+            "Restoring the window state of partitions that moved here failed; their open "
+            "windows lack the earlier rows",
+            st.ToString(), app_->engine_->Now()));
+      }
+    }
     void End(const std::string& table) override {
       std::lock_guard<std::mutex> lock(mu_);
       // Even when detached meanwhile: the application waits for commit_mu_.
@@ -267,6 +306,11 @@ class ApplicationImpl final : public Application, public EngineExtension {
       (void)app->engine_->AtTickBoundary([&] {
         if (app->driven_) app->driven_->Skip(table);
         SinkSet::For(app->engine_).EndMoves(table);
+        for (const auto& state : moving_states_) {
+          if (app->driven_) app->driven_->Skip(state);
+          SinkSet::For(app->engine_).EndMoves(state);
+        }
+        moving_states_.clear();
         // Nor are they new rows for the windows and stream tasks over it.
         app->engine_->SkipNewRowsOf(table);
         return Status::OK();
@@ -279,7 +323,55 @@ class ApplicationImpl final : public Application, public EngineExtension {
     std::mutex mu_;
     ApplicationImpl* app_;               // guarded by mu_; null once detached
     ApplicationImpl* holder_ = nullptr;  // guarded by mu_: Begin took its commit_mu_
+    std::vector<std::string> moving_states_;  // guarded by mu_: Begin to End
   };
+
+  /// Restore the state tables `states` of the tasks over `table` for
+  /// `partitions` from their changelogs (made now when missing; the rows the
+  /// tables hold now are stale or written already), then the tasks' state
+  /// from them. Between a shard hook's Begin and End.
+  Status RestoreStates(const std::string& table, const std::vector<std::string>& topics,
+                       const std::vector<std::string>& states,
+                       const std::vector<int32_t>& partitions) {
+    Status first;
+    for (const auto& state : states) {
+      RILL_RETURN_NOT_OK(DropPartitions(state, partitions));
+      if (!changelogs_) continue;  // without exactly_once: no changelog
+      const std::string topic = changelogs_->ForState(state, topics, /*skip_existing=*/true);
+      if (topic.empty()) continue;
+      int64_t records = 0, bytes = 0;
+      Status st = changelogs_->Restore(state, topic, partitions, &records, &bytes);
+      if (!st.ok() && first.ok()) first = st;
+    }
+    {
+      // From now on a state table made later gets its changelog (CommitLoop).
+      std::lock_guard<std::mutex> lock(state_mu_);
+      table_topics_[table] = topics;
+    }
+    Status tasks = engine_->AtTickBoundary(
+        [&] { return engine_->RestoreTaskPartitions(table, partitions); });
+    return first.ok() ? tasks : first;
+  }
+
+  /// The changelogs of state tables made after their input's first restore
+  /// (a window task added later): from their first row on.
+  void MakeStateChangelogs() {
+    if (!changelogs_) return;
+    std::map<std::string, std::string> pending;
+    std::map<std::string, std::vector<std::string>> topics;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      pending = pending_states_;
+      topics = table_topics_;
+    }
+    for (const auto& [state, table] : pending) {
+      auto t = topics.find(table);
+      if (t == topics.end()) continue;  // its input's first restore makes it
+      (void)changelogs_->ForState(state, t->second, /*skip_existing=*/false);
+      std::lock_guard<std::mutex> lock(state_mu_);
+      pending_states_.erase(state);
+    }
+  }
 
   /// Delete the rows of `partitions` from `table`, at a tick boundary.
   Status DropPartitions(const std::string& table, const std::vector<int32_t>& partitions) {
@@ -311,6 +403,7 @@ class ApplicationImpl final : public Application, public EngineExtension {
                    [this] { return stop_; });
       if (stop_) break;
       lock.unlock();
+      MakeStateChangelogs();
       (void)CommitCut(nullptr);  // failures are counted in the committer's stats
       lock.lock();
     }
@@ -449,6 +542,9 @@ class ApplicationImpl final : public Application, public EngineExtension {
   std::thread thread_;                             // CommitLoop
   int64_t tick_hook_ = 0;                          // opens the consumer's join gate
   bool stop_ = false;                              // guarded by mu_
+  std::mutex state_mu_;
+  std::map<std::string, std::string> pending_states_;  // guarded by state_mu_: state -> input
+  std::map<std::string, std::vector<std::string>> table_topics_;  // guarded by state_mu_
 };
 
 }  // namespace

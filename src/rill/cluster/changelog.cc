@@ -115,10 +115,20 @@ Changelogs::Changelogs(Engine* engine, std::string app_id,
       own_partitions_only_(std::move(own)) {}
 
 std::string Changelogs::For(const std::string& table, const std::vector<std::string>& topics) {
+  return Get(table, topics, /*state=*/false, /*skip_existing=*/true);
+}
+
+std::string Changelogs::ForState(const std::string& table,
+                                 const std::vector<std::string>& topics, bool skip_existing) {
+  return Get(table, topics, /*state=*/true, skip_existing);
+}
+
+std::string Changelogs::Get(const std::string& table, const std::vector<std::string>& topics,
+                            bool state, bool skip_existing) {
   std::lock_guard<std::mutex> lock(mu_);
   auto known = topics_.find(table);
   if (known != topics_.end()) return known->second;
-  auto made = Make(table, topics);
+  auto made = Make(table, topics, state, skip_existing);
   if (!made.ok()) {
     engine_->RecordEvent(EngineEvent::Engine(
         Severity::kError, table,
@@ -132,14 +142,17 @@ std::string Changelogs::For(const std::string& table, const std::vector<std::str
 }
 
 Result<std::string> Changelogs::Make(const std::string& table,
-                                     const std::vector<std::string>& topics) {
+                                     const std::vector<std::string>& topics, bool state,
+                                     bool skip_existing) {
   const std::string topic = ChangelogTopic(app_id_, table);
   {
     RILL_ASSIGN_OR_RAISE(rd_kafka_t * made,
                          MakeKafkaClient(RD_KAFKA_PRODUCER, config_, "changelog admin"));
     ClientPtr rk(made, rd_kafka_destroy);
-    RILL_ASSIGN_OR_RAISE(bool compacted, TopicsCompacted(rk.get(), topics));
-    if (compacted) return std::string();
+    if (!state) {
+      RILL_ASSIGN_OR_RAISE(bool compacted, TopicsCompacted(rk.get(), topics));
+      if (compacted) return std::string();
+    }
     const int partitions = std::max(1, PartitionCount(rk.get(), topics));
     RILL_RETURN_NOT_OK(EnsureCompactedTopic(rk.get(), topic, partitions, kAdminTimeoutMs));
   }
@@ -153,11 +166,13 @@ Result<std::string> Changelogs::Make(const std::string& table,
                                           sink, table));
   decl.kafka.partition_column = "_partition";
   RILL_RETURN_NOT_OK(pipeline::StartSink(decl, engine_).status());
-  // The rows in the table now (a checkpoint's) are in the changelog already.
-  RILL_RETURN_NOT_OK(engine_->AtTickBoundary([&] {
-    driven_->SkipSink(sink);
-    return Status::OK();
-  }));
+  if (skip_existing) {
+    // The rows in the table now (a checkpoint's) are in the changelog already.
+    RILL_RETURN_NOT_OK(engine_->AtTickBoundary([&] {
+      driven_->SkipSink(sink);
+      return Status::OK();
+    }));
+  }
   RILL_RETURN_NOT_OK(own_partitions_only_(sink, "_partition"));
   return topic;
 }

@@ -62,6 +62,13 @@ class Changelogs {
   /// changelog cannot be made (the error goes to the engine's events, and the
   /// table is restored from the input).
   std::string For(const std::string& table, const std::vector<std::string>& topics);
+  /// The changelog of a task's partitioned state table `table` over an input
+  /// fed by `topics` (window_task.h): made on the first call whatever the
+  /// topics' cleanup policy. `skip_existing`: the rows the table holds now
+  /// are not written (they are in the changelog already, or about to be
+  /// replaced by a restore from it); otherwise they are, as a snapshot.
+  std::string ForState(const std::string& table, const std::vector<std::string>& topics,
+                       bool skip_existing);
 
   /// Upsert into `table` each key's last row in `partitions` of `topic`
   /// (tombstones drop a key), at tick boundaries; add the records and bytes
@@ -70,7 +77,10 @@ class Changelogs {
                  const std::vector<int32_t>& partitions, int64_t* records, int64_t* bytes);
 
  private:
-  Result<std::string> Make(const std::string& table, const std::vector<std::string>& topics);
+  std::string Get(const std::string& table, const std::vector<std::string>& topics, bool state,
+                  bool skip_existing);
+  Result<std::string> Make(const std::string& table, const std::vector<std::string>& topics,
+                           bool state, bool skip_existing);
 
   Engine* engine_;
   const std::string app_id_;

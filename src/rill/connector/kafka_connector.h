@@ -155,6 +155,17 @@ class KafkaShardHook {
     (void)bytes;
     return Status::OK();
   }
+  /// `partitions` of `table` (fed by `topics`) were not held and are
+  /// restored now (from the input, a changelog or the local checkpoint):
+  /// the state of the tasks over it (Task::PartitionedStateTable) is restored
+  /// too. Called after the restore's rows are applied, before End. Default:
+  /// nothing.
+  virtual void Restored(const std::string& table, const std::vector<std::string>& topics,
+                        const std::vector<int32_t>& partitions) {
+    (void)table;
+    (void)topics;
+    (void)partitions;
+  }
   /// The drop and the replayed rows are applied to `table`: they are moves,
   /// not changes, for its sinks; commits go on.
   virtual void End(const std::string& table) = 0;

@@ -414,6 +414,13 @@ void Impl::RestoreShards(const rd_kafka_topic_partition_list_t* parts) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  {
+    std::set<int32_t> restored;
+    for (int i = 0; i < missing->cnt; ++i) restored.insert(missing->elems[i].partition);
+    if (!restored.empty()) {
+      hook->Restored(table, options.topics, std::vector<int32_t>(restored.begin(), restored.end()));
+    }
+  }
   hook->End(table);
   std::lock_guard<std::mutex> lock(mu);
   if (committed_read) {

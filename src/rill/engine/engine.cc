@@ -446,12 +446,82 @@ Status Engine::AddWindowTask(std::shared_ptr<WindowTask> task) {
 void Engine::SkipNewRowsOf(const std::string& table) {
   auto t = GetTable(table);
   if (!t.ok()) return;
-  std::vector<std::shared_ptr<Task>> tasks;
+  for (const auto& task : TaskList()) task->SkipNewRowsOf(**t);
+}
+
+void Engine::PauseNewRowsOf(const std::string& table) {
+  auto t = GetTable(table);
+  if (!t.ok()) return;
+  for (const auto& task : TaskList()) task->PauseNewRowsOf(**t);
+}
+
+void Engine::SetPartitionShards(
+    std::function<bool(const std::string&)> sharded,
+    std::function<void(const std::string&, const std::string&)> state_made) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sharded_ = std::move(sharded);
+  state_made_ = std::move(state_made);
+}
+
+bool Engine::HeldPerPartition(const std::string& table) const {
+  std::function<bool(const std::string&)> sharded;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, task] : tasks_) tasks.push_back(task);
+    sharded = sharded_;
   }
-  for (const auto& task : tasks) task->SkipNewRowsOf(**t);
+  return sharded && sharded(table);
+}
+
+void Engine::StateTableMade(const std::string& state, const std::string& table) {
+  std::function<void(const std::string&, const std::string&)> made;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    made = state_made_;
+  }
+  if (made) made(state, table);
+}
+
+std::vector<std::string> Engine::PartitionedStateTables(const std::string& table) {
+  std::vector<std::string> out;
+  for (const auto& task : TaskList()) {
+    auto state = task->PartitionedStateTable(table);
+    if (!state.ok()) {
+      RecordEvent(EngineEvent::Engine(Severity::kError, task->name(),
+                                      "The task's partitioned state table could not be made",
+                                      state.status().ToString(), Now()));
+    } else if (!state->empty()) {
+      out.push_back(*state);
+    }
+  }
+  return out;
+}
+
+Status Engine::DropTaskPartitions(const std::string& table,
+                                  const std::vector<int32_t>& partitions) {
+  Status first;
+  for (const auto& task : TaskList()) {
+    Status st = task->DropPartitions(table, partitions);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+Status Engine::RestoreTaskPartitions(const std::string& table,
+                                     const std::vector<int32_t>& partitions) {
+  Status first;
+  const double now = Now();
+  for (const auto& task : TaskList()) {
+    Status st = task->RestorePartitions(table, partitions, now);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+std::vector<std::shared_ptr<Task>> Engine::TaskList() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Task>> tasks;
+  for (const auto& [name, task] : tasks_) tasks.push_back(task);
+  return tasks;
 }
 
 Status Engine::RemoveWindowTask(const std::string& name) {

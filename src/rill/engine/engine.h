@@ -349,6 +349,28 @@ class Engine {
   /// SkipNewRowsOf: they moved between an application's instances). Call at
   /// a tick boundary.
   void SkipNewRowsOf(const std::string& table);
+  /// Until SkipNewRowsOf(table): no task reads `table`'s new rows (a move of
+  /// partition shards is being applied). Tick boundary.
+  void PauseNewRowsOf(const std::string& table);
+
+  // Partitioned operator state (Task::PartitionedStateTable) ---------------
+  /// Set by cluster/application.h: `sharded(table)` says whether `table` is
+  /// held per input partition (a partition shard); `state_made(state, table)`
+  /// is called (tick thread) when a task made the state table `state` of its
+  /// partitioned state over `table`. Null functions remove them. Any thread.
+  void SetPartitionShards(std::function<bool(const std::string&)> sharded,
+                          std::function<void(const std::string&, const std::string&)> state_made);
+  /// Whether `table` is held per input partition. Any thread.
+  bool HeldPerPartition(const std::string& table) const;
+  /// Called by a task that made its state table `state` over `table`.
+  void StateTableMade(const std::string& state, const std::string& table);
+  /// The state tables of the tasks with partitioned state over `table` (made
+  /// now when missing). Tick boundary.
+  std::vector<std::string> PartitionedStateTables(const std::string& table);
+  /// Task::DropPartitions / RestorePartitions of every task over `table`.
+  /// Tick boundary.
+  Status DropTaskPartitions(const std::string& table, const std::vector<int32_t>& partitions);
+  Status RestoreTaskPartitions(const std::string& table, const std::vector<int32_t>& partitions);
   /// Call `hook(now)` on the tick thread at the end of every tick, still at the
   /// tick boundary (the Checkpointer's captures, the cluster's commits), in the
   /// order added. Return its id for RemoveTickEndHook. Any thread.
@@ -396,6 +418,8 @@ class Engine {
  private:
   explicit Engine(EngineOptions options);
   Status Init();
+  /// A copy of the task registry (every kind). Any thread.
+  std::vector<std::shared_ptr<Task>> TaskList() const;
 
   // Tick steps (engine_tick.cc): run by the thread holding tick_mu_.
   Result<double> RunTick();
@@ -524,6 +548,8 @@ class Engine {
   int64_t next_tick_end_hook_ = 1;                                  // guarded by mu_
   SnapshotCell<TickEndHooks> tick_end_hook_list_{std::make_shared<const TickEndHooks>()};
   KafkaGroupProvider kafka_group_;                                  // guarded by mu_
+  std::function<bool(const std::string&)> sharded_;                 // guarded by mu_
+  std::function<void(const std::string&, const std::string&)> state_made_;  // guarded by mu_
   std::recursive_mutex hooks_mu_;
   /// Publish tick_end_hooks_ as the tick's list. mu_ held.
   void PublishTickEndHooks();

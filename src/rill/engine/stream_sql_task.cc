@@ -49,10 +49,17 @@ StreamSqlTask::StreamSqlTask(std::string name, std::string query, Engine* engine
       engine_(engine), source_(std::move(source)) {}
 
 void StreamSqlTask::SkipNewRowsOf(const LiveTable& table) {
-  if (table.name() == source_) cursor_ = std::max(cursor_, NewestUpdateTs(*table.snapshot()));
+  if (table.name() != source_) return;
+  cursor_ = std::max(cursor_, NewestUpdateTs(*table.snapshot()));
+  paused_ = false;
+}
+
+void StreamSqlTask::PauseNewRowsOf(const LiveTable& table) {
+  if (table.name() == source_) paused_ = true;
 }
 
 Result<TaskOutput> StreamSqlTask::Run(SqlEngine& sql, double /*now*/) {
+  if (paused_) return TaskOutput{nullptr, /*replace=*/false};
   auto table = engine_->GetTable(source_);
   if (!table.ok()) {
     // Not made yet (e.g. a window's output before its first emission).

@@ -52,6 +52,7 @@ class StreamSqlTask : public ScheduledSqlTask {
   /// when there are none). Tick thread only.
   Result<TaskOutput> Run(SqlEngine& sql, double now) override;
   void SkipNewRowsOf(const LiveTable& table) override;
+  void PauseNewRowsOf(const LiveTable& table) override;
   /// Return the source table's name.
   const std::string& source_table() const { return source_; }
 
@@ -61,6 +62,7 @@ class StreamSqlTask : public ScheduledSqlTask {
   Engine* engine_;
   std::string source_;
   double cursor_ = -1e300;  // tick thread only: the largest z_update_ts read
+  bool paused_ = false;     // tick thread / tick boundary: a move of the source is applied
 };
 
 }  // namespace rill

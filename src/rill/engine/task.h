@@ -141,6 +141,35 @@ class Task {
   /// dropped), they did not arrive. A task that reads a table's new rows
   /// (windows, stream SQL) moves its cursor past them. Tick boundary.
   virtual void SkipNewRowsOf(const LiveTable& /*table*/) {}
+  /// A move of `table`'s rows starts: read none of its new rows until
+  /// SkipNewRowsOf(table) ends it (the rows restored meanwhile are moves).
+  /// Tick boundary.
+  virtual void PauseNewRowsOf(const LiveTable& /*table*/) {}
+
+  // Partitioned operator state (an application's instance; engine/README.md).
+  // A task whose state follows the partitions of its input table `table` (a
+  // window over a partition shard) keeps it per input partition, and mirrors
+  // it in a keyed table that has a `_partition` column (the state table,
+  // which the application gives a changelog).
+  /// The name of the task's state table for input `table` (made on the first
+  /// call), or "" when the task keeps no partitioned state of it. Tick
+  /// boundary or tick thread.
+  virtual Result<std::string> PartitionedStateTable(const std::string& /*table*/) {
+    return std::string();
+  }
+  /// `partitions` of `table` moved away: forget their state (the state
+  /// table's rows of them are deleted by the caller). Tick boundary.
+  virtual Status DropPartitions(const std::string& /*table*/,
+                                const std::vector<int32_t>& /*partitions*/) {
+    return Status::OK();
+  }
+  /// The state table holds the restored state of `partitions` of `table`:
+  /// rebuild their state from it. Tick boundary.
+  virtual Status RestorePartitions(const std::string& /*table*/,
+                                   const std::vector<int32_t>& /*partitions*/,
+                                   double /*now*/) {
+    return Status::OK();
+  }
 
   /// Copy what the task itself tracks (maintenance, state size) into
   /// `stats`. Tick thread, under the engine's registry lock, after each run.

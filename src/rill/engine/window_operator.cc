@@ -598,6 +598,19 @@ constexpr size_t kPrefetchAhead = 8;
 void WindowOperator::Impl::MarkLate(int64_t n) {
   row_late.resize(n);
   const bool by_window = spec.late_by_window && spec.kind != WindowKind::kSession;
+  if (restoring) {
+    // Moved state: each row goes to the windows of it that are still open
+    // (sessions: to its session, open as long as the row was kept).
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t t = in.times[r];
+      bool gone = !in.time_valid[r];
+      if (!gone && spec.kind != WindowKind::kSession) {
+        gone = FloorDiv(t, slide_us) * slide_us + size_us <= watermark_us;
+      }
+      row_late[r] = gone ? 1 : 0;
+    }
+    return;
+  }
   for (int64_t r = 0; r < n; ++r) {
     const int64_t t = in.times[r];
     bool is_late = !in.time_valid[r] || t < watermark_us;
@@ -931,6 +944,42 @@ Result<std::shared_ptr<arrow::Table>> WindowOperator::Peek() {
     return s.g_start[a] != s.g_start[b] ? s.g_start[a] < s.g_start[b] : a < b;
   });
   return s.Build(all, all.size());
+}
+
+Status WindowOperator::ConsumeRestored(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                       double now) {
+  Impl& s = *impl_;
+  const WindowStats before = stats();
+  const bool rows_since_emit = s.rows_since_emit;
+  const double last_arrival = s.last_arrival;
+  s.restoring = true;
+  Status st = Consume(batch, now, nullptr);
+  s.restoring = false;
+  s.rows_since_emit = rows_since_emit;
+  s.last_arrival = last_arrival;
+  // Not arrivals: the counters and the idle clock stay as they were.
+  std::lock_guard<std::mutex> lock(s.stats_mu);
+  s.stats.rows_in = before.rows_in;
+  s.stats.late_rows = before.late_rows;
+  s.stats.null_time_rows = before.null_time_rows;
+  return st;
+}
+
+double WindowOperator::StateHorizon() const {
+  const Impl& s = *impl_;
+  if (s.watermark_us == INT64_MIN) return -INFINITY;
+  if (s.spec.kind != WindowKind::kSession) {
+    // The first window still open: the smallest start s with s + size > watermark.
+    const int64_t first = (FloorDiv(s.watermark_us - s.size_us, s.slide_us) + 1) * s.slide_us;
+    return ToSeconds(first);
+  }
+  int64_t oldest = INT64_MAX;
+  for (const auto& [code, list] : s.sessions) {
+    if (!list.empty()) oldest = std::min(oldest, list.front().start);
+  }
+  if (!s.null_sessions.empty()) oldest = std::min(oldest, s.null_sessions.front().start);
+  // No open session: every row kept so far belongs to a closed one.
+  return oldest == INT64_MAX ? ToSeconds(s.watermark_us) : ToSeconds(oldest);
 }
 
 void WindowOperator::AdvanceWatermark(double seconds) {

@@ -96,6 +96,17 @@ class WindowOperator {
   /// `late` (may be null to drop them; they are counted either way).
   Status Consume(const std::shared_ptr<arrow::RecordBatch>& batch, double now,
                  LateRows* late);
+  /// Add the rows of `batch` as moved state (an application's instance took
+  /// over their partition, engine/window_task.h): each goes to its windows
+  /// that are still open at the current watermark (sessions: to its
+  /// session), none is late, and the counters do not count them as input.
+  Status ConsumeRestored(const std::shared_ptr<arrow::RecordBatch>& batch, double now);
+  /// Unix seconds before which a consumed row belongs to no open window any
+  /// more (tumbling and hopping: the start of the first window open at the
+  /// watermark; sessions: the start of the oldest open session, or the
+  /// watermark when none is open); -inf before the first Emit.
+  double StateHorizon() const;
+
   /// Advance the watermark at processing time `now` and return the rows to
   /// write: the groups that closed (and with kOnUpdate, first the groups that
   /// changed since the last Emit). Closed groups are freed.

@@ -345,6 +345,8 @@ struct __attribute__((visibility("hidden"))) WindowOperator::Impl {
   std::vector<uint32_t> free_slots;
 
   int64_t watermark_us = INT64_MIN;
+  /// ConsumeRestored: rows are state moved from another instance, not arrivals.
+  bool restoring = false;
   int64_t max_t_us = INT64_MIN;
   double last_arrival = 0;
   bool rows_since_emit = false;

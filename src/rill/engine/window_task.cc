@@ -116,7 +116,28 @@ WindowTaskStats WindowTask::stats_snapshot() const {
     out = extra_;
     op = published_op_;
   }
-  if (op) {
+  std::vector<std::shared_ptr<WindowOperator>> parts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    parts = published_parts_;
+  }
+  if (!parts.empty()) {
+    // Partitioned: the sums of the partitions' counters, the largest times.
+    out.window.watermark = out.window.max_event_time = -INFINITY;
+    for (const auto& p : parts) {
+      const WindowStats s = p->stats();
+      out.window.rows_in += s.rows_in;
+      out.window.late_rows += s.late_rows;
+      out.window.null_time_rows += s.null_time_rows;
+      out.window.windows_open = std::max(out.window.windows_open, s.windows_open);
+      out.window.groups_open += s.groups_open;
+      out.window.groups_emitted += s.groups_emitted;
+      out.window.updates_emitted += s.updates_emitted;
+      out.window.state_bytes += s.state_bytes;
+      out.window.watermark = std::max(out.window.watermark, s.watermark);
+      out.window.max_event_time = std::max(out.window.max_event_time, s.max_event_time);
+    }
+  } else if (op) {
     out.window = op->stats();
   } else {
     out.window.watermark = out.window.max_event_time = -INFINITY;
@@ -132,7 +153,14 @@ Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> WindowTask::ReadNewRows
 void WindowTask::SkipNewRowsOf(const LiveTable& table) {
   if (table.name() == options_.source_table) {
     cursor_ = std::max(cursor_, NewestUpdateTs(*table.snapshot()));
+    paused_ = false;
   }
+}
+
+void WindowTask::PauseNewRowsOf(const LiveTable& table) {
+  // The whole task waits: a run meanwhile would change the state table
+  // while its moves are being applied.
+  if (table.name() == options_.source_table) paused_ = true;
 }
 
 Status WindowTask::WriteLate(const std::shared_ptr<arrow::RecordBatch>& batch,
@@ -188,6 +216,17 @@ Result<TaskOutput> WindowTask::Run(SqlEngine& sql, double now) {
   if (!engine) return Prefix(Status::Invalid("not attached to an engine"), name());
   auto source = engine->GetTable(options_.source_table);
   if (!source.ok()) return Prefix(source.status(), name());
+  sql_ = &sql;
+  if (paused_) return TaskOutput{nullptr, /*replace=*/false};
+  if (mode_ == Mode::kUndecided) {
+    auto decided = DecideMode(**source);
+    if (!decided.ok()) return Prefix(decided, name());
+  }
+  if (mode_ == Mode::kPartitioned) {
+    auto out = RunPartitioned(sql, **source, now);
+    if (!out.ok()) return Prefix(out.status(), name());
+    return out;
+  }
   if (!op_) {
     auto made = WindowOperator::Make(options_.spec, (*source)->schema(), &sql);
     if (!made.ok()) return Prefix(made.status(), name());

@@ -101,6 +101,53 @@ TEST(WindowOperator, SessionsMergeWhenAnEventBridgesThem) {
   EXPECT_EQ(op->stats().windows_open, 1);
 }
 
+TEST(WindowOperator, RestoredRowsGoOnlyToTheWindowsStillOpen) {
+  // Hopping [0,10), [5,15), [10,20): a moved partition's operator restarts at
+  // its old watermark 12 ([0,10) was emitted by the old owner) and takes
+  // back its rows: t = 7 only into [5,15), t = 11 into [5,15) and [10,20).
+  auto op = WindowOperator::Make(Spec(WindowKind::kHopping, {{"n", "count(*)"}}, {}),
+                                 EventSchema(), nullptr)
+                .ValueOrDie();
+  op->AdvanceWatermark(12);
+  ASSERT_TRUE(op->ConsumeRestored(Events({7, 11, 3}, {"a", "a", "a"}, {1, 1, 1}), 0).ok());
+  // Not input: nothing counted, nothing late.
+  EXPECT_EQ(op->stats().rows_in, 0);
+  EXPECT_EQ(op->stats().late_rows, 0);
+  EXPECT_EQ(Rows(op->Flush().ValueOrDie()), (std::multiset<std::string>{"5,15,2", "10,20,1"}));
+}
+
+TEST(WindowOperator, RestoredSessionRowsRebuildTheirSession) {
+  WindowSpec spec = Spec(WindowKind::kSession, {{"n", "count(*)"}});
+  auto op = WindowOperator::Make(spec, EventSchema(), nullptr).ValueOrDie();
+  op->AdvanceWatermark(5);
+  // A session [1, 9) open at the old owner (events 1, 3.5 and 6, gap 3):
+  // rows behind the watermark are its rows, not late ones.
+  ASSERT_TRUE(op->ConsumeRestored(Events({1, 3.5, 6}, {"a", "a", "a"}, {1, 1, 1}), 0).ok());
+  EXPECT_EQ(op->StateHorizon(), 1);
+  ASSERT_TRUE(op->Consume(Events({20}, {"a"}, {1}), 0, nullptr).ok());
+  EXPECT_EQ(Rows(op->Emit(0).ValueOrDie()), (std::multiset<std::string>{"1,9,a,3"}));
+  // Open now: the session of 20 alone.
+  EXPECT_EQ(op->StateHorizon(), 20);
+}
+
+TEST(WindowOperator, StateHorizonIsTheStartOfTheFirstOpenWindow) {
+  auto op = WindowOperator::Make(Spec(WindowKind::kHopping, {{"n", "count(*)"}}, {}),
+                                 EventSchema(), nullptr)
+                .ValueOrDie();
+  EXPECT_EQ(op->StateHorizon(), -INFINITY);
+  ASSERT_TRUE(op->Consume(Events({12}, {"a"}, {1}), 0, nullptr).ok());
+  ASSERT_TRUE(op->Emit(0).ok());
+  // Watermark 12: [0,10) closed, [5,15) open: a row before 5 is in no open window.
+  EXPECT_EQ(op->StateHorizon(), 5);
+  op->AdvanceWatermark(15);
+  EXPECT_EQ(op->StateHorizon(), 10);
+  auto tumbling = WindowOperator::Make(Spec(WindowKind::kTumbling, {{"n", "count(*)"}}),
+                                       EventSchema(), nullptr)
+                      .ValueOrDie();
+  tumbling->AdvanceWatermark(23);
+  EXPECT_EQ(tumbling->StateHorizon(), 20);
+}
+
 TEST(WindowOperator, LateRowsAreReportedWithTheirReason) {
   WindowSpec spec = Spec(WindowKind::kTumbling, {{"n", "count(*)"}});
   spec.allowed_lateness_seconds = 2;
