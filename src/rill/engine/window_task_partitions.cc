@@ -4,7 +4,10 @@
 // partition's windows from.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <arrow/array.h>
 #include <arrow/array/util.h>
@@ -70,6 +73,54 @@ Result<std::shared_ptr<arrow::RecordBatch>> ProjectTo(
     columns.push_back(std::move(c));
   }
   return arrow::RecordBatch::Make(schema, batch->num_rows(), std::move(columns));
+}
+
+/// Of `rows` (a partition's kept rows), those in sessions still open at
+/// `watermark` (seconds). A kept row can outlive its session: rows leave the
+/// state table at the oldest open session's start, whatever their key. Its
+/// session closed, so rebuilt alone it would be emitted again. Sessions of
+/// one key are apart by at least the gap, so the kept rows of a closed
+/// session never join an open one: they rebuild into sessions that end by
+/// the watermark, which are left out here.
+Result<std::vector<int64_t>> RowsOfOpenSessions(const arrow::RecordBatch& rows,
+                                                const WindowSpec& spec, double watermark) {
+  std::vector<int64_t> us;
+  std::vector<uint8_t> valid;
+  auto time = rows.GetColumnByName(spec.time_column);
+  if (!time) return Status::KeyError("column '", spec.time_column, "' not in the state rows");
+  RILL_RETURN_NOT_OK(window_internal::ReadTimes(*time, &us, &valid));
+  // Row indices by key (the key columns' values as text), by time.
+  std::map<std::string, std::vector<int64_t>> by_key;
+  for (int64_t r = 0; r < rows.num_rows(); ++r) {
+    if (!valid[r]) continue;
+    std::string key;
+    for (const auto& column : spec.group_by) {
+      auto c = rows.GetColumnByName(column);
+      if (!c) return Status::KeyError("column '", column, "' not in the state rows");
+      RILL_ASSIGN_OR_RAISE(auto scalar, c->GetScalar(r));
+      key += scalar->is_valid ? scalar->ToString() : std::string("\x01null");
+      key.push_back('\0');
+    }
+    by_key[key].push_back(r);
+  }
+  const auto gap_us = static_cast<int64_t>(std::llround(spec.gap_seconds * 1e6));
+  const auto watermark_us = static_cast<int64_t>(std::llround(watermark * 1e6));
+  std::vector<int64_t> keep;
+  for (auto& [key, list] : by_key) {
+    std::sort(list.begin(), list.end(), [&](int64_t x, int64_t y) { return us[x] < us[y]; });
+    size_t first = 0;
+    for (size_t i = 1; i <= list.size(); ++i) {
+      if (i < list.size() && us[list[i]] - us[list[i - 1]] < gap_us) continue;
+      // A session [first, i): open while its last row + gap is past the watermark.
+      if (!std::isfinite(watermark) || us[list[i - 1]] + gap_us > watermark_us) {
+        keep.insert(keep.end(), list.begin() + static_cast<std::ptrdiff_t>(first),
+                    list.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      first = i;
+    }
+  }
+  std::sort(keep.begin(), keep.end());
+  return keep;
 }
 
 }  // namespace
@@ -384,9 +435,18 @@ Status WindowTask::RestorePartitions(const std::string& table,
     // As the source's rows (its columns, in its order): an operator keeps
     // the batches of DuckDB aggregations, which must all look alike.
     RILL_ASSIGN_OR_RAISE(auto event_rows, ProjectTo(source->schema(), taken));
-    RILL_RETURN_NOT_OK(part.op->ConsumeRestored(event_rows, now));
-    restored += event_rows->num_rows();
+    auto consumed = event_rows;
+    if (partition_spec_.kind == WindowKind::kSession) {
+      RILL_ASSIGN_OR_RAISE(auto open, RowsOfOpenSessions(*event_rows, partition_spec_, watermark));
+      if (static_cast<int64_t>(open.size()) != event_rows->num_rows()) {
+        RILL_ASSIGN_OR_RAISE(consumed, TakeRows(event_rows, open));
+      }
+    }
+    RILL_RETURN_NOT_OK(part.op->ConsumeRestored(consumed, now));
+    restored += consumed->num_rows();
     auto [pos, added] = parts_.emplace(p, std::move(part));
+    // Every kept row, those of closed sessions too: each leaves the state
+    // table at its operator's horizon.
     RILL_RETURN_NOT_OK(IndexRows(pos->second, event_rows));
   }
   PublishOperators();
