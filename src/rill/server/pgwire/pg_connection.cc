@@ -53,7 +53,11 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
                       [self, data = std::move(initial)] { self->Process(data); });
   }
 
+  /// Any thread: the service's Shutdown may close a connection while its
+  /// own pool thread or strand finishes it; two closes of one asio socket at
+  /// once deregister its descriptor twice (a crash seen in server_test).
   void Close() {
+    std::lock_guard<std::mutex> lock(close_mu_);
     boost::system::error_code ec;
     socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -277,6 +281,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
   std::string inline_out_;  // the answer OnRead is sending (asynchronously)
   std::atomic<bool> authenticated_{false};
   std::mutex io_mu_;
+  std::mutex close_mu_;       // one Close at a time
   bool reading_ = false;      // a read is pending; guarded by io_mu_
   Kill kill_ = Kill::kNone;   // guarded by io_mu_
 };
