@@ -55,7 +55,18 @@ bool HeldPerPartition(Engine* engine, const std::string& table) {
 class ApplicationImpl final : public Application, public EngineExtension {
  public:
   ApplicationImpl(Engine* engine, ClusterOptions options)
-      : engine_(engine), options_(std::move(options)) {}
+      : engine_(engine), options_(std::move(options)) {
+    // Windows over partition shards keep their state per partition
+    // (window_task.h), from their first run on, whenever the group's
+    // consumer is made; their state tables get changelogs (RestoreStates,
+    // MakeStateChangelogs).
+    engine_->SetPartitionShards(
+        [engine](const std::string& table) { return HeldPerPartition(engine, table); },
+        [this](const std::string& state, const std::string& table) {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          pending_states_[state] = table;
+        });
+  }
 
   ~ApplicationImpl() override {
     views_.reset();  // its reader declares views: stopped first
@@ -127,14 +138,6 @@ class ApplicationImpl final : public Application, public EngineExtension {
     }
     shards_ = std::make_shared<Shards>(this);
     consumer_->SetShardHook(shards_);
-    // Windows over partition shards keep their state per partition
-    // (window_task.h); their state tables get changelogs (MakeStateChangelogs).
-    engine_->SetPartitionShards(
-        [engine = engine_](const std::string& table) { return HeldPerPartition(engine, table); },
-        [this](const std::string& state, const std::string& table) {
-          std::lock_guard<std::mutex> lock(state_mu_);
-          pending_states_[state] = table;
-        });
     if (!options_.exactly_once) return Status::OK();
     // One transactional producer per instance; init_transactions fences a
     // zombie of this instance.

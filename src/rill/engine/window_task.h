@@ -49,8 +49,9 @@
 // from the marker, its open windows from the rows (ConsumeRestored). Windows
 // the old owner emitted are not emitted again (their rows are gone, or they
 // closed at the marker's watermark); windows it had not emitted are emitted
-// here. A source without `_topic` and `_offset` gets partitioned operators
-// but no state table (a moved partition's windows start empty).
+// here. A source without `_topic` and `_offset`, and a processing-time
+// window, get partitioned operators but no state table (a moved partition's
+// windows start empty).
 //
 // Threads: Run is called by the engine's tick thread only; stats() from any
 // thread. Engine::AddWindowTask attaches the task to the engine (for reading

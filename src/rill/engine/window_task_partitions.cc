@@ -138,7 +138,9 @@ Status WindowTask::DecideMode(const LiveTable& source) {
   auto& keys = partition_spec_.group_by;
   if (std::find(keys.begin(), keys.end(), kPartition) == keys.end()) keys.push_back(kPartition);
   const int topic = schema->GetFieldIndex(kTopic), offset = schema->GetFieldIndex(kOffset);
-  if (topic >= 0 && offset >= 0 &&
+  // Processing-time windows keep no state table: their rows' time is when
+  // this instance wrote them, which a restore elsewhere cannot keep.
+  if (!options_.spec.time_column.empty() && topic >= 0 && offset >= 0 &&
       schema->field(topic)->type()->id() == arrow::Type::STRING &&
       schema->field(offset)->type()->id() == arrow::Type::INT64) {
     auto fields = schema->fields();
