@@ -278,6 +278,7 @@ void Fanout(const Args& args) {
   double t0 = NowSeconds();
   double p99_with = Pct(RunTicks(s, seconds, 20), 0.99);
   double rate = static_cast<double>(frames.load() - before) / (NowSeconds() - t0);
+  const auto stats = s.server->stats();
   s.server->Stop();
   ioc.stop();
   io.join();
@@ -291,7 +292,10 @@ void Fanout(const Args& args) {
                      {"tick_p99_ratio", p99_with / p99_none},
                      {"tick_p99_ms_with", 1e3 * p99_with},
                      {"tick_p99_ms_none", 1e3 * p99_none},
-                     {"expected_frames_per_s", subscribers * (50.0 + 1.0)}};
+                     {"expected_frames_per_s", subscribers * (50.0 + 1.0)},
+                     {"server_frames_sent", static_cast<double>(stats.ws_frames_sent)},
+                     {"server_frames_coalesced", static_cast<double>(stats.ws_frames_coalesced)},
+                     {"server_frames_dropped", static_cast<double>(stats.ws_frames_dropped)}};
   m.targets = {{"ratio", ">=", 1 / 1.2}};
   Emit(m);
 }

@@ -112,3 +112,36 @@ tables:
     kafka_config: {{"bootstrap.servers": "{servers}"}}
 """
     return text + tasks
+
+
+class Instances(dict):
+    """The `rill serve` instances of one application's pipeline file (issue 28's
+    tests): instance id -> (process, address), the dict stop_all takes. Each
+    serves on a free port with `token`, leaves the group when stopped, and
+    logs to `<log_dir>/<id>.out` / `.err`."""
+
+    def __init__(self, rill, pipeline, token, log_dir):
+        super().__init__()
+        self.rill, self.pipeline, self.token, self.log_dir = rill, pipeline, token, log_dir
+
+    def start(self, node):
+        args = [self.rill, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0",
+                "--token", self.token, "--instance-id", node, "--leave-on-stop", self.pipeline]
+        self[node] = start_serve(args, self.log_dir / f"{node}.out", self.log_dir / f"{node}.err")
+
+    def query(self, node, sql):
+        """The rows of `sql` on `node` (REST, JSON)."""
+        code, body = http_request(self[node][1], "/api/v1/query", self.token,
+                                  json.dumps({"sql": sql}).encode())
+        assert code == 200, body
+        return body["rows"]
+
+    def status(self, node):
+        """`node`'s /api/v1/telemetry/cluster (no partitions while it does not answer)."""
+        code, body = http_request(self[node][1], "/api/v1/telemetry/cluster", self.token)
+        return body if code == 200 else {"partitions": []}
+
+    def owned(self, node):
+        """The input partitions `node` owns."""
+        return {p["partition"] for p in self.status(node)["partitions"]}
+

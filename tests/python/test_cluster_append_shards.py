@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, stop_all, wait_for
+from serve_process import METADATA_COLUMNS, Instances, application_pipeline, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -55,26 +55,9 @@ def test_append_shards_move_with_their_partitions(kafka_broker, tmp_path):
     pipeline.write_text(application_pipeline(
         app, servers, source, "{seq: int64, region: string, price: float64, " + METADATA_COLUMNS + "}",
         commit_interval_ms=100, metadata_columns=True, tasks=TASKS))
-    procs = {}
+    procs = Instances(RILL, pipeline, TOKEN, tmp_path)
+    start, query, status, owned = procs.start, procs.query, procs.status, procs.owned
     produced = []  # (seq, region, price, partition, offset)
-
-    def start(node):
-        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
-                "--instance-id", node, "--leave-on-stop", pipeline]
-        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
-
-    def query(node, sql):
-        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN,
-                                  json.dumps({"sql": sql}).encode())
-        assert code == 200, body
-        return body["rows"]
-
-    def status(node):
-        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
-        return body if code == 200 else {"partitions": []}
-
-    def owned(node):
-        return {p["partition"] for p in status(node)["partitions"]}
 
     def produce(first, count):
         rows = [(i, ["eu", "us", "apac"][i % 3], float((i * 7) % 101)) for i in range(first, first + count)]

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import requires
-from serve_process import METADATA_COLUMNS, application_pipeline, http_request, start_serve, stop_all, wait_for
+from serve_process import METADATA_COLUMNS, Instances, application_pipeline, stop_all, wait_for
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RILL = pathlib.Path(os.environ.get("RILL_BIN", ROOT / "build" / "release" / "apps" / "rill" / "rill"))
@@ -56,26 +56,16 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
     pipeline.write_text(application_pipeline(
         app, servers, source, "{k: int64, ts: float64, v: float64, " + METADATA_COLUMNS + "}",
         commit_interval_ms=100, metadata_columns=True, tasks=WINDOWS))
-    procs = {}
+    procs = Instances(RILL, pipeline, TOKEN, tmp_path)
     produced = []  # (k, ts, v, partition)
     emitted = {}   # (node, its start) -> rows of per_key seen (kept across restarts)
     starts = {}
 
     def start(node):
         starts[node] = starts.get(node, 0) + 1
-        args = [RILL, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0", "--token", TOKEN,
-                "--instance-id", node, "--leave-on-stop", pipeline]
-        procs[node] = start_serve(args, tmp_path / f"{node}.out", tmp_path / f"{node}.err")
+        procs.start(node)
 
-    def query(node, sql):
-        code, body = http_request(procs[node][1], "/api/v1/query", TOKEN,
-                                  json.dumps({"sql": sql}).encode())
-        assert code == 200, body
-        return body["rows"]
-
-    def owned(node):
-        code, body = http_request(procs[node][1], "/api/v1/telemetry/cluster", TOKEN)
-        return {p["partition"] for p in body["partitions"]} if code == 200 else set()
+    query, owned = procs.query, procs.owned
 
     def produce(times, seed):
         rows = [(k, t, float((k * 13 + seed + i) % 17)) for i, t in enumerate(times) for k in range(KEYS)]

@@ -135,6 +135,11 @@ class WsSession : public Closable, public std::enable_shared_from_this<WsSession
     bool queued = false;      // a marker is in queue_ (not yet being written)
     bool awaiting = false;    // a snapshot was requested and has not come yet
     bool resnapshot = false;  // fell behind again while awaiting: one more
+    // While awaiting: the newest version whose changes were dropped. A
+    // snapshot taken at or after it covers them, so it needs no other one
+    // (otherwise, with many clients, each snapshot waits behind the others'
+    // long enough to fall behind again, and they snapshot for ever).
+    uint64_t dropped_to = 0;
   };
 
   std::shared_ptr<WsHub::State> hub_;
@@ -327,14 +332,30 @@ struct WsHub::State : std::enable_shared_from_this<WsHub::State> {
           auto formatted = FormatChanges(*changes, keys);
           if (formatted.ok()) {
             auto copy = std::make_shared<WsTableChanges>(**formatted);
-            std::lock_guard<std::mutex> lock(tc.mu);
-            auto it = tc.sizes.find(copy->to_version);
-            if (it != tc.sizes.end()) {
-              copy->table_rows = it->second.first;
-              copy->table_bytes = it->second.second;
-            } else if (!tc.sizes.empty()) {
-              copy->table_rows = tc.sizes.rbegin()->second.first;
-              copy->table_bytes = tc.sizes.rbegin()->second.second;
+            {
+              std::lock_guard<std::mutex> lock(tc.mu);
+              auto it = tc.sizes.find(copy->to_version);
+              if (it != tc.sizes.end()) {
+                copy->table_rows = it->second.first;
+                copy->table_bytes = it->second.second;
+              } else if (!tc.sizes.empty()) {
+                copy->table_rows = tc.sizes.rbegin()->second.first;
+                copy->table_bytes = tc.sizes.rbegin()->second.second;
+              }
+            }
+            // The frame of every client that is up to date, formatted once
+            // (WsSession::OnChanges); one that fell behind merges its own.
+            WsPendingChanges fresh;
+            fresh.Reset(copy->from_version);
+            const int64_t merged =
+                copy->snapshot ? -1 : fresh.Merge(*copy, kTablePendingRows);
+            if (merged >= 0) {
+              bool more = false;
+              std::string data = fresh.TakeFrame(tc.table, kTableFrameRows, &more);
+              if (!more) {
+                copy->frame = std::make_shared<const std::string>(EventFrame(tc.channel, data));
+                copy->frame_merged = merged;
+              }
             }
             out = std::move(copy);
           }
@@ -674,10 +695,23 @@ void WsSession::OnChanges(const std::string& channel, const WsTableChanges& chan
   auto it = tables_.find(channel);
   if (it == tables_.end() || closing_) return;
   TableState& st = it->second;
+  if (changes.frame && !changes.snapshot && !st.awaiting && !st.queued && !st.pending.due() &&
+      st.pending.client_version() == changes.from_version && queue_.size() < 2) {
+    // Up to date (at most the frame being written ahead): the shared frame.
+    if (changes.frame_merged > 0) {
+      ++coalesced_;
+      notice_pending_ = true;
+      hub_->ctx.counters.ws_frames_coalesced.fetch_add(1, std::memory_order_relaxed);
+    }
+    st.pending.Reset(changes.to_version);
+    Enqueue(channel, changes.frame, /*keep=*/true);
+    return;
+  }
   if (changes.snapshot) {
     // The hub's feed fell behind (or the table just got its schema).
     if (st.awaiting) {
       st.resnapshot = true;
+      st.dropped_to = std::max(st.dropped_to, changes.to_version);
     } else {
       RequestSnapshot(channel);
     }
@@ -691,6 +725,7 @@ void WsSession::OnChanges(const std::string& channel, const WsTableChanges& chan
     hub_->ctx.counters.ws_frames_coalesced.fetch_add(1, std::memory_order_relaxed);
     if (st.awaiting) {
       st.resnapshot = true;
+      st.dropped_to = std::max(st.dropped_to, changes.to_version);
     } else {
       RequestSnapshot(channel);
     }
@@ -741,6 +776,7 @@ void WsSession::OnSnapshot(const std::string& channel, std::shared_ptr<const std
     return;
   }
   TableState& st = it->second;
+  const bool frame_sent = frame != nullptr;
   if (frame) {
     st.pending.Reset(version);
     Enqueue(channel, std::move(frame), /*keep=*/true);
@@ -750,9 +786,12 @@ void WsSession::OnSnapshot(const std::string& channel, std::shared_ptr<const std
   st.awaiting = false;
   if (st.resnapshot) {
     st.resnapshot = false;
-    RequestSnapshot(channel);
-    return;
+    if (!frame_sent || version < st.dropped_to) {
+      RequestSnapshot(channel);
+      return;
+    }
   }
+  st.dropped_to = 0;
   if (st.pending.due() && !st.queued) QueueMarker(channel);
 }
 

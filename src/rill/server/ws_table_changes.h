@@ -40,6 +40,14 @@ struct WsTableChanges {
   int64_t table_bytes = 0;  ///< bytes of the table at to_version
   bool snapshot = false;    ///< the feed fell behind: every client needs a snapshot
   std::vector<WsChangeRow> rows;
+  /// The event frame of these changes for a client at `from_version` with
+  /// nothing pending, formatted once and shared by every such client (null
+  /// when they take more than one frame).
+  std::shared_ptr<const std::string> frame;
+  /// Rows of these changes that merged into an earlier row of their key in
+  /// `frame` (counted as coalesced for each client that takes it, as its own
+  /// merge would have been).
+  int64_t frame_merged = 0;
 };
 
 /// Return `changes` formatted (key columns `key_columns` of the table schema;

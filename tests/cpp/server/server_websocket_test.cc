@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 
 #include <map>
+#include <memory>
+#include <vector>
 
 #include <arrow/array/concatenate.h>
 
@@ -279,6 +281,65 @@ TEST(ServerWebSocket, SlowTableClientGetsItsChangesMergedByKeyAndEndsWithTheTabl
   // Merged: far fewer change rows than versions written.
   EXPECT_LT(copy.change_rows, int64_t{kVersions} * kKeys / 2);
   EXPECT_GT(h.server->stats().ws_frames_coalesced, 0);
+}
+
+// Clients that keep up take the frame the hub formats once per version (shared);
+// a slow one beside them merges its own. Each ends with exactly the table, and
+// each keeping-up client saw every version's changes in order, from_version
+// following on from the last version it had.
+TEST(ServerWebSocket, ClientsThatKeepUpShareOneFrameAndEachEndsWithTheTable) {
+  ServerOptions o;
+  o.ws_queue_frames = 8;
+  Harness h(o, 10);
+  constexpr int kFast = 4;
+  std::vector<std::unique_ptr<WsClient>> fast;
+  std::vector<TableCopy> copies(kFast);
+  for (int i = 0; i < kFast; ++i) {
+    fast.push_back(std::make_unique<WsClient>());
+    ASSERT_FALSE(fast.back()->Open(h.server->address(), "test-token"));
+    fast.back()->Send(R"({"type":"subscribe","channels":["table:orders"]})");
+    fast.back()->ReadUntil([&](json::object& f) { return copies[i].Apply(f) && copies[i].snapshots == 1; });
+  }
+  WsClient slow;
+  ASSERT_FALSE(slow.Open(h.server->address(), "test-token", /*rcvbuf=*/4096));
+  slow.Send(R"({"type":"subscribe","channels":["table:orders"]})");
+  TableCopy slow_copy;
+  slow.ReadUntil([&](json::object& f) { return slow_copy.Apply(f) && slow_copy.snapshots == 1; });
+  auto table = h.engine->GetTable("orders").ValueOrDie();
+  for (int v = 0; v < 200; ++v) {
+    auto batch = Orders(v % 7, v % 7 + 3);
+    arrow::DoubleBuilder amount;
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(amount.Append(v * 10.0 + k).ok());
+    batch = batch->SetColumn(2, batch->schema()->field(2), amount.Finish().ValueOrDie())
+                .ValueOrDie();
+    ASSERT_TRUE(table->Write(batch).ok());
+    // The fast clients read each version's frame as it comes.
+    const uint64_t now = table->snapshot()->version();
+    for (int i = 0; i < kFast; ++i) {
+      fast[i]->ReadUntil([&](json::object& f) {
+        if (f["type"] == "event" && f["channel"] == "table:orders") {
+          auto& data = f["data"].as_object();
+          EXPECT_EQ(data["from_version"].to_number<uint64_t>(), copies[i].version);
+        }
+        return copies[i].Apply(f) && copies[i].version == now;
+      });
+    }
+  }
+  const uint64_t last = table->snapshot()->version();
+  slow.ReadUntil([&](json::object& f) { return slow_copy.Apply(f) && slow_copy.version == last; },
+                 100000);
+  std::map<int64_t, double> want;
+  auto current = table->snapshot()->ToTable().ValueOrDie();
+  auto amounts = std::static_pointer_cast<arrow::DoubleArray>(
+      arrow::Concatenate(current->GetColumnByName("amount")->chunks()).ValueOrDie());
+  auto ids = std::static_pointer_cast<arrow::Int64Array>(
+      arrow::Concatenate(current->GetColumnByName("order_id")->chunks()).ValueOrDie());
+  for (int64_t i = 0; i < ids->length(); ++i) want[ids->Value(i)] = amounts->Value(i);
+  for (int i = 0; i < kFast; ++i) {
+    EXPECT_EQ(copies[i].rows, want) << "fast client " << i;
+    EXPECT_EQ(copies[i].snapshots, 1) << "fast client " << i;
+  }
+  EXPECT_EQ(slow_copy.rows, want);
 }
 
 }  // namespace
