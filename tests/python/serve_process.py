@@ -120,13 +120,16 @@ class Instances(dict):
     serves on a free port with `token`, leaves the group when stopped, and
     logs to `<log_dir>/<id>.out` / `.err`."""
 
-    def __init__(self, rill, pipeline, token, log_dir):
+    def __init__(self, rill, pipeline, token, log_dir, admin_token=None):
         super().__init__()
         self.rill, self.pipeline, self.token, self.log_dir = rill, pipeline, token, log_dir
+        self.admin_token = admin_token
 
     def start(self, node):
         args = [self.rill, "serve", "--metrics", ":memory:", "--listen", "127.0.0.1:0",
                 "--token", self.token, "--instance-id", node, "--leave-on-stop", self.pipeline]
+        if self.admin_token:
+            args[-1:-1] = ["--admin-token", self.admin_token]
         self[node] = start_serve(args, self.log_dir / f"{node}.out", self.log_dir / f"{node}.err")
 
     def query(self, node, sql):
@@ -135,6 +138,13 @@ class Instances(dict):
                                   json.dumps({"sql": sql}).encode())
         assert code == 200, body
         return body["rows"]
+
+    def ddl(self, node, statement):
+        """Run a CREATE / DROP on `node` (POST /api/v1/sql with the admin token)."""
+        code, body = http_request(self[node][1], "/api/v1/sql", self.admin_token,
+                                  statement.encode())
+        assert code == 200, body
+        return body
 
     def status(self, node):
         """`node`'s /api/v1/telemetry/cluster (no partitions while it does not answer)."""

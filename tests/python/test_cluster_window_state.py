@@ -13,7 +13,10 @@ tumbling window of 100 s of event time:
 - a window open when node-2 leaves (node-1 takes its partitions over) is
   emitted by node-1 with every record of node-2's partitions too;
 - each (window, key) is emitted once over both instances, and its count and
-  sum equal DuckDB over every record produced.
+  sum equal DuckDB over every record produced;
+- a window declared over SQL after the partitions' first assignment (its
+  changelog is made by the commit loop, not at an assignment) moves with its
+  partitions too.
 """
 import json
 import os
@@ -56,7 +59,7 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
     pipeline.write_text(application_pipeline(
         app, servers, source, "{k: int64, ts: float64, v: float64, " + METADATA_COLUMNS + "}",
         commit_interval_ms=100, metadata_columns=True, tasks=WINDOWS))
-    procs = Instances(RILL, pipeline, TOKEN, tmp_path)
+    procs = Instances(RILL, pipeline, TOKEN, tmp_path, admin_token="window-state-admin")
     produced = []  # (k, ts, v, partition)
     emitted = {}   # (node, its start) -> rows of per_key seen (kept across restarts)
     starts = {}
@@ -79,12 +82,12 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
         want = sum(1 for r in produced if r[3] in mine)
         return bool(mine) and query(node, "SELECT count(*) AS n FROM orders")[0]["n"] == want
 
-    def collect(node):
+    def collect(node, window="per_key"):
         try:
-            rows = query(node, "SELECT window_start, k, _partition, n, total FROM per_key")
+            rows = query(node, f"SELECT window_start, k, _partition, n, total FROM {window}")
         except Exception:
             return
-        seen = emitted.setdefault((node, starts[node]), {})
+        seen = emitted.setdefault((window, node, starts[node]), {})
         for r in rows:
             seen[(r["window_start"], r["k"], r["_partition"])] = (r["n"], r["total"])
 
@@ -96,12 +99,14 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
             "SELECT k, count(*), sum(v) FROM rows WHERE ts >= ? AND ts < ? GROUP BY k",
             [window_start, window_start + 100]).fetchall()}
 
-    def emitted_once(window_start):
+    def emitted_once(window_start, window="per_key"):
         """Every key's window emitted exactly once over both instances, as the reference."""
         for node in list(procs):
-            collect(node)
+            collect(node, window)
         got = {}
-        for seen in emitted.values():
+        for (name, _, _), seen in emitted.items():
+            if name != window:
+                continue
             for (start, k, _), value in seen.items():
                 if start == window_start:
                     got.setdefault(k, []).append(value)
@@ -148,12 +153,23 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
         # Window 0 is not emitted again by the restarted node-2.
         assert emitted_once(0.0)
 
+        # A second window, declared over SQL on both instances now: its state
+        # changelog is made by the commit loop. It reads the rows the tables
+        # hold, so it emits windows 0 and 100 of each instance's partitions.
+        for node in ("node-1", "node-2"):
+            procs.ddl(node, "CREATE WINDOW late_key WITH (source = 'orders', time_column = 'ts', "
+                            "window = 'tumbling', size_seconds = 100, group_by = 'k', "
+                            "aggregations = 'n=count(*),total=sum(v)')")
+        wait_for(lambda: emitted_once(100.0, "late_key"), 60, "the SQL window's window 100")
+        time.sleep(1)
+
         # Window [200, 300) is open when node-2 leaves: node-1 takes over its
         # partitions and their open windows.
         step(210.0, 9)
         step(260.0, 10)
         time.sleep(1)
         collect("node-2")
+        collect("node-2", "late_key")
         procs["node-2"][0].terminate()
         procs["node-2"][0].wait(timeout=60)
         del procs["node-2"]
@@ -161,6 +177,8 @@ def test_open_windows_move_with_their_partitions(kafka_broker, tmp_path):
         step(280.0, 11)
         step(300.0, 12)  # closes [200, 300)
         wait_for(lambda: emitted_once(200.0), 60, "window 200 after node-2 left")
+        wait_for(lambda: emitted_once(200.0, "late_key"), 60, "the SQL window's window 200")
+        assert emitted_once(0.0, "late_key") and emitted_once(100.0, "late_key")
         # Neither earlier window is emitted again by the new owner.
         assert emitted_once(0.0) and emitted_once(100.0)
         # The state keeps only what the open windows need: the rows at 300 and

@@ -291,7 +291,13 @@ class ApplicationImpl final : public Application, public EngineExtension {
     void Restored(const std::string& table, const std::vector<std::string>& topics,
                   const std::vector<int32_t>& partitions) override {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!app_ || partitions.empty() || moving_states_.empty()) return;
+      if (!app_) return;
+      if (moving_states_.empty()) {
+        // No task keeps state over it yet: one added later gets a changelog
+        // from its first row (MakeStateChangelogs).
+        app_->NoteTopics(table, topics);
+        return;
+      }
       Status st = app_->RestoreStates(table, topics, moving_states_, partitions);
       if (!st.ok()) {
         app_->engine_->RecordEvent(EngineEvent::Engine(
@@ -346,14 +352,17 @@ class ApplicationImpl final : public Application, public EngineExtension {
       Status st = changelogs_->Restore(state, topic, partitions, &records, &bytes);
       if (!st.ok() && first.ok()) first = st;
     }
-    {
-      // From now on a state table made later gets its changelog (CommitLoop).
-      std::lock_guard<std::mutex> lock(state_mu_);
-      table_topics_[table] = topics;
-    }
+    NoteTopics(table, topics);
     Status tasks = engine_->AtTickBoundary(
         [&] { return engine_->RestoreTaskPartitions(table, partitions); });
     return first.ok() ? tasks : first;
+  }
+
+  /// `table` is fed by `topics`: from now on a state table over it made later
+  /// gets its changelog (CommitLoop).
+  void NoteTopics(const std::string& table, const std::vector<std::string>& topics) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    table_topics_[table] = topics;
   }
 
   /// The changelogs of state tables made after their input's first restore

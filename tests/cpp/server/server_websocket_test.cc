@@ -211,6 +211,27 @@ struct TableCopy {
   }
 };
 
+/// Orders [begin, end) with amounts base + 0, base + 1, ...
+std::shared_ptr<arrow::RecordBatch> OrdersWithAmounts(int64_t begin, int64_t end, double base) {
+  auto batch = Orders(begin, end);
+  arrow::DoubleBuilder amount;
+  for (int64_t k = 0; k < end - begin; ++k) EXPECT_TRUE(amount.Append(base + k).ok());
+  return batch->SetColumn(2, batch->schema()->field(2), amount.Finish().ValueOrDie())
+      .ValueOrDie();
+}
+
+/// The table's rows now: order_id -> amount.
+std::map<int64_t, double> AmountsOf(const LiveTable& table) {
+  std::map<int64_t, double> out;
+  auto current = table.snapshot()->ToTable().ValueOrDie();
+  auto amounts = std::static_pointer_cast<arrow::DoubleArray>(
+      arrow::Concatenate(current->GetColumnByName("amount")->chunks()).ValueOrDie());
+  auto ids = std::static_pointer_cast<arrow::Int64Array>(
+      arrow::Concatenate(current->GetColumnByName("order_id")->chunks()).ValueOrDie());
+  for (int64_t i = 0; i < ids->length(); ++i) out[ids->Value(i)] = amounts->Value(i);
+  return out;
+}
+
 TEST(ServerWebSocket, TableChannelSendsASnapshotOnSubscribeThenTheChangedRows) {
   Harness h({}, 3);
   WsClient c;
@@ -260,24 +281,12 @@ TEST(ServerWebSocket, SlowTableClientGetsItsChangesMergedByKeyAndEndsWithTheTabl
   constexpr int kVersions = 2000;
   constexpr int kKeys = 40;
   for (int i = 0; i < kVersions; ++i) {
-    auto batch = Orders(0, kKeys);
-    arrow::DoubleBuilder amount;
-    for (int k = 0; k < kKeys; ++k) ASSERT_TRUE(amount.Append(i * 100.0 + k).ok());
-    batch = batch->SetColumn(2, batch->schema()->field(2), amount.Finish().ValueOrDie())
-                .ValueOrDie();
-    ASSERT_TRUE(table->Write(batch).ok());
+    ASSERT_TRUE(table->Write(OrdersWithAmounts(0, kKeys, i * 100.0)).ok());
   }
   const uint64_t last = table->snapshot()->version();
   slow.ReadUntil([&](json::object& f) { return copy.Apply(f) && copy.version == last; },
                  100000);
-  std::map<int64_t, double> want;
-  auto current = table->snapshot()->ToTable().ValueOrDie();
-  auto amounts = std::static_pointer_cast<arrow::DoubleArray>(
-      arrow::Concatenate(current->GetColumnByName("amount")->chunks()).ValueOrDie());
-  auto ids = std::static_pointer_cast<arrow::Int64Array>(
-      arrow::Concatenate(current->GetColumnByName("order_id")->chunks()).ValueOrDie());
-  for (int64_t i = 0; i < ids->length(); ++i) want[ids->Value(i)] = amounts->Value(i);
-  EXPECT_EQ(copy.rows, want);
+  EXPECT_EQ(copy.rows, AmountsOf(*table));
   // Merged: far fewer change rows than versions written.
   EXPECT_LT(copy.change_rows, int64_t{kVersions} * kKeys / 2);
   EXPECT_GT(h.server->stats().ws_frames_coalesced, 0);
@@ -307,12 +316,7 @@ TEST(ServerWebSocket, ClientsThatKeepUpShareOneFrameAndEachEndsWithTheTable) {
   slow.ReadUntil([&](json::object& f) { return slow_copy.Apply(f) && slow_copy.snapshots == 1; });
   auto table = h.engine->GetTable("orders").ValueOrDie();
   for (int v = 0; v < 200; ++v) {
-    auto batch = Orders(v % 7, v % 7 + 3);
-    arrow::DoubleBuilder amount;
-    for (int k = 0; k < 3; ++k) ASSERT_TRUE(amount.Append(v * 10.0 + k).ok());
-    batch = batch->SetColumn(2, batch->schema()->field(2), amount.Finish().ValueOrDie())
-                .ValueOrDie();
-    ASSERT_TRUE(table->Write(batch).ok());
+    ASSERT_TRUE(table->Write(OrdersWithAmounts(v % 7, v % 7 + 3, v * 10.0)).ok());
     // The fast clients read each version's frame as it comes.
     const uint64_t now = table->snapshot()->version();
     for (int i = 0; i < kFast; ++i) {
@@ -328,13 +332,7 @@ TEST(ServerWebSocket, ClientsThatKeepUpShareOneFrameAndEachEndsWithTheTable) {
   const uint64_t last = table->snapshot()->version();
   slow.ReadUntil([&](json::object& f) { return slow_copy.Apply(f) && slow_copy.version == last; },
                  100000);
-  std::map<int64_t, double> want;
-  auto current = table->snapshot()->ToTable().ValueOrDie();
-  auto amounts = std::static_pointer_cast<arrow::DoubleArray>(
-      arrow::Concatenate(current->GetColumnByName("amount")->chunks()).ValueOrDie());
-  auto ids = std::static_pointer_cast<arrow::Int64Array>(
-      arrow::Concatenate(current->GetColumnByName("order_id")->chunks()).ValueOrDie());
-  for (int64_t i = 0; i < ids->length(); ++i) want[ids->Value(i)] = amounts->Value(i);
+  const auto want = AmountsOf(*table);
   for (int i = 0; i < kFast; ++i) {
     EXPECT_EQ(copies[i].rows, want) << "fast client " << i;
     EXPECT_EQ(copies[i].snapshots, 1) << "fast client " << i;
