@@ -446,13 +446,13 @@ Status Engine::AddWindowTask(std::shared_ptr<WindowTask> task) {
 void Engine::SkipNewRowsOf(const std::string& table) {
   auto t = GetTable(table);
   if (!t.ok()) return;
-  for (const auto& task : TaskList()) task->SkipNewRowsOf(**t);
+  for (const auto& task : Tasks()) task->SkipNewRowsOf(**t);
 }
 
 void Engine::PauseNewRowsOf(const std::string& table) {
   auto t = GetTable(table);
   if (!t.ok()) return;
-  for (const auto& task : TaskList()) task->PauseNewRowsOf(**t);
+  for (const auto& task : Tasks()) task->PauseNewRowsOf(**t);
 }
 
 void Engine::SetPartitionShards(
@@ -483,7 +483,7 @@ void Engine::StateTableMade(const std::string& state, const std::string& table) 
 
 std::vector<std::string> Engine::PartitionedStateTables(const std::string& table) {
   std::vector<std::string> out;
-  for (const auto& task : TaskList()) {
+  for (const auto& task : Tasks()) {
     auto state = task->PartitionedStateTable(table);
     if (!state.ok()) {
       RecordEvent(EngineEvent::Engine(Severity::kError, task->name(),
@@ -499,7 +499,7 @@ std::vector<std::string> Engine::PartitionedStateTables(const std::string& table
 Status Engine::DropTaskPartitions(const std::string& table,
                                   const std::vector<int32_t>& partitions) {
   Status first;
-  for (const auto& task : TaskList()) {
+  for (const auto& task : Tasks()) {
     Status st = task->DropPartitions(table, partitions);
     if (!st.ok() && first.ok()) first = st;
   }
@@ -510,18 +510,11 @@ Status Engine::RestoreTaskPartitions(const std::string& table,
                                      const std::vector<int32_t>& partitions) {
   Status first;
   const double now = Now();
-  for (const auto& task : TaskList()) {
+  for (const auto& task : Tasks()) {
     Status st = task->RestorePartitions(table, partitions, now);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;
-}
-
-std::vector<std::shared_ptr<Task>> Engine::TaskList() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::shared_ptr<Task>> tasks;
-  for (const auto& [name, task] : tasks_) tasks.push_back(task);
-  return tasks;
 }
 
 Status Engine::RemoveWindowTask(const std::string& name) {

@@ -418,8 +418,6 @@ class Engine {
  private:
   explicit Engine(EngineOptions options);
   Status Init();
-  /// A copy of the task registry (every kind). Any thread.
-  std::vector<std::shared_ptr<Task>> TaskList() const;
 
   // Tick steps (engine_tick.cc): run by the thread holding tick_mu_.
   Result<double> RunTick();

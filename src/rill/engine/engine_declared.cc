@@ -132,6 +132,9 @@ Result<std::shared_ptr<LiveTable>> Engine::TableForWrite(const std::string& name
     return t;
   }
   if (!TableDeclaration(name)) {
+    if (auto t = FindTable(name)) {  // the loop made it from the declaration meanwhile
+      return t;
+    }
     return Status::KeyError("Unknown table '", name, "'");
   }
   auto created = CreateTable(name, std::move(schema), {}, /*from_declaration=*/true);
