@@ -221,13 +221,15 @@ TEST(KafkaGroup, APartitionThatComesBackResumesWhereTheGroupIsNotAtAStalePositio
     // B takes half, reads on in them, and leaves.
     RILL_ASSERT_OK_AND_ASSIGN(auto cb, KafkaConnector::Make("t", Options(*cluster, "a", group)));
     auto b = std::make_unique<Member>(cb);
-    ASSERT_TRUE(WaitFor([&] { return cb->assigned().size() == kPartitions / 2; }));
+    // Rebalances wait for the mock cluster's session and join timeouts: up to
+    // 90 s on a loaded machine (passing runs take 30-35 s in all).
+    ASSERT_TRUE(WaitFor([&] { return cb->assigned().size() == kPartitions / 2; }, 90));
     Produce(*cluster, "a", 100, 300);
     ASSERT_TRUE(WaitFor([&] { return a.ids().size() + b->ids().size() >= 300; }));
     b->Stop();
     b_ids = b->ids();
   }  // B's consumer closes: it leaves the group
-  ASSERT_TRUE(WaitFor([&] { return ca->assigned().size() == kPartitions; }));
+  ASSERT_TRUE(WaitFor([&] { return ca->assigned().size() == kPartitions; }, 90));
   Produce(*cluster, "a", 300, 400);
   ASSERT_TRUE(WaitFor([&] { return a.ids().size() + b_ids.size() >= 400; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
