@@ -496,25 +496,29 @@ std::vector<std::string> Engine::PartitionedStateTables(const std::string& table
   return out;
 }
 
-Status Engine::DropTaskPartitions(const std::string& table,
-                                  const std::vector<int32_t>& partitions) {
+namespace {
+/// Call `fn` on every task; the first failure, the others still called.
+template <typename F>
+Status EveryTask(const std::vector<std::shared_ptr<Task>>& tasks, F fn) {
   Status first;
-  for (const auto& task : Tasks()) {
-    Status st = task->DropPartitions(table, partitions);
+  for (const auto& task : tasks) {
+    Status st = fn(*task);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;
 }
+}  // namespace
+
+Status Engine::DropTaskPartitions(const std::string& table,
+                                  const std::vector<int32_t>& partitions) {
+  return EveryTask(Tasks(), [&](Task& t) { return t.DropPartitions(table, partitions); });
+}
 
 Status Engine::RestoreTaskPartitions(const std::string& table,
                                      const std::vector<int32_t>& partitions) {
-  Status first;
   const double now = Now();
-  for (const auto& task : Tasks()) {
-    Status st = task->RestorePartitions(table, partitions, now);
-    if (!st.ok() && first.ok()) first = st;
-  }
-  return first;
+  return EveryTask(Tasks(),
+                   [&](Task& t) { return t.RestorePartitions(table, partitions, now); });
 }
 
 Status Engine::RemoveWindowTask(const std::string& name) {

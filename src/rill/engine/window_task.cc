@@ -40,6 +40,16 @@ Status Prefix(const Status& st, const std::string& task) {
 
 }  // namespace
 
+Result<std::shared_ptr<arrow::RecordBatch>> TakeRows(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int64_t>& indices) {
+  arrow::Int64Builder b;
+  RILL_RETURN_NOT_OK(b.AppendValues(indices));
+  std::shared_ptr<arrow::Array> idx;
+  RILL_RETURN_NOT_OK(b.Finish(&idx));
+  RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(arrow::Datum(batch), arrow::Datum(idx)));
+  return taken.record_batch();
+}
+
 WindowTask::WindowTask(WindowTaskOptions options)
     : Task(options.name, options.output_table, options.interval_seconds, OutputKey(options),
            OutputRetention(options)),
@@ -167,12 +177,7 @@ Status WindowTask::WriteLate(const std::shared_ptr<arrow::RecordBatch>& batch,
                              const LateRows& late, double now) {
   Engine* engine = engine_.load();
   if (!engine) return Status::Invalid("not attached to an engine");
-  arrow::Int64Builder idx;
-  RILL_RETURN_NOT_OK(idx.AppendValues(late.rows));
-  std::shared_ptr<arrow::Array> indices;
-  RILL_RETURN_NOT_OK(idx.Finish(&indices));
-  RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(arrow::Datum(batch), arrow::Datum(indices)));
-  auto rows = taken.record_batch();
+  RILL_ASSIGN_OR_RAISE(auto rows, TakeRows(batch, late.rows));
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::Array>> columns;
   for (int i = 0; i < rows->num_columns(); ++i) {

@@ -86,6 +86,10 @@ struct WindowTaskStats {
   int64_t state_rows = 0;      ///< partitioned state: rows the state table holds
 };
 
+/// The rows of `batch` at `indices` (late rows, a partition's rows).
+Result<std::shared_ptr<arrow::RecordBatch>> TakeRows(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int64_t>& indices);
+
 class WindowTask : public Task, public std::enable_shared_from_this<WindowTask> {
  public:
   /// Invalid for empty names, an invalid spec (WindowSpec::Validate), a

@@ -12,8 +12,6 @@
 #include <arrow/array.h>
 #include <arrow/array/util.h>
 #include <arrow/builder.h>
-#include <arrow/compute/api_vector.h>
-#include <arrow/datum.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
@@ -33,17 +31,6 @@ constexpr char kOffset[] = "_offset";
 constexpr char kWatermark[] = "_watermark";
 /// The _offset of a partition's marker row.
 constexpr int64_t kMarkerOffset = -1;
-
-/// Rows of `batch` at `indices`.
-Result<std::shared_ptr<arrow::RecordBatch>> TakeRows(
-    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int64_t>& indices) {
-  arrow::Int64Builder b;
-  RILL_RETURN_NOT_OK(b.AppendValues(indices));
-  std::shared_ptr<arrow::Array> idx;
-  RILL_RETURN_NOT_OK(b.Finish(&idx));
-  RILL_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(arrow::Datum(batch), arrow::Datum(idx)));
-  return taken.record_batch();
-}
 
 /// The rows of `batch` per value of its int32 `_partition` column (null: -1).
 Result<std::map<int32_t, std::vector<int64_t>>> SplitByPartition(
@@ -89,18 +76,19 @@ Result<std::vector<int64_t>> RowsOfOpenSessions(const arrow::RecordBatch& rows,
   auto time = rows.GetColumnByName(spec.time_column);
   if (!time) return Status::KeyError("column '", spec.time_column, "' not in the state rows");
   RILL_RETURN_NOT_OK(window_internal::ReadTimes(*time, &us, &valid));
-  // Row indices by key (the key columns' values as text), by time.
+  // Row indices by key (encoded as the operator groups them), by time.
+  std::vector<window_internal::InputColumn> keys;
+  for (const auto& column : spec.group_by) {
+    auto c = rows.GetColumnByName(column);
+    if (!c) return Status::KeyError("column '", column, "' not in the state rows");
+    RILL_ASSIGN_OR_RAISE(auto input, window_internal::MakeInputColumn(c));
+    keys.push_back(std::move(input));
+  }
   std::map<std::string, std::vector<int64_t>> by_key;
   for (int64_t r = 0; r < rows.num_rows(); ++r) {
     if (!valid[r]) continue;
     std::string key;
-    for (const auto& column : spec.group_by) {
-      auto c = rows.GetColumnByName(column);
-      if (!c) return Status::KeyError("column '", column, "' not in the state rows");
-      RILL_ASSIGN_OR_RAISE(auto scalar, c->GetScalar(r));
-      key += scalar->is_valid ? scalar->ToString() : std::string("\x01null");
-      key.push_back('\0');
-    }
+    window_internal::EncodeKey(keys, r, &key);
     by_key[key].push_back(r);
   }
   const auto gap_us = static_cast<int64_t>(std::llround(spec.gap_seconds * 1e6));

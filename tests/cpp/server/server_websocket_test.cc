@@ -211,6 +211,12 @@ struct TableCopy {
   }
 };
 
+/// Subscribe `client` to table:orders and apply its first snapshot to `copy`.
+void SubscribeOrders(WsClient& client, TableCopy& copy) {
+  client.Send(R"({"type":"subscribe","channels":["table:orders"]})");
+  client.ReadUntil([&](json::object& f) { return copy.Apply(f) && copy.snapshots == 1; });
+}
+
 /// Orders [begin, end) with amounts base + 0, base + 1, ...
 std::shared_ptr<arrow::RecordBatch> OrdersWithAmounts(int64_t begin, int64_t end, double base) {
   auto batch = Orders(begin, end);
@@ -272,9 +278,8 @@ TEST(ServerWebSocket, SlowTableClientGetsItsChangesMergedByKeyAndEndsWithTheTabl
   Harness h(o, 10);
   WsClient slow;
   ASSERT_FALSE(slow.Open(h.server->address(), "test-token", /*rcvbuf=*/4096));
-  slow.Send(R"({"type":"subscribe","channels":["table:orders"]})");
   TableCopy copy;
-  slow.ReadUntil([&](json::object& f) { return copy.Apply(f) && copy.snapshots == 1; });
+  SubscribeOrders(slow, copy);
   auto table = h.engine->GetTable("orders").ValueOrDie();
   // 2000 versions, each rewriting the same 40 keys with a new amount (about
   // 6 kB of change rows per version), while the client reads nothing.
@@ -306,14 +311,12 @@ TEST(ServerWebSocket, ClientsThatKeepUpShareOneFrameAndEachEndsWithTheTable) {
   for (int i = 0; i < kFast; ++i) {
     fast.push_back(std::make_unique<WsClient>());
     ASSERT_FALSE(fast.back()->Open(h.server->address(), "test-token"));
-    fast.back()->Send(R"({"type":"subscribe","channels":["table:orders"]})");
-    fast.back()->ReadUntil([&](json::object& f) { return copies[i].Apply(f) && copies[i].snapshots == 1; });
+    SubscribeOrders(*fast.back(), copies[i]);
   }
   WsClient slow;
   ASSERT_FALSE(slow.Open(h.server->address(), "test-token", /*rcvbuf=*/4096));
-  slow.Send(R"({"type":"subscribe","channels":["table:orders"]})");
   TableCopy slow_copy;
-  slow.ReadUntil([&](json::object& f) { return slow_copy.Apply(f) && slow_copy.snapshots == 1; });
+  SubscribeOrders(slow, slow_copy);
   auto table = h.engine->GetTable("orders").ValueOrDie();
   for (int v = 0; v < 200; ++v) {
     ASSERT_TRUE(table->Write(OrdersWithAmounts(v % 7, v % 7 + 3, v * 10.0)).ok());
